@@ -1,0 +1,185 @@
+import { isValidNsid } from '@atproto/syntax'
+
+// One schema for every setting: flag name, environment variable, default, parser.
+// Precedence is flag > environment > default, and every problem is reported at once.
+
+export const SOURCE_NAMES = ['jetstream', 'firehose', 'replay'] as const
+export type SourceName = (typeof SOURCE_NAMES)[number]
+
+export interface Config {
+  databaseUrl: string | null
+  dataDir: string
+  source: SourceName
+  jetstreamUrl: string
+  relayUrl: string
+  plcUrl: string
+  replayFile: string | null
+  host: string
+  port: number
+  logLevel: string
+  adminToken: string | null
+  trustProxy: boolean | string
+  promptNsid: string
+  conversationNsid: string
+  agentNsid: string
+  wantedCollections: string
+  batchSize: number
+  batchDelayMs: number
+  queueSize: number
+  firehoseUnauthenticated: boolean
+  jetstreamRewindSeconds: number
+  rateLimitPerMinute: number
+  partition: { index: number; count: number } | null
+}
+
+type Parse<T> = (raw: string) => T
+interface Setting<K extends keyof Config> {
+  key: K
+  env: string
+  flag: string
+  default: Config[K]
+  parse: Parse<Config[K]>
+  help: string
+}
+
+const str: Parse<string> = (s) => {
+  if (s.trim() === '') throw new Error('must not be empty')
+  return s
+}
+const nullable: Parse<string | null> = (s) => (s === '' ? null : s)
+const int =
+  (min: number, max: number): Parse<number> =>
+  (s) => {
+    const n = Number(s)
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new Error(`must be an integer from ${min} to ${max}`)
+    return n
+  }
+const bool: Parse<boolean> = (s) => {
+  if (/^(1|true|yes|on)$/i.test(s)) return true
+  if (/^(0|false|no|off)$/i.test(s)) return false
+  throw new Error('must be true or false')
+}
+const url =
+  (...protocols: string[]): Parse<string> =>
+  (s) => {
+    let u: URL
+    try {
+      u = new URL(s)
+    } catch {
+      throw new Error('must be a URL')
+    }
+    if (!protocols.includes(u.protocol)) throw new Error(`must use ${protocols.join(' or ')}`)
+    return s
+  }
+const nsid: Parse<string> = (s) => {
+  if (!isValidNsid(s)) throw new Error('must be an NSID')
+  return s
+}
+const oneOf =
+  <T extends string>(values: readonly T[]): Parse<T> =>
+  (s) => {
+    if (!values.includes(s as T)) throw new Error(`must be one of ${values.join(', ')}`)
+    return s as T
+  }
+const trustProxy: Parse<boolean | string> = (s) => {
+  if (/^(1|true|yes|on)$/i.test(s)) return true
+  if (/^(0|false|no|off|)$/i.test(s)) return false
+  return s // a comma-separated list of addresses or CIDRs, as Fastify takes it
+}
+const partition: Parse<Config['partition']> = (s) => {
+  if (s === '') return null
+  const m = /^(\d+)\/(\d+)$/.exec(s)
+  if (!m) throw new Error('must look like i/n, e.g. 0/4')
+  const index = Number(m[1])
+  const count = Number(m[2])
+  if (count < 1 || index >= count) throw new Error('needs 0 <= i < n')
+  return { index, count }
+}
+
+function setting<K extends keyof Config>(
+  key: K,
+  env: string,
+  def: Config[K],
+  parse: Parse<Config[K]>,
+  help: string,
+): Setting<K> {
+  const flag = env.toLowerCase().replaceAll('_', '-')
+  return { key, env, flag, default: def, parse, help }
+}
+
+export const SETTINGS = [
+  setting('databaseUrl', 'DATABASE_URL', null, (s) => (s === '' ? null : url('postgres:', 'postgresql:')(s)), 'Postgres URL; absent: embedded PGlite in DATA_DIR'),
+  setting('dataDir', 'DATA_DIR', './data', str, 'PGlite data directory (used when DATABASE_URL is absent)'),
+  setting('source', 'SOURCE', 'jetstream', oneOf(SOURCE_NAMES), 'jetstream, firehose or replay'),
+  setting('jetstreamUrl', 'JETSTREAM_URL', 'wss://jetstream2.us-east.bsky.network/subscribe', url('ws:', 'wss:'), 'Jetstream v1 subscribe URL'),
+  setting('relayUrl', 'RELAY_URL', 'wss://bsky.network', url('ws:', 'wss:', 'http:', 'https:'), 'Relay or PDS for the firehose (subscribeRepos) and backfill listing'),
+  setting('plcUrl', 'PLC_URL', 'https://plc.directory', url('http:', 'https:'), 'PLC directory for DID documents'),
+  setting('replayFile', 'REPLAY_FILE', null, nullable, 'Jetstream-format NDJSON file for SOURCE=replay'),
+  setting('host', 'HOST', '127.0.0.1', str, 'HTTP listen address'),
+  setting('port', 'PORT', 3000, int(0, 65535), 'HTTP port'),
+  setting('logLevel', 'LOG_LEVEL', 'info', oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'pino log level'),
+  setting('adminToken', 'ADMIN_TOKEN', null, nullable, 'Bearer token for /admin endpoints; absent: no admin endpoints'),
+  setting('trustProxy', 'TRUST_PROXY', false, trustProxy, 'Trust X-Forwarded-For (true, or addresses/CIDRs)'),
+  setting('promptNsid', 'PROMPT_NSID', 'xyz.quasigod.lab.letta.compiledPrompt', nsid, 'Prompt (sidecar) collection'),
+  setting('conversationNsid', 'CONVERSATION_NSID', 'xyz.quasigod.lab.letta.conversation', nsid, 'Conversation collection'),
+  setting('agentNsid', 'AGENT_NSID', 'xyz.quasigod.lab.letta.agent', nsid, 'Agent collection'),
+  setting('wantedCollections', 'WANTED_COLLECTIONS', 'xyz.quasigod.lab.letta.*', str, 'Collection prefix asked of Jetstream'),
+  setting('batchSize', 'BATCH_SIZE', 1000, int(1, 100_000), 'Most events applied in one transaction'),
+  setting('batchDelayMs', 'BATCH_DELAY_MS', 20, int(0, 60_000), 'Longest wait to fill a batch'),
+  setting('queueSize', 'QUEUE_SIZE', 5000, int(1, 1_000_000), 'Events buffered before the reader pauses'),
+  setting('firehoseUnauthenticated', 'FIREHOSE_UNAUTHENTICATED', false, bool, 'Skip signature and MST verification of firehose commits'),
+  setting('jetstreamRewindSeconds', 'JETSTREAM_REWIND_SECONDS', 5, int(0, 3600), 'Rewind on reconnect'),
+  setting('rateLimitPerMinute', 'RATE_LIMIT_PER_MINUTE', 600, int(1, 10_000_000), 'Requests per client address per minute'),
+  setting('partition', 'PARTITION', null, partition, 'Ingest only DIDs of hash partition i of n (i/n)'),
+] as const
+
+export class ConfigError extends Error {
+  readonly problems: string[]
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`)
+    this.name = 'ConfigError'
+    this.problems = problems
+  }
+}
+
+/**
+ * Layers flags over the environment over defaults. `flags` maps flag names (`data-dir`)
+ * to raw strings. Throws one ConfigError naming every bad setting.
+ */
+export function loadConfig(
+  flags: Record<string, string> = {},
+  env: Record<string, string | undefined> = process.env,
+): Config {
+  const problems: string[] = []
+  const out: Record<string, unknown> = {}
+  const known = new Set<string>(SETTINGS.map((s) => s.flag))
+  for (const f of Object.keys(flags)) if (!known.has(f)) problems.push(`--${f}: unknown option`)
+  for (const s of SETTINGS) {
+    const fromFlag = flags[s.flag]
+    const raw = fromFlag ?? env[s.env]
+    if (raw === undefined) {
+      out[s.key] = s.default
+      continue
+    }
+    try {
+      out[s.key] = (s.parse as Parse<unknown>)(raw)
+    } catch (err) {
+      const where = fromFlag !== undefined ? `--${s.flag}` : s.env
+      problems.push(`${where}=${JSON.stringify(raw)}: ${(err as Error).message}`)
+    }
+  }
+  const config = out as unknown as Config
+  if (problems.length === 0) {
+    if (config.source === 'replay' && !config.replayFile)
+      problems.push('SOURCE=replay needs REPLAY_FILE (or --replay-file)')
+    const nsids = [config.promptNsid, config.conversationNsid, config.agentNsid]
+    if (new Set(nsids).size !== 3) problems.push('PROMPT_NSID, CONVERSATION_NSID and AGENT_NSID must differ')
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
+  return config
+}
+
+export function collectionsOf(config: Config): string[] {
+  return [config.promptNsid, config.conversationNsid, config.agentNsid]
+}

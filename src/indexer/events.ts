@@ -1,0 +1,64 @@
+// Normalized events: every source (Jetstream, firehose, backfill, replay) turns what it
+// reads into these, so the indexer never knows where an event came from.
+
+export type CommitOp = 'create' | 'update' | 'delete'
+
+/** One record operation of one commit. `rev` is the commit's rev (a TID). */
+export interface CommitEvent {
+  kind: 'commit'
+  did: string
+  collection: string
+  rkey: string
+  rev: string
+  op: CommitOp
+  /** Absent on delete. */
+  cid: string | null
+  /** The record as JSON (lex-json: `$link`, `$bytes`), absent on delete. */
+  record: unknown
+  /** Source time in microseconds since the epoch. */
+  timeUs: number
+}
+
+/** `#account`: hosting status. `seq` is the upstream firehose seq when known. */
+export interface AccountEvent {
+  kind: 'account'
+  did: string
+  active: boolean
+  status: string | null
+  seq: number | null
+  timeUs: number
+}
+
+/** `#identity`: `handle` is already verified both ways by the source, or null. */
+export interface IdentityEvent {
+  kind: 'identity'
+  did: string
+  handle: string | null
+  seq: number | null
+  timeUs: number
+}
+
+/**
+ * The full state of one repo's indexed collections at `rev` (backfill and `#sync`):
+ * records present are upserted, indexed records absent from it are deleted.
+ */
+export interface RepoSnapshotEvent {
+  kind: 'snapshot'
+  did: string
+  rev: string
+  records: Array<{ collection: string; rkey: string; cid: string; record: unknown }>
+  timeUs: number
+}
+
+export type IndexEvent = CommitEvent | AccountEvent | IdentityEvent | RepoSnapshotEvent
+
+/** Where a batch leaves the source: stored in the same transaction as its writes. */
+export interface CursorPosition {
+  /** `jetstream`, `firehose` or `replay` */
+  source: string
+  /** The URL or file the cursor belongs to: cursors of different upstreams never mix. */
+  key: string
+  cursor: number
+  /** Source time (µs) of the newest event processed, of any kind. */
+  lastEventUs: number
+}

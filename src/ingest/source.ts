@@ -1,0 +1,30 @@
+import type { IndexEvent } from '../indexer/events.ts'
+
+/**
+ * One unit read from a source. `event` is null for frames that carry nothing we index
+ * (other collections, skipped bad input): they still move the cursor and the lag.
+ */
+export interface SourceItem {
+  event: IndexEvent | null
+  /** The source's own cursor after this item: `time_us` (Jetstream, replay) or `seq`. */
+  cursor: number
+  /** Source time of this item, µs since the epoch. */
+  timeUs: number
+}
+
+export interface Sink {
+  /** Resolves once the item is queued; while the write queue is full it waits (backpressure). */
+  push(item: SourceItem): Promise<void>
+}
+
+export interface Source {
+  /** `jetstream`, `firehose` or `replay`: the `source` metric label and cursor namespace. */
+  readonly name: string
+  /** The URL or file: cursors are kept per (name, key). */
+  readonly key: string
+  /**
+   * Reads until `signal` aborts (or, for finite sources, the input ends), pushing into `sink`.
+   * `startCursor` is the stored cursor, or null to start at the live tip / top of file.
+   */
+  run(sink: Sink, startCursor: number | null, signal: AbortSignal): Promise<void>
+}
