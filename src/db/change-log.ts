@@ -1,0 +1,51 @@
+import { type SQL, sql } from 'drizzle-orm'
+import type { Role } from '../indexer/merge.ts'
+import type { Database, Executor } from './client.ts'
+import { TABLE } from './writes.ts'
+
+// Writes a change row for each touched record whose CID, flags or visibility differ from
+// what the log last said about it, and records that as the new emitted state. Replays
+// that change nothing therefore write nothing. The caller holds the writer lock, so seqs
+// are assigned and committed in order.
+
+export async function emitChanges(
+  db: Database,
+  ex: Executor,
+  role: Role,
+  collection: string,
+  keys: Array<{ did: string; rkey: string }>,
+  wholeRepos: string[],
+): Promise<number> {
+  if (keys.length === 0 && wholeRepos.length === 0) return 0
+  const isPrompt = role === 'prompt'
+  const visible = sql`(NOT t.deleted AND NOT t.hidden)`
+  const flagsChanged: SQL = isPrompt ? sql`OR t.flags IS DISTINCT FROM t.emitted_flags` : sql``
+  const setFlags: SQL = isPrompt ? sql`, emitted_flags = t.flags` : sql``
+  const flagsOut: SQL = isPrompt ? sql`t.flags` : sql`NULL::int`
+  const rows = await db.rows<{ n: number }>(
+    sql`
+    WITH keys AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS x(did text, rkey text)),
+    repos AS (SELECT jsonb_array_elements_text(${JSON.stringify(wholeRepos)}::jsonb) AS did),
+    touched AS (
+      SELECT t.did, t.rkey FROM ${TABLE[role]} t JOIN keys k ON t.did = k.did AND t.rkey = k.rkey
+      UNION SELECT t.did, t.rkey FROM ${TABLE[role]} t JOIN repos r ON t.did = r.did
+    ),
+    changed AS (
+      UPDATE ${TABLE[role]} t SET emitted_cid = t.cid, emitted_visible = ${visible} ${setFlags}
+      FROM touched WHERE t.did = touched.did AND t.rkey = touched.rkey
+        AND (${visible} IS DISTINCT FROM t.emitted_visible
+             OR (${visible} AND (t.cid IS DISTINCT FROM t.emitted_cid ${flagsChanged})))
+      RETURNING t.did, t.rkey, t.cid, ${flagsOut} AS flags, ${visible} AS visible
+    ),
+    ins AS (
+      INSERT INTO changes (did, collection, rkey, op, cid, flags, at)
+      SELECT did, ${collection}, rkey, CASE WHEN visible THEN 'upsert' ELSE 'delete' END,
+             CASE WHEN visible THEN cid END, CASE WHEN visible THEN flags END, now()
+      FROM changed ORDER BY did, rkey
+      RETURNING 1
+    )
+    SELECT count(*)::int AS n FROM ins`,
+    ex,
+  )
+  return Number(rows[0]?.n ?? 0)
+}

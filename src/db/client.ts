@@ -1,0 +1,139 @@
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { PGlite } from '@electric-sql/pglite'
+import type { SQL } from 'drizzle-orm'
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
+import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
+import postgres from 'postgres'
+import { DataDirLockedError } from '../errors.ts'
+import * as schema from './schema.ts'
+
+export type Orm = PgDatabase<PgQueryResultHKT, typeof schema>
+/** The ORM or a transaction on it: anything that can run a statement. */
+export type Executor = Pick<Orm, 'execute' | 'select' | 'insert' | 'update' | 'delete'>
+
+export interface Database {
+  readonly kind: 'postgres' | 'pglite'
+  readonly orm: Orm
+  migrate(): Promise<void>
+  /** Runs a raw statement and returns its rows, whatever the driver. */
+  rows<T = Record<string, unknown>>(query: SQL, executor?: Executor): Promise<T[]>
+  ping(): Promise<boolean>
+  close(): Promise<void>
+}
+
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta.url))
+
+export interface DatabaseOptions {
+  /** Postgres URL; null for embedded PGlite. */
+  url: string | null
+  /** PGlite directory; null keeps PGlite in memory (tests). */
+  dataDir: string | null
+  maxConnections?: number
+  /** Postgres schema to use (tests isolate themselves with it). */
+  searchPath?: string
+}
+
+async function rowsOf<T>(executor: Executor, query: SQL): Promise<T[]> {
+  const result = (await executor.execute(query)) as unknown
+  // postgres.js returns the rows array; PGlite returns { rows }.
+  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]
+}
+
+export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
+  return opts.url ? openPostgres(opts.url, opts) : openPglite(opts.dataDir)
+}
+
+async function openPostgres(url: string, opts: DatabaseOptions): Promise<Database> {
+  const client = postgres(url, {
+    max: opts.maxConnections ?? 10,
+    onnotice: () => {},
+    connection: opts.searchPath ? { search_path: opts.searchPath } : {},
+  })
+  const orm = drizzlePostgres(client, { schema }) as unknown as Orm
+  return {
+    kind: 'postgres',
+    orm,
+    migrate: () =>
+      migratePostgres(orm as never, {
+        migrationsFolder: MIGRATIONS_DIR,
+        migrationsSchema: opts.searchPath ?? 'drizzle',
+      }),
+    rows: (q, ex) => rowsOf(ex ?? orm, q),
+    ping: async () => {
+      await client`select 1`
+      return true
+    },
+    close: () => client.end({ timeout: 5 }),
+  }
+}
+
+async function openPglite(dataDir: string | null): Promise<Database> {
+  const release = dataDir ? lockDataDir(dataDir) : () => {}
+  let pg: PGlite
+  try {
+    pg = new PGlite(dataDir ? join(dataDir, 'pgdata') : undefined)
+    await pg.waitReady
+  } catch (err) {
+    release()
+    throw err
+  }
+  const orm = drizzlePglite(pg, { schema }) as unknown as Orm
+  return {
+    kind: 'pglite',
+    orm,
+    migrate: () => migratePglite(orm as never, { migrationsFolder: MIGRATIONS_DIR }),
+    rows: (q, ex) => rowsOf(ex ?? orm, q),
+    ping: async () => {
+      await pg.query('select 1')
+      return true
+    },
+    close: async () => {
+      try {
+        await pg.close()
+      } finally {
+        release()
+      }
+    },
+  }
+}
+
+/**
+ * PGlite belongs to one process: two opening the same directory would corrupt it.
+ * A lock file with our pid guards it; a lock left by a dead process is taken over.
+ */
+function lockDataDir(dataDir: string): () => void {
+  mkdirSync(dataDir, { recursive: true })
+  const path = join(dataDir, 'prompt-appview.lock')
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(path, 'wx')
+      writeSync(fd, String(process.pid))
+      closeSync(fd)
+      return () => rmSync(path, { force: true })
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+      const pid = Number(readFileSync(path, 'utf8').trim())
+      if (pid && isAlive(pid)) {
+        throw new DataDirLockedError(
+          `PGlite data directory ${dataDir} is in use by process ${pid}. PGlite belongs to one process: run serve, ingest and backfill as separate processes against Postgres (DATABASE_URL), or stop the other process.`,
+        )
+      }
+      rmSync(path, { force: true })
+    }
+  }
+  throw new DataDirLockedError(`could not lock PGlite data directory ${dataDir}`)
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}

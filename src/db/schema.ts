@@ -1,0 +1,163 @@
+import { sql } from 'drizzle-orm'
+import {
+  bigint,
+  bigserial,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+} from 'drizzle-orm/pg-core'
+
+// Every record table is keyed (did, rkey) with did first, so the store can be distributed
+// by did and the prompt-conversation join stays local to one shard. A delete keeps the row
+// as a tombstone (`deleted`, its rev), which is what stops a replayed older create.
+// `emitted_*` is the state last written to the change log: a change row is emitted exactly
+// when the current state differs from it, so replays that change nothing emit nothing.
+
+const recordColumns = {
+  did: text('did').notNull(),
+  rkey: text('rkey').notNull(),
+  rev: text('rev').notNull(),
+  cid: text('cid'),
+  record: jsonb('record'),
+  deleted: boolean('deleted').notNull().default(false),
+  hidden: boolean('hidden').notNull().default(false),
+  indexedAt: timestamp('indexed_at', { withTimezone: true, mode: 'date' }).notNull(),
+  emittedCid: text('emitted_cid'),
+  emittedVisible: boolean('emitted_visible').notNull().default(false),
+}
+
+export const prompts = pgTable(
+  'prompts',
+  {
+    ...recordColumns,
+    /** Flag bits (see indexer/flags.ts); 0 = ok. */
+    flags: integer('flags').notNull().default(0),
+    /** Bits that depend on this record alone: mismatched, coreMemoryDetached, invalid. */
+    baseFlags: integer('base_flags').notNull().default(0),
+    emittedFlags: integer('emitted_flags'),
+    validationError: text('validation_error'),
+    contentBytes: integer('content_bytes'),
+    agentUri: text('agent_uri'),
+    /** The agent record `agent` names, when it names one of the agent collection. */
+    agentDid: text('agent_did'),
+    agentRkey: text('agent_rkey'),
+    rawSystemHash: text('raw_system_hash'),
+    memfsRevision: text('memfs_revision'),
+    /** compiledAt as µs since the epoch, when it is a strict atproto datetime. */
+    compiledUs: bigint('compiled_us', { mode: 'number' }),
+    /** May serve as staleness evidence for others: valid, and compiledAt not in the future. */
+    evidence: boolean('evidence').notNull().default(false),
+    recompiles: integer('recompiles').notNull().default(0),
+  },
+  (t) => [
+    primaryKey({ columns: [t.did, t.rkey] }),
+    // Keyset pages in the SPEC's order (rkey desc, did), one partial index per filter.
+    index('prompts_page_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden`),
+    index('prompts_ok_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden AND flags = 0`),
+    index('prompts_orphaned_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden AND (flags & 1) <> 0`),
+    index('prompts_mismatched_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden AND (flags & 2) <> 0`),
+    index('prompts_stale_template_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden AND (flags & 4) <> 0`),
+    index('prompts_stale_memory_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden AND (flags & 8) <> 0`),
+    index('prompts_detached_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden AND (flags & 16) <> 0`),
+    index('prompts_invalid_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden AND (flags & 32) <> 0`),
+    // Staleness groups (same repo, same agent at-uri), ordered by compile time.
+    index('prompts_agent_group_idx').on(t.did, t.agentUri, t.compiledUs),
+    // Prompts of any repo naming one agent record: an agent write re-flags them.
+    index('prompts_agent_record_idx').on(t.agentDid, t.agentRkey),
+  ],
+)
+
+export const promptRevisions = pgTable(
+  'prompt_revisions',
+  {
+    did: text('did').notNull(),
+    rkey: text('rkey').notNull(),
+    rev: text('rev').notNull(),
+    cid: text('cid').notNull(),
+    compiledAt: text('compiled_at'),
+    rawSystemHash: text('raw_system_hash'),
+    memfsRevision: text('memfs_revision'),
+    /** Lowercase hex SHA-256 of the UTF-8 content. */
+    contentHash: text('content_hash'),
+    seenAt: timestamp('seen_at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.did, t.rkey, t.rev] })],
+)
+
+export const conversations = pgTable('conversations', recordColumns, (t) => [
+  primaryKey({ columns: [t.did, t.rkey] }),
+])
+
+export const agents = pgTable(
+  'agents',
+  {
+    ...recordColumns,
+    /** Lowercase hex SHA-256 of `system`, when the record has a string `system`. */
+    templateHash: text('template_hash'),
+  },
+  (t) => [primaryKey({ columns: [t.did, t.rkey] })],
+)
+
+export const accounts = pgTable(
+  'accounts',
+  {
+    did: text('did').primaryKey(),
+    active: boolean('active').notNull().default(true),
+    status: text('status'),
+    handle: text('handle'),
+    /** The operator's own takedown list, on top of the account status. */
+    operatorHidden: boolean('operator_hidden').notNull().default(false),
+    /** Upstream seq / time (µs) of the last account event applied: older ones are ignored. */
+    accountSeq: bigint('account_seq', { mode: 'number' }),
+    accountUs: bigint('account_us', { mode: 'number' }),
+    identitySeq: bigint('identity_seq', { mode: 'number' }),
+    identityUs: bigint('identity_us', { mode: 'number' }),
+    /** Newest commit rev seen for the repo. */
+    lastRev: text('last_rev'),
+    /** Set when the account was purged: commits at or below it are stale replays. */
+    purgedRev: text('purged_rev'),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [index('accounts_handle_idx').on(t.handle)],
+)
+
+export const changes = pgTable(
+  'changes',
+  {
+    did: text('did').notNull(),
+    seq: bigserial('seq', { mode: 'number' }).notNull(),
+    collection: text('collection').notNull(),
+    rkey: text('rkey').notNull(),
+    op: text('op').notNull(),
+    cid: text('cid'),
+    flags: integer('flags'),
+    at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.did, t.seq] }), index('changes_seq_idx').on(t.seq)],
+)
+
+/** One cursor per (source, upstream): time_us and seqs of different upstreams never mix. */
+export const ingestCursors = pgTable(
+  'ingest_cursors',
+  {
+    source: text('source').notNull(),
+    key: text('key').notNull(),
+    cursor: bigint('cursor', { mode: 'number' }).notNull(),
+    lastEventUs: bigint('last_event_us', { mode: 'number' }),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.source, t.key] })],
+)
+
+/** Repos a backfill has finished, so a restarted backfill resumes where it stopped. */
+export const backfillRepos = pgTable('backfill_repos', {
+  did: text('did').primaryKey(),
+  rev: text('rev'),
+  records: integer('records').notNull().default(0),
+  finishedAt: timestamp('finished_at', { withTimezone: true, mode: 'date' }).notNull(),
+})

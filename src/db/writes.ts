@@ -1,0 +1,215 @@
+import { type SQL, sql } from 'drizzle-orm'
+import type { CursorPosition } from '../indexer/events.ts'
+import type { AccountRow, RecordRow, Role, StoredRecord } from '../indexer/merge.ts'
+import { keyOf } from '../indexer/merge.ts'
+import type { Database, Executor } from './client.ts'
+
+// Set-based statements of the indexer. Rows travel as one JSON parameter expanded with
+// jsonb_to_recordset: one round trip per statement whatever the batch size, no parameter
+// limit, and the same SQL on postgres.js and PGlite.
+
+const json = (v: unknown): SQL => sql`${JSON.stringify(v)}::jsonb`
+export const TABLE: Record<Role, SQL> = {
+  prompt: sql.raw('prompts'),
+  conversation: sql.raw('conversations'),
+  agent: sql.raw('agents'),
+}
+const EVIDENCE_HORIZON_US = 5 * 60 * 1_000_000
+
+export async function loadRecords(
+  db: Database,
+  ex: Executor,
+  role: Role,
+  keys: Array<{ did: string; rkey: string }>,
+  wholeRepos: string[],
+): Promise<Map<string, StoredRecord>> {
+  const extra = role === 'prompt' ? sql`recompiles, agent_uri` : sql`0 AS recompiles, NULL AS agent_uri`
+  const rows = await db.rows<Omit<StoredRecord, 'agentUri'> & { did: string; rkey: string; agent_uri: string | null }>(
+    sql`SELECT did, rkey, rev, cid, deleted, ${extra} FROM ${TABLE[role]} t
+        WHERE (t.did, t.rkey) IN (SELECT did, rkey FROM jsonb_to_recordset(${json(keys)}) AS x(did text, rkey text))
+           OR t.did IN (SELECT jsonb_array_elements_text(${json(wholeRepos)}))`,
+    ex,
+  )
+  return new Map(
+    rows.map((r) => [
+      keyOf(r.did, r.rkey),
+      { rev: r.rev, cid: r.cid, deleted: r.deleted, recompiles: Number(r.recompiles), agentUri: r.agent_uri },
+    ]),
+  )
+}
+
+export async function loadAccounts(db: Database, ex: Executor, dids: string[]): Promise<Map<string, AccountRow>> {
+  const rows = await db.rows<Record<string, unknown>>(
+    sql`SELECT did, active, status, handle, operator_hidden, account_seq, account_us, identity_seq,
+               identity_us, last_rev, purged_rev
+        FROM accounts WHERE did IN (SELECT jsonb_array_elements_text(${json(dids)}))`,
+    ex,
+  )
+  const num = (v: unknown) => (v == null ? null : Number(v))
+  return new Map(
+    rows.map((r) => [
+      r.did as string,
+      {
+        did: r.did as string,
+        active: r.active as boolean,
+        status: r.status as string | null,
+        handle: r.handle as string | null,
+        operatorHidden: r.operator_hidden as boolean,
+        accountSeq: num(r.account_seq),
+        accountUs: num(r.account_us),
+        identitySeq: num(r.identity_seq),
+        identityUs: num(r.identity_us),
+        lastRev: r.last_rev as string | null,
+        purgedRev: r.purged_rev as string | null,
+      },
+    ]),
+  )
+}
+
+export async function upsertRecords(
+  db: Database,
+  ex: Executor,
+  role: Role,
+  rows: RecordRow[],
+  hiddenOf: (did: string) => boolean,
+  now: Date,
+): Promise<void> {
+  if (rows.length === 0) return
+  const base = (r: RecordRow) => ({
+    did: r.did,
+    rkey: r.rkey,
+    rev: r.rev,
+    cid: r.cid,
+    record: r.record,
+    deleted: r.deleted,
+    hidden: hiddenOf(r.did),
+    indexed_at: now.toISOString(),
+  })
+  const common = sql`did text, rkey text, rev text, cid text, record jsonb, deleted boolean, hidden boolean, indexed_at timestamptz`
+  const commonSet = sql`rev = excluded.rev, cid = excluded.cid, record = excluded.record,
+    deleted = excluded.deleted, hidden = excluded.hidden, indexed_at = excluded.indexed_at`
+  if (role === 'prompt') {
+    const data = rows.map((r) => {
+      const f = r.facts
+      return {
+        ...base(r),
+        base_flags: f?.baseFlags ?? 0,
+        validation_error: f?.validationError ?? null,
+        content_bytes: f?.contentBytes ?? null,
+        agent_uri: f?.agentUri ?? null,
+        agent_did: f?.agentDid ?? null,
+        agent_rkey: f?.agentRkey ?? null,
+        raw_system_hash: f?.rawSystemHash ?? null,
+        memfs_revision: f?.memfsRevision ?? null,
+        compiled_us: f?.compiledUs ?? null,
+        // Evidence for other prompts: valid, and compiled no later than 5 minutes after
+        // the event that brought it (so replaying old data decides the same way).
+        evidence:
+          f !== null && f.validationError === null && f.compiledUs !== null && f.compiledUs <= r.timeUs + EVIDENCE_HORIZON_US,
+        recompiles: r.recompiles,
+      }
+    })
+    await ex.execute(sql`
+      INSERT INTO prompts (did, rkey, rev, cid, record, deleted, hidden, indexed_at, flags, base_flags,
+        validation_error, content_bytes, agent_uri, agent_did, agent_rkey, raw_system_hash,
+        memfs_revision, compiled_us, evidence, recompiles)
+      SELECT did, rkey, rev, cid, record, deleted, hidden, indexed_at, base_flags, base_flags,
+        validation_error, content_bytes, agent_uri, agent_did, agent_rkey, raw_system_hash,
+        memfs_revision, compiled_us, evidence, recompiles
+      FROM jsonb_to_recordset(${json(data)}) AS x(${common}, base_flags int, validation_error text,
+        content_bytes int, agent_uri text, agent_did text, agent_rkey text, raw_system_hash text,
+        memfs_revision text, compiled_us bigint, evidence boolean, recompiles int)
+      ON CONFLICT (did, rkey) DO UPDATE SET ${commonSet}, base_flags = excluded.base_flags,
+        validation_error = excluded.validation_error, content_bytes = excluded.content_bytes,
+        agent_uri = excluded.agent_uri, agent_did = excluded.agent_did, agent_rkey = excluded.agent_rkey,
+        raw_system_hash = excluded.raw_system_hash, memfs_revision = excluded.memfs_revision,
+        compiled_us = excluded.compiled_us, evidence = excluded.evidence, recompiles = excluded.recompiles
+      WHERE prompts.rev <= excluded.rev`)
+  } else if (role === 'agent') {
+    const data = rows.map((r) => ({ ...base(r), template_hash: r.templateHash }))
+    await ex.execute(sql`
+      INSERT INTO agents (did, rkey, rev, cid, record, deleted, hidden, indexed_at, template_hash)
+      SELECT * FROM jsonb_to_recordset(${json(data)}) AS x(${common}, template_hash text)
+      ON CONFLICT (did, rkey) DO UPDATE SET ${commonSet}, template_hash = excluded.template_hash
+      WHERE agents.rev <= excluded.rev`)
+  } else {
+    await ex.execute(sql`
+      INSERT INTO conversations (did, rkey, rev, cid, record, deleted, hidden, indexed_at)
+      SELECT * FROM jsonb_to_recordset(${json(rows.map(base))}) AS x(${common})
+      ON CONFLICT (did, rkey) DO UPDATE SET ${commonSet}
+      WHERE conversations.rev <= excluded.rev`)
+  }
+}
+
+export async function insertRevisions(
+  ex: Executor,
+  rows: Array<{ did: string; rkey: string; rev: string; cid: string; compiled_at: string | null; raw_system_hash: string | null; memfs_revision: string | null; content_hash: string | null }>,
+  now: Date,
+): Promise<void> {
+  if (rows.length === 0) return
+  await ex.execute(sql`
+    INSERT INTO prompt_revisions (did, rkey, rev, cid, compiled_at, raw_system_hash, memfs_revision, content_hash, seen_at)
+    SELECT did, rkey, rev, cid, compiled_at, raw_system_hash, memfs_revision, content_hash, ${now.toISOString()}::timestamptz
+    FROM jsonb_to_recordset(${json(rows)}) AS x(did text, rkey text, rev text, cid text, compiled_at text,
+      raw_system_hash text, memfs_revision text, content_hash text)
+    ON CONFLICT DO NOTHING`)
+}
+
+export async function upsertAccounts(ex: Executor, rows: AccountRow[], now: Date): Promise<void> {
+  if (rows.length === 0) return
+  const data = rows.map((a) => ({
+    did: a.did,
+    active: a.active,
+    status: a.status,
+    handle: a.handle,
+    operator_hidden: a.operatorHidden,
+    account_seq: a.accountSeq,
+    account_us: a.accountUs,
+    identity_seq: a.identitySeq,
+    identity_us: a.identityUs,
+    last_rev: a.lastRev,
+    purged_rev: a.purgedRev,
+  }))
+  await ex.execute(sql`
+    INSERT INTO accounts (did, active, status, handle, operator_hidden, account_seq, account_us,
+      identity_seq, identity_us, last_rev, purged_rev, updated_at)
+    SELECT x.*, ${now.toISOString()}::timestamptz FROM jsonb_to_recordset(${json(data)}) AS x(did text,
+      active boolean, status text, handle text, operator_hidden boolean, account_seq bigint,
+      account_us bigint, identity_seq bigint, identity_us bigint, last_rev text, purged_rev text)
+    ON CONFLICT (did) DO UPDATE SET active = excluded.active, status = excluded.status,
+      handle = excluded.handle, operator_hidden = excluded.operator_hidden,
+      account_seq = excluded.account_seq, account_us = excluded.account_us,
+      identity_seq = excluded.identity_seq, identity_us = excluded.identity_us,
+      last_rev = excluded.last_rev, purged_rev = excluded.purged_rev, updated_at = excluded.updated_at`)
+}
+
+/** Account status `deleted`: every record of the repo becomes a tombstone; accounts stay. */
+export async function purgeRepos(ex: Executor, dids: string[]): Promise<void> {
+  if (dids.length === 0) return
+  const list = sql`(SELECT jsonb_array_elements_text(${json(dids)}))`
+  for (const role of ['prompt', 'conversation', 'agent'] as Role[]) {
+    const extra = role === 'agent' ? sql`, template_hash = NULL` : sql``
+    await ex.execute(sql`UPDATE ${TABLE[role]} SET deleted = true, cid = NULL, record = NULL ${extra}
+      WHERE did IN ${list} AND NOT deleted`)
+  }
+  await ex.execute(sql`DELETE FROM prompt_revisions WHERE did IN ${list}`)
+}
+
+export async function setHidden(ex: Executor, visibility: Map<string, boolean>): Promise<void> {
+  if (visibility.size === 0) return
+  const data = json([...visibility].map(([did, visible]) => ({ did, hidden: !visible })))
+  for (const role of ['prompt', 'conversation', 'agent'] as Role[]) {
+    await ex.execute(sql`UPDATE ${TABLE[role]} t SET hidden = x.hidden
+      FROM jsonb_to_recordset(${data}) AS x(did text, hidden boolean) WHERE t.did = x.did`)
+  }
+}
+
+export async function saveCursor(ex: Executor, c: CursorPosition, now: Date): Promise<void> {
+  await ex.execute(sql`
+    INSERT INTO ingest_cursors (source, key, cursor, last_event_us, updated_at)
+    VALUES (${c.source}, ${c.key}, ${c.cursor}, ${c.lastEventUs}, ${now.toISOString()}::timestamptz)
+    ON CONFLICT (source, key) DO UPDATE SET
+      cursor = GREATEST(ingest_cursors.cursor, excluded.cursor),
+      last_event_us = GREATEST(ingest_cursors.last_event_us, excluded.last_event_us),
+      updated_at = excluded.updated_at`)
+}

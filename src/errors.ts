@@ -1,0 +1,37 @@
+// Few precise error classes. `retryable` decides between retrying a batch and counting
+// and skipping what caused it.
+
+export class AppError extends Error {
+  readonly retryable: boolean
+  constructor(message: string, opts: { cause?: unknown; retryable?: boolean } = {}) {
+    super(message, { cause: opts.cause })
+    this.name = new.target.name
+    this.retryable = opts.retryable ?? false
+  }
+}
+
+/** Another process holds the PGlite data directory. */
+export class DataDirLockedError extends AppError {}
+
+/** The database refused or lost a batch; retry when the cause is transient. */
+export class BatchWriteError extends AppError {}
+
+/** Bad input from a source: counted and skipped, never retried. */
+export class InvalidEventError extends AppError {}
+
+/** An upstream (PDS, PLC, relay) failed; usually worth retrying. */
+export class UpstreamError extends AppError {}
+
+// Postgres SQLSTATE classes that mean "try again": connection trouble, serialization
+// failures and deadlocks, resource exhaustion, operator intervention.
+const RETRYABLE_SQLSTATE = /^(08|40|53|57)/
+
+export function isRetryableDbError(err: unknown): boolean {
+  const e = err as { code?: unknown; cause?: unknown } | null
+  if (!e || typeof e !== 'object') return false
+  if (typeof e.code === 'string') {
+    if (RETRYABLE_SQLSTATE.test(e.code)) return true
+    if (['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED'].includes(e.code)) return true
+  }
+  return e.cause ? isRetryableDbError(e.cause) : false
+}

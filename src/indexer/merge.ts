@@ -1,0 +1,288 @@
+import type { Outcome } from '../metrics.ts'
+import type { IndexEvent } from './events.ts'
+import { agentTemplateHash, analyzePrompt, type Nsids, type PromptFacts, type PromptValidator } from './prompt-record.ts'
+
+// Folds a batch of events, in order, over the current state of every key it touches.
+// Doing this in memory is what lets the writes be a few multi-row statements: each key
+// ends up with exactly one final row, and the rev guard, tombstones, recompile counting
+// and account ordering are decided here, once, with the state read under the writer lock.
+
+export type Role = 'prompt' | 'conversation' | 'agent'
+export const ROLES: Role[] = ['prompt', 'conversation', 'agent']
+
+export interface StoredRecord {
+  rev: string
+  cid: string | null
+  deleted: boolean
+  recompiles: number
+  agentUri: string | null
+}
+
+export interface RecordRow extends StoredRecord {
+  did: string
+  rkey: string
+  record: unknown
+  facts: PromptFacts | null
+  templateHash: string | null
+  /** Source time (µs) the write arrived with: the "indexed" instant of the evidence rule. */
+  timeUs: number
+}
+
+export interface AccountRow {
+  did: string
+  active: boolean
+  status: string | null
+  handle: string | null
+  operatorHidden: boolean
+  accountSeq: number | null
+  accountUs: number | null
+  identitySeq: number | null
+  identityUs: number | null
+  lastRev: string | null
+  purgedRev: string | null
+}
+
+export interface RevisionRow {
+  did: string
+  rkey: string
+  rev: string
+  cid: string
+  facts: PromptFacts
+}
+
+export interface OutcomeCount {
+  collection: string
+  op: string
+  outcome: Outcome
+}
+
+export interface LoadedState {
+  records: Record<Role, Map<string, StoredRecord>>
+  accounts: Map<string, AccountRow>
+}
+
+export interface BatchPlan {
+  rows: Record<Role, Map<string, RecordRow>>
+  /** Keys' agent at-uris before this batch: a prompt leaving a staleness group re-flags it. */
+  previousAgentUris: Map<string, string | null>
+  revisions: RevisionRow[]
+  accounts: Map<string, AccountRow>
+  /** DIDs whose visibility differs from before the batch: all their rows change. */
+  visibility: Map<string, boolean>
+  /** DIDs purged (account status `deleted`) during the batch. */
+  purged: Set<string>
+  outcomes: OutcomeCount[]
+}
+
+export const keyOf = (did: string, rkey: string): string => `${did}\u0000${rkey}`
+export const splitKey = (key: string): [string, string] => key.split('\u0000') as [string, string]
+export const isVisible = (a: AccountRow): boolean => a.active && !a.operatorHidden
+
+/** An operator takedown from the admin API, applied like any other event. */
+export interface OperatorHideEvent {
+  kind: 'operator-hide'
+  did: string
+  hidden: boolean
+}
+export type BatchEvent = IndexEvent | OperatorHideEvent
+
+export function planBatch(
+  events: BatchEvent[],
+  loaded: LoadedState,
+  nsids: Nsids,
+  validator: PromptValidator,
+): BatchPlan {
+  const roleOf = new Map<string, Role>([
+    [nsids.prompt, 'prompt'],
+    [nsids.conversation, 'conversation'],
+    [nsids.agent, 'agent'],
+  ])
+  const plan: BatchPlan = {
+    rows: { prompt: new Map(), conversation: new Map(), agent: new Map() },
+    previousAgentUris: new Map(),
+    revisions: [],
+    accounts: new Map(),
+    visibility: new Map(),
+    purged: new Set(),
+    outcomes: [],
+  }
+  const initialVisibility = new Map<string, boolean>()
+  for (const [did, acc] of loaded.accounts) initialVisibility.set(did, isVisible(acc))
+
+  const current = (role: Role, key: string): StoredRecord | undefined =>
+    plan.rows[role].get(key) ?? loaded.records[role].get(key)
+
+  const account = (did: string): AccountRow | undefined =>
+    plan.accounts.get(did) ?? loaded.accounts.get(did)
+
+  const touchAccount = (did: string): AccountRow => {
+    const existing = account(did)
+    const row: AccountRow = existing
+      ? { ...existing }
+      : {
+          did,
+          active: true,
+          status: null,
+          handle: null,
+          operatorHidden: false,
+          accountSeq: null,
+          accountUs: null,
+          identitySeq: null,
+          identityUs: null,
+          lastRev: null,
+          purgedRev: null,
+        }
+    plan.accounts.set(did, row)
+    return row
+  }
+
+  /** Applies one record write; returns false when the rev guard refuses it. */
+  const write = (
+    role: Role,
+    did: string,
+    rkey: string,
+    rev: string,
+    cid: string | null,
+    record: unknown,
+    timeUs: number,
+  ): { applied: boolean; invalid: boolean } => {
+    const acc = account(did)
+    if (acc?.purgedRev && rev <= acc.purgedRev) return { applied: false, invalid: false }
+    const key = keyOf(did, rkey)
+    const cur = current(role, key)
+    if (cur && rev <= cur.rev) return { applied: false, invalid: false }
+    if (role === 'prompt' && !plan.previousAgentUris.has(key))
+      plan.previousAgentUris.set(key, cur?.agentUri ?? null)
+    const wasLive = cur !== undefined && !cur.deleted
+    const deleted = cid === null
+    const facts = role === 'prompt' && !deleted ? analyzePrompt(validator, nsids, did, rkey, record) : null
+    // A create after a delete is a new record; only an update to a new CID is a recompile.
+    let recompiles = 0
+    if (deleted) recompiles = cur?.recompiles ?? 0
+    else if (wasLive) recompiles = cur.recompiles + (cur.cid !== cid ? 1 : 0)
+    plan.rows[role].set(key, {
+      did,
+      rkey,
+      rev,
+      cid,
+      deleted,
+      recompiles,
+      record: deleted ? null : record,
+      agentUri: facts?.agentUri ?? null,
+      facts,
+      templateHash: role === 'agent' && !deleted ? agentTemplateHash(record) : null,
+      timeUs,
+    })
+    if (facts && cid && (!wasLive || cur.cid !== cid)) plan.revisions.push({ did, rkey, rev, cid, facts })
+    const accRow = touchAccount(did)
+    if (!accRow.lastRev || rev > accRow.lastRev) accRow.lastRev = rev
+    return { applied: true, invalid: facts?.validationError != null }
+  }
+
+  const count = (collection: string, op: string, outcome: Outcome) =>
+    plan.outcomes.push({ collection, op, outcome })
+
+  for (const ev of events) {
+    switch (ev.kind) {
+      case 'commit': {
+        const role = roleOf.get(ev.collection)
+        if (!role) continue // sources filter; a stray collection is never stored
+        const deleted = ev.op === 'delete'
+        const r = write(role, ev.did, ev.rkey, ev.rev, deleted ? null : ev.cid, ev.record, ev.timeUs)
+        count(ev.collection, ev.op, r.applied ? (r.invalid ? 'invalid' : 'indexed') : 'ignored_rev')
+        break
+      }
+      case 'snapshot': {
+        const present = new Set<string>()
+        for (const rec of ev.records) {
+          const role = roleOf.get(rec.collection)
+          if (!role) continue
+          present.add(`${role}\u0000${rec.rkey}`)
+          const r = write(role, ev.did, rec.rkey, ev.rev, rec.cid, rec.record, ev.timeUs)
+          count(rec.collection, 'create', r.applied ? (r.invalid ? 'invalid' : 'indexed') : 'ignored_rev')
+        }
+        // What we hold for this repo but the repo no longer has was deleted meanwhile.
+        for (const role of ROLES) {
+          const nsid = role === 'prompt' ? nsids.prompt : role === 'agent' ? nsids.agent : nsids.conversation
+          for (const key of liveKeysOf(ev.did, role, loaded, plan)) {
+            const rkey = splitKey(key)[1]
+            if (present.has(`${role}\u0000${rkey}`)) continue
+            const r = write(role, ev.did, rkey, ev.rev, null, null, ev.timeUs)
+            if (r.applied) count(nsid, 'delete', 'indexed')
+          }
+        }
+        break
+      }
+      case 'account': {
+        const acc = account(ev.did)
+        // Account events arrive for every DID on the network; keep only the ones we index.
+        if (!acc || isOlder(ev.seq, ev.timeUs, acc.accountSeq, acc.accountUs)) {
+          count('unknown', 'account', 'ignored_rev')
+          break
+        }
+        const row = touchAccount(ev.did)
+        row.active = ev.active
+        row.status = ev.status
+        row.accountSeq = ev.seq ?? row.accountSeq
+        row.accountUs = ev.timeUs
+        if (ev.status === 'deleted') purge(ev.did, row)
+        count('unknown', 'account', 'indexed')
+        break
+      }
+      case 'identity': {
+        const acc = account(ev.did)
+        if (!acc || isOlder(ev.seq, ev.timeUs, acc.identitySeq, acc.identityUs)) {
+          count('unknown', 'identity', 'ignored_rev')
+          break
+        }
+        const row = touchAccount(ev.did)
+        row.handle = ev.handle
+        row.identitySeq = ev.seq ?? row.identitySeq
+        row.identityUs = ev.timeUs
+        count('unknown', 'identity', 'indexed')
+        break
+      }
+      case 'operator-hide':
+        touchAccount(ev.did).operatorHidden = ev.hidden
+        break
+    }
+  }
+
+  function purge(did: string, row: AccountRow): void {
+    plan.purged.add(did)
+    // Replays of commits made before the purge must not bring its records back.
+    if (row.lastRev && (!row.purgedRev || row.lastRev > row.purgedRev)) row.purgedRev = row.lastRev
+    for (const role of ROLES) {
+      for (const [key, rec] of plan.rows[role]) {
+        if (rec.did === did && !rec.deleted) {
+          plan.rows[role].set(key, { ...rec, deleted: true, cid: null, record: null, facts: null, templateHash: null, agentUri: null })
+        }
+      }
+    }
+  }
+
+  for (const [did, acc] of plan.accounts) {
+    const visible = isVisible(acc)
+    if (visible !== (initialVisibility.get(did) ?? true)) plan.visibility.set(did, visible)
+  }
+  return plan
+}
+
+function* liveKeysOf(did: string, role: Role, loaded: LoadedState, plan: BatchPlan): Generator<string> {
+  const prefix = `${did}\u0000`
+  const seen = new Set<string>()
+  for (const map of [plan.rows[role], loaded.records[role]] as Map<string, StoredRecord>[]) {
+    for (const [key, rec] of map) {
+      if (!key.startsWith(prefix) || seen.has(key)) continue
+      seen.add(key)
+      const latest = plan.rows[role].get(key) ?? rec
+      if (!latest.deleted) yield key
+    }
+  }
+}
+
+/** Account/identity events: seqs compare when both have one, else source times. */
+function isOlder(seq: number | null, us: number, lastSeq: number | null, lastUs: number | null): boolean {
+  if (seq !== null && lastSeq !== null) return seq <= lastSeq
+  return lastUs !== null && us < lastUs
+}

@@ -1,0 +1,80 @@
+import { sql } from 'drizzle-orm'
+import type { Database, Executor } from '../db/client.ts'
+import { FLAG_BITS } from './flags.ts'
+
+// Recomputes the data-dependent flags (orphaned, staleTemplate, staleMemory) of every live
+// prompt a batch may have affected, in one statement. Affected means: its own slot was
+// written (prompt or conversation), it shares a staleness group (same repo, same agent
+// at-uri) with a written prompt, or it names an agent record that was written or purged.
+//
+// "Another prompt with a later compiledAt has a different value" is a window over the
+// group ordered by compiledAt, excluding the row's own peers (equal instants are not
+// later): if the min and max of the later values both equal ours, none differs.
+
+export interface AffectedPrompts {
+  slots: Array<{ did: string; rkey: string }>
+  groups: Array<{ did: string; agent_uri: string }>
+  agents: Array<{ did: string; rkey: string }>
+  /** Purged repos: prompts elsewhere naming their agents lose the direct template rule. */
+  agentRepos: string[]
+}
+
+const { orphaned: ORPHANED, staleTemplate: STALE_TEMPLATE, staleMemory: STALE_MEMORY } = FLAG_BITS
+
+/** Returns the keys of prompts whose flags changed. */
+export async function recomputeFlags(
+  db: Database,
+  ex: Executor,
+  a: AffectedPrompts,
+): Promise<Array<{ did: string; rkey: string }>> {
+  if (a.slots.length + a.groups.length + a.agents.length + a.agentRepos.length === 0) return []
+  return db.rows<{ did: string; rkey: string }>(
+    sql`
+    WITH slots AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(a.slots)}::jsonb) AS x(did text, rkey text)),
+    grps AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(a.groups)}::jsonb) AS x(did text, agent_uri text)),
+    ags AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(a.agents)}::jsonb) AS x(did text, rkey text)),
+    agent_repos AS (SELECT jsonb_array_elements_text(${JSON.stringify(a.agentRepos)}::jsonb) AS did),
+    targets AS (
+      SELECT p.did, p.rkey, p.agent_uri FROM prompts p JOIN slots s ON p.did = s.did AND p.rkey = s.rkey WHERE NOT p.deleted
+      UNION
+      SELECT p.did, p.rkey, p.agent_uri FROM prompts p JOIN grps g ON p.did = g.did AND p.agent_uri = g.agent_uri WHERE NOT p.deleted
+      UNION
+      SELECT p.did, p.rkey, p.agent_uri FROM prompts p JOIN ags g ON p.agent_did = g.did AND p.agent_rkey = g.rkey WHERE NOT p.deleted
+      UNION
+      SELECT p.did, p.rkey, p.agent_uri FROM prompts p JOIN agent_repos r ON p.agent_did = r.did WHERE NOT p.deleted
+    ),
+    tgroups AS (SELECT DISTINCT did, agent_uri FROM targets WHERE agent_uri IS NOT NULL),
+    later AS (
+      SELECT p.did, p.rkey,
+        min(CASE WHEN p.evidence THEN p.raw_system_hash END) OVER w AS hash_min,
+        max(CASE WHEN p.evidence THEN p.raw_system_hash END) OVER w AS hash_max,
+        min(CASE WHEN p.evidence THEN p.memfs_revision END) OVER w AS memfs_min,
+        max(CASE WHEN p.evidence THEN p.memfs_revision END) OVER w AS memfs_max
+      FROM prompts p JOIN tgroups g ON p.did = g.did AND p.agent_uri = g.agent_uri
+      WHERE NOT p.deleted AND p.compiled_us IS NOT NULL
+      WINDOW w AS (PARTITION BY p.did, p.agent_uri ORDER BY p.compiled_us DESC
+                   RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW EXCLUDE GROUP)
+    ),
+    computed AS (
+      SELECT p.did, p.rkey,
+        p.base_flags
+        | CASE WHEN c.did IS NULL THEN ${ORPHANED} ELSE 0 END
+        | CASE WHEN p.raw_system_hash IS NULL THEN 0
+               WHEN a.template_hash IS NOT NULL THEN CASE WHEN a.template_hash <> p.raw_system_hash THEN ${STALE_TEMPLATE} ELSE 0 END
+               WHEN l.hash_min <> p.raw_system_hash OR l.hash_max <> p.raw_system_hash THEN ${STALE_TEMPLATE}
+               ELSE 0 END
+        | CASE WHEN p.memfs_revision IS NOT NULL
+                AND (l.memfs_min <> p.memfs_revision OR l.memfs_max <> p.memfs_revision) THEN ${STALE_MEMORY}
+               ELSE 0 END AS flags
+      FROM targets t
+      JOIN prompts p ON p.did = t.did AND p.rkey = t.rkey
+      LEFT JOIN conversations c ON c.did = p.did AND c.rkey = p.rkey AND NOT c.deleted
+      LEFT JOIN agents a ON a.did = p.agent_did AND a.rkey = p.agent_rkey AND NOT a.deleted
+      LEFT JOIN later l ON l.did = p.did AND l.rkey = p.rkey
+    )
+    UPDATE prompts p SET flags = computed.flags FROM computed
+    WHERE p.did = computed.did AND p.rkey = computed.rkey AND p.flags <> computed.flags
+    RETURNING p.did, p.rkey`,
+    ex,
+  )
+}
