@@ -1,0 +1,3 @@
+import { readFileSync } from 'node:fs'
+
+export const VERSION: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version
