@@ -10,6 +10,7 @@ CREATE TABLE "accounts" (
 	"identity_us" bigint,
 	"last_rev" text,
 	"purged_rev" text,
+	"purged_us" bigint,
 	"updated_at" timestamp with time zone NOT NULL
 );
 --> statement-breakpoint

@@ -121,6 +121,8 @@ export const accounts = pgTable(
     lastRev: text('last_rev'),
     /** Set when the account was purged: commits at or below it are stale replays. */
     purgedRev: text('purged_rev'),
+    /** Source time (µs) of the purge: commits from before it are replays of a deleted repo. */
+    purgedUs: bigint('purged_us', { mode: 'number' }),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
   },
   (t) => [index('accounts_handle_idx').on(t.handle)],

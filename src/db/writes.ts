@@ -41,7 +41,7 @@ export async function loadRecords(
 export async function loadAccounts(db: Database, ex: Executor, dids: string[]): Promise<Map<string, AccountRow>> {
   const rows = await db.rows<Record<string, unknown>>(
     sql`SELECT did, active, status, handle, operator_hidden, account_seq, account_us, identity_seq,
-               identity_us, last_rev, purged_rev
+               identity_us, last_rev, purged_rev, purged_us
         FROM accounts WHERE did IN (SELECT jsonb_array_elements_text(${json(dids)}))`,
     ex,
   )
@@ -61,6 +61,7 @@ export async function loadAccounts(db: Database, ex: Executor, dids: string[]): 
         identityUs: num(r.identity_us),
         lastRev: r.last_rev as string | null,
         purgedRev: r.purged_rev as string | null,
+        purgedUs: num(r.purged_us),
       },
     ]),
   )
@@ -169,18 +170,20 @@ export async function upsertAccounts(ex: Executor, rows: AccountRow[], now: Date
     identity_us: a.identityUs,
     last_rev: a.lastRev,
     purged_rev: a.purgedRev,
+    purged_us: a.purgedUs,
   }))
   await ex.execute(sql`
     INSERT INTO accounts (did, active, status, handle, operator_hidden, account_seq, account_us,
-      identity_seq, identity_us, last_rev, purged_rev, updated_at)
+      identity_seq, identity_us, last_rev, purged_rev, purged_us, updated_at)
     SELECT x.*, ${now.toISOString()}::timestamptz FROM jsonb_to_recordset(${json(data)}) AS x(did text,
       active boolean, status text, handle text, operator_hidden boolean, account_seq bigint,
-      account_us bigint, identity_seq bigint, identity_us bigint, last_rev text, purged_rev text)
+      account_us bigint, identity_seq bigint, identity_us bigint, last_rev text, purged_rev text,
+      purged_us bigint)
     ON CONFLICT (did) DO UPDATE SET active = excluded.active, status = excluded.status,
       handle = excluded.handle, operator_hidden = excluded.operator_hidden,
       account_seq = excluded.account_seq, account_us = excluded.account_us,
       identity_seq = excluded.identity_seq, identity_us = excluded.identity_us,
-      last_rev = excluded.last_rev, purged_rev = excluded.purged_rev, updated_at = excluded.updated_at`)
+      last_rev = excluded.last_rev, purged_rev = excluded.purged_rev, purged_us = excluded.purged_us, updated_at = excluded.updated_at`)
 }
 
 /** Account status `deleted`: every record of the repo becomes a tombstone; accounts stay. */

@@ -40,6 +40,7 @@ export interface AccountRow {
   identityUs: number | null
   lastRev: string | null
   purgedRev: string | null
+  purgedUs: number | null
 }
 
 export interface RevisionRow {
@@ -131,6 +132,7 @@ export function planBatch(
           identityUs: null,
           lastRev: null,
           purgedRev: null,
+          purgedUs: null,
         }
     plan.accounts.set(did, row)
     return row
@@ -147,7 +149,7 @@ export function planBatch(
     timeUs: number,
   ): { applied: boolean; invalid: boolean } => {
     const acc = account(did)
-    if (acc?.purgedRev && rev <= acc.purgedRev) return { applied: false, invalid: false }
+    if (acc && isPurgedBefore(acc, rev, timeUs)) return { applied: false, invalid: false }
     const key = keyOf(did, rkey)
     const cur = current(role, key)
     if (cur && rev <= cur.rev) return { applied: false, invalid: false }
@@ -225,7 +227,7 @@ export function planBatch(
         row.status = ev.status
         row.accountSeq = ev.seq ?? row.accountSeq
         row.accountUs = ev.timeUs
-        if (ev.status === 'deleted') purge(ev.did, row)
+        if (ev.status === 'deleted') purge(ev.did, row, ev.timeUs)
         count('unknown', 'account', 'indexed')
         break
       }
@@ -248,8 +250,9 @@ export function planBatch(
     }
   }
 
-  function purge(did: string, row: AccountRow): void {
+  function purge(did: string, row: AccountRow, timeUs: number): void {
     plan.purged.add(did)
+    row.purgedUs = Math.max(row.purgedUs ?? 0, timeUs)
     // Replays of commits made before the purge must not bring its records back.
     if (row.lastRev && (!row.purgedRev || row.lastRev > row.purgedRev)) row.purgedRev = row.lastRev
     for (const role of ROLES) {
@@ -279,6 +282,14 @@ function* liveKeysOf(did: string, role: Role, loaded: LoadedState, plan: BatchPl
       if (!latest.deleted) yield key
     }
   }
+}
+
+/**
+ * A deleted account's repo is gone: a commit at or below the newest rev seen before the
+ * purge, or sent before the purge, is a replay and must not bring a record back.
+ */
+function isPurgedBefore(acc: AccountRow, rev: string, timeUs: number): boolean {
+  return (acc.purgedRev !== null && rev <= acc.purgedRev) || (acc.purgedUs !== null && timeUs <= acc.purgedUs)
 }
 
 /** Account/identity events: seqs compare when both have one, else source times. */

@@ -1,0 +1,34 @@
+# syntax=docker/dockerfile:1
+# prompt-appview: Node 24 runs the TypeScript sources directly (type stripping), so the
+# image carries src/ and production dependencies only; no build step, no devDependencies.
+
+# --- deps: production node_modules ---------------------------------------------------
+FROM node:24-bookworm-slim AS deps
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+# --ignore-scripts: no production dependency needs an install script at run time, and the
+# project's postinstall (a native rebuild against the pinned dev Node) only applies to
+# devDependencies.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+  && npm cache clean --force
+
+# --- runtime ---------------------------------------------------------------------------
+FROM node:24-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000 \
+    DATA_DIR=/app/data
+WORKDIR /app
+COPY --from=deps --chown=node:node /app/node_modules ./node_modules
+COPY --chown=node:node package.json ./
+COPY --chown=node:node src ./src
+COPY --chown=node:node drizzle ./drizzle
+COPY --chown=node:node lexicons ./lexicons
+COPY --chown=node:node examples ./examples
+RUN mkdir -p /app/data && chown node:node /app/data
+USER node
+EXPOSE 3000
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "src/cli/main.ts", "run"]

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs the system packages the test suite needs beyond node_modules:
+# Debian's `prometheus` package (provides `prometheus` and `promtool`), used by
+# test/infra/*.test.ts. Idempotent: does nothing when both binaries are present.
+# The tests start their own Prometheus on a random loopback port, so any system
+# service the package starts is stopped and kept from listening on :9090.
+set -euo pipefail
+
+SUDO=''
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO='sudo'; else
+    echo 'ci-system-deps: must run as root or with sudo available' >&2
+    exit 1
+  fi
+fi
+
+have_prometheus() {
+  command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1
+}
+
+stop_system_prometheus() {
+  # Debian's postinst starts prometheus.service (systemd) or /etc/init.d/prometheus.
+  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+  fi
+  if [ -x /etc/init.d/prometheus ]; then
+    $SUDO /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+  fi
+  # Without an init system the service may still have been spawned directly; stop only
+  # the daemon started from the packaged binary with the packaged config, by pid.
+  local pids
+  pids="$(pgrep -x prometheus -u prometheus 2>/dev/null || true)"
+  for pid in $pids; do
+    $SUDO kill "$pid" 2>/dev/null || true
+  done
+}
+
+if have_prometheus; then
+  echo "ci-system-deps: prometheus already installed ($(command -v prometheus))"
+else
+  # Keep the package's init scripts from starting a daemon during install.
+  policy=/usr/sbin/policy-rc.d
+  created_policy=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod +x "$policy"
+    created_policy=1
+  fi
+  cleanup() { if [ "$created_policy" = 1 ]; then $SUDO rm -f "$policy"; fi; }
+  trap cleanup EXIT
+
+  $SUDO apt-get update
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus
+fi
+
+stop_system_prometheus
+
+if ! have_prometheus; then
+  echo 'ci-system-deps: prometheus/promtool still missing after install' >&2
+  exit 1
+fi
+promtool --version | head -n 1

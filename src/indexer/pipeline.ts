@@ -1,0 +1,204 @@
+import type { AppContext } from '../context.ts'
+import { isRetryableDbError } from '../errors.ts'
+import type { Sink, SourceItem } from '../ingest/source.ts'
+import { applyBatch, type BatchResult, type IndexerDeps } from './apply.ts'
+import type { CursorPosition } from './events.ts'
+import type { BatchEvent } from './merge.ts'
+
+// Between a source and the database: a bounded queue (a full queue makes the source wait,
+// so memory stays bounded and a slow database slows reading), batches of up to batchSize
+// events applied in one transaction with the cursor they reach. Frames that carry nothing
+// to index still move the cursor, but only every cursorIntervalMs, so a long quiet stretch
+// of network traffic costs one small write a second instead of one per frame.
+
+export interface PipelineOptions {
+  source: string
+  key: string
+  batchSize: number
+  batchDelayMs: number
+  queueSize: number
+  cursorIntervalMs?: number
+  /** Ingest only DIDs of this hash partition. */
+  partition?: { index: number; count: number } | null
+}
+
+export class IngestPipeline implements Sink {
+  readonly #ctx: AppContext
+  readonly #deps: IndexerDeps
+  readonly #opts: Required<PipelineOptions>
+  #queue: SourceItem[] = []
+  #wakeWriter: (() => void) | null = null
+  #wakeReaders: Array<() => void> = []
+  #stopping = false
+  #pendingCursor: CursorPosition | null = null
+  #lastCursorWrite = 0
+  #newestUs: number | null = null
+  #committed = 0
+
+  constructor(ctx: AppContext, deps: IndexerDeps, opts: PipelineOptions) {
+    this.#ctx = ctx
+    this.#deps = deps
+    this.#opts = { cursorIntervalMs: 1000, partition: null, ...opts }
+  }
+
+  /** Source time (µs) of the newest event processed, of any kind. */
+  get newestEventUs(): number | null {
+    return this.#newestUs
+  }
+
+  get committedEvents(): number {
+    return this.#committed
+  }
+
+  async push(item: SourceItem): Promise<void> {
+    while (this.#queue.length >= this.#opts.queueSize && !this.#stopping) {
+      await new Promise<void>((resolve) => this.#wakeReaders.push(resolve))
+    }
+    const part = this.#opts.partition
+    if (part && item.event && didPartition(item.event.did, part.count) !== part.index) {
+      item = { ...item, event: null }
+    }
+    this.#queue.push(item)
+    this.#wakeWriter?.()
+  }
+
+  /** Stops after the queue is drained and the last batch (and cursor) committed. */
+  stop(): void {
+    this.#stopping = true
+    this.#wakeWriter?.()
+    for (const wake of this.#wakeReaders.splice(0)) wake()
+  }
+
+  /** The writer loop; resolves once stopped and drained. */
+  async run(): Promise<void> {
+    const { batchSize, batchDelayMs } = this.#opts
+    for (;;) {
+      if (this.#queue.length === 0) {
+        if (this.#stopping) break
+        await this.#sleepUntilWoken(this.#pendingCursor ? this.#opts.cursorIntervalMs : 60_000)
+        if (this.#queue.length === 0) {
+          await this.#flushCursor(false)
+          continue
+        }
+      }
+      // Give a trickle a moment to become a batch; never delay a full one.
+      if (this.#queue.length < batchSize && batchDelayMs > 0 && !this.#stopping) {
+        await this.#sleepUntilWoken(batchDelayMs, batchSize)
+      }
+      const items = this.#takeBatch(batchSize)
+      for (const wake of this.#wakeReaders.splice(0)) wake()
+      const events: BatchEvent[] = []
+      for (const it of items) if (it.event) events.push(it.event)
+      const last = items[items.length - 1]
+      const newest = items.reduce((m, it) => Math.max(m, it.timeUs), this.#pendingCursor?.lastEventUs ?? 0)
+      this.#pendingCursor = { source: this.#opts.source, key: this.#opts.key, cursor: last.cursor, lastEventUs: newest }
+      this.#newestUs = Math.max(this.#newestUs ?? 0, newest)
+      if (events.length > 0) await this.#commit(events)
+      else await this.#flushCursor(false)
+    }
+    await this.#flushCursor(true)
+  }
+
+  #takeBatch(max: number): SourceItem[] {
+    // Count only events against the batch size: cursor-only frames are nearly free.
+    let n = 0
+    let i = 0
+    while (i < this.#queue.length && n < max) {
+      if (this.#queue[i].event) n++
+      i++
+    }
+    return this.#queue.splice(0, i)
+  }
+
+  async #sleepUntilWoken(ms: number, untilQueue?: number): Promise<void> {
+    const deadline = Date.now() + ms
+    while (!this.#stopping) {
+      const left = deadline - Date.now()
+      if (left <= 0 || (untilQueue !== undefined && this.#queue.length >= untilQueue)) return
+      if (untilQueue === undefined && this.#queue.length > 0) return
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left)
+        this.#wakeWriter = () => {
+          clearTimeout(t)
+          resolve()
+        }
+      })
+      this.#wakeWriter = null
+    }
+  }
+
+  async #flushCursor(force: boolean): Promise<void> {
+    const c = this.#pendingCursor
+    if (!c) return
+    if (!force && Date.now() - this.#lastCursorWrite < this.#opts.cursorIntervalMs) return
+    await this.#commit([])
+  }
+
+  async #commit(events: BatchEvent[]): Promise<void> {
+    const cursor = this.#pendingCursor
+    const started = performance.now()
+    const result = await this.#applyWithRetry(events, cursor)
+    this.#ctx.metrics.batchDurationSeconds.observe((performance.now() - started) / 1000)
+    this.#record(result)
+    this.#committed += events.length
+    this.#pendingCursor = null
+    this.#lastCursorWrite = Date.now()
+    if (cursor) this.#ctx.metrics.ingestCursor.set(cursor.cursor)
+  }
+
+  async #applyWithRetry(events: BatchEvent[], cursor: CursorPosition | null): Promise<BatchResult> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await applyBatch(this.#deps, events, cursor)
+      } catch (err) {
+        if (isRetryableDbError(err) && (attempt < 10 || !this.#stopping)) {
+          const delay = Math.min(30_000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2)
+          this.#ctx.logger.warn({ err, attempt, delay }, 'batch failed, retrying')
+          await new Promise((r) => setTimeout(r, delay))
+          continue
+        }
+        if (events.length <= 1 || isRetryableDbError(err)) throw err
+        // Something in the batch is refused for good: find it by applying one at a time,
+        // so one poisoned event costs itself and nothing else.
+        this.#ctx.logger.error({ err, events: events.length }, 'batch refused, isolating the bad event')
+        return this.#applyOneByOne(events, cursor)
+      }
+    }
+  }
+
+  async #applyOneByOne(events: BatchEvent[], cursor: CursorPosition | null): Promise<BatchResult> {
+    const total: BatchResult = { outcomes: [], changes: 0 }
+    for (const ev of events) {
+      try {
+        const r = await applyBatch(this.#deps, [ev], null)
+        total.outcomes.push(...r.outcomes)
+        total.changes += r.changes
+      } catch (err) {
+        if (isRetryableDbError(err)) throw err
+        const collection = ev.kind === 'commit' ? ev.collection : 'unknown'
+        const op = ev.kind === 'commit' ? ev.op : ev.kind === 'account' || ev.kind === 'identity' ? ev.kind : 'unknown'
+        total.outcomes.push({ collection, op, outcome: 'error' })
+        this.#ctx.logger.error({ err, did: ev.did, kind: ev.kind, collection, op }, 'event refused by the database, skipped')
+      }
+    }
+    const r = await applyBatch(this.#deps, [], cursor)
+    total.changes += r.changes
+    return total
+  }
+
+  #record(result: BatchResult): void {
+    const counter = this.#ctx.metrics.eventsTotal
+    const source = this.#opts.source
+    for (const o of result.outcomes) counter.inc({ source, collection: o.collection, op: o.op, outcome: o.outcome })
+  }
+}
+
+/** FNV-1a of the DID: stable across processes, so partitions never overlap. */
+export function didPartition(did: string, count: number): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < did.length; i++) {
+    h ^= did.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  return (h >>> 0) % count
+}

@@ -1,0 +1,172 @@
+import { sql } from 'drizzle-orm'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import type { Database } from '../../src/db/client.ts'
+import { getCursor, getPrompt, getStats } from '../../src/db/queries.ts'
+import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
+import { createTestDatabase } from '../helpers/db.ts'
+import { apply, indexerDeps, NSIDS, World } from '../helpers/events.ts'
+
+const { prompt: P, conversation: C, agent: A } = NSIDS
+let db: Database
+let deps: IndexerDeps
+let w: World
+let n = 0
+let did: string
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+  deps = indexerDeps(db)
+  w = new World()
+})
+afterAll(async () => db?.close())
+beforeEach(() => {
+  n++
+  did = `did:plc:events${n}aaaaaaaaaaaaaaa`
+})
+
+const changeCount = async () => Number((await db.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM changes`))[0].n)
+const revisions = async (d: string, rkey: string) =>
+  db.rows<{ rev: string; cid: string }>(sql`SELECT rev, cid FROM prompt_revisions WHERE did = ${d} AND rkey = ${rkey} ORDER BY rev`)
+
+describe('replays and the rev guard', () => {
+  it('replaying a whole sequence changes nothing: no recompile, no change row', async () => {
+    const rkey = w.tid()
+    const seq = [
+      w.commit(did, C, rkey, 'create', { $type: C }),
+      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)),
+      w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey, { content: 'v2 <memory>persona: helpful</memory>' })),
+    ]
+    await apply(deps, seq.slice(0, 2))
+    await apply(deps, seq.slice(2))
+    const before = await getPrompt(db, NSIDS, did, rkey)
+    const changes = await changeCount()
+    const replay = await apply(deps, seq)
+    expect(replay.outcomes.map((o) => o.outcome)).toEqual(['ignored_rev', 'ignored_rev', 'ignored_rev'])
+    expect(await getPrompt(db, NSIDS, did, rkey)).toEqual(before)
+    expect(before?.recompiles).toBe(1)
+    expect(await changeCount()).toBe(changes)
+  })
+
+  it('an older update arriving late is ignored', async () => {
+    const rkey = w.tid()
+    const create = w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey))
+    const older = w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey, { memfsRevision: 'older' }))
+    const newer = w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey, { memfsRevision: 'newer' }))
+    await apply(deps, [create, newer])
+    const r = await apply(deps, [older])
+    expect(r.outcomes[0].outcome).toBe('ignored_rev')
+    const p = await getPrompt(db, NSIDS, did, rkey)
+    expect((p?.record as { memfsRevision: string }).memfsRevision).toBe('newer')
+    expect(p?.cid).toBe(newer.cid)
+  })
+
+  it('a replayed create after a delete does not resurrect the record, even if never seen', async () => {
+    const rkey = w.tid()
+    const create = w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey))
+    const del = w.commit(did, P, rkey, 'delete')
+    // The delete arrives first (backfill and live racing): it still leaves a tombstone.
+    await apply(deps, [del])
+    await apply(deps, [create])
+    expect(await getPrompt(db, NSIDS, did, rkey)).toBeNull()
+    // Same within one batch, in order.
+    const r2 = w.tid()
+    const c2 = w.commit(did, P, r2, 'create', w.promptRecord(did, r2))
+    const d2 = w.commit(did, P, r2, 'delete')
+    await apply(deps, [c2, d2, c2])
+    expect(await getPrompt(db, NSIDS, did, r2)).toBeNull()
+  })
+
+  it('the ops of one commit share its rev and apply idempotently', async () => {
+    const [r1, r2] = [w.tid(), w.tid()]
+    const rev = w.tid()
+    const ops = [w.commit(did, C, r1, 'create', { $type: C }, rev), w.commit(did, P, r1, 'create', w.promptRecord(did, r1), rev), w.commit(did, P, r2, 'create', w.promptRecord(did, r2), rev)]
+    const first = await apply(deps, ops)
+    expect(first.outcomes.map((o) => o.outcome)).toEqual(['indexed', 'indexed', 'indexed'])
+    const again = await apply(deps, ops)
+    expect(again.outcomes.map((o) => o.outcome)).toEqual(['ignored_rev', 'ignored_rev', 'ignored_rev'])
+  })
+})
+
+describe('recompiles and history', () => {
+  it('counts each new CID, keeps history, restarts after delete and keeps the old history', async () => {
+    const rkey = w.tid()
+    await apply(deps, [w.commit(did, C, rkey, 'create', { $type: C }), w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey))])
+    expect((await getPrompt(db, NSIDS, did, rkey))?.recompiles).toBe(0)
+    for (let i = 1; i <= 3; i++) {
+      await apply(deps, [w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey, { memfsRevision: `m${i}` }))])
+      expect((await getPrompt(db, NSIDS, did, rkey))?.recompiles).toBe(i)
+    }
+    expect(await revisions(did, rkey)).toHaveLength(4)
+    await apply(deps, [w.commit(did, P, rkey, 'delete')])
+    await apply(deps, [w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey))])
+    expect((await getPrompt(db, NSIDS, did, rkey))?.recompiles).toBe(0)
+    expect(await revisions(did, rkey)).toHaveLength(5)
+  })
+
+  it('two updates of one record in one batch count twice', async () => {
+    const rkey = w.tid()
+    await apply(deps, [
+      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)),
+      w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey, { memfsRevision: 'x' })),
+      w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey, { memfsRevision: 'y' })),
+    ])
+    expect((await getPrompt(db, NSIDS, did, rkey))?.recompiles).toBe(2)
+  })
+})
+
+describe('accounts', () => {
+  it('takedown hides everywhere, reactivation shows, deleted purges and keeps tombstones', async () => {
+    const rkey = w.tid()
+    await apply(deps, [w.commit(did, C, rkey, 'create', { $type: C }), w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)), w.commit(did, A, 'agentrkey', 'create', { $type: A, system: 'x' })])
+    const visible = await getStats(db, { source: null, key: null })
+    await apply(deps, [w.account(did, false, 'takendown', 100)])
+    expect(await getPrompt(db, NSIDS, did, rkey)).toBeNull()
+    const hidden = await getStats(db, { source: null, key: null })
+    expect(hidden.prompts).toBe(visible.prompts - 1)
+    expect(hidden.conversations).toBe(visible.conversations - 1)
+    expect(hidden.agents).toBe(visible.agents - 1)
+    // An older account event is ignored.
+    const stale = await apply(deps, [w.account(did, true, null, 99)])
+    expect(stale.outcomes[0].outcome).toBe('ignored_rev')
+    expect(await getPrompt(db, NSIDS, did, rkey)).toBeNull()
+    await apply(deps, [w.account(did, true, null, 101)])
+    expect(await getPrompt(db, NSIDS, did, rkey)).not.toBeNull()
+    const create = w.commit(did, P, w.tid(), 'create', w.promptRecord(did, rkey))
+    await apply(deps, [w.account(did, false, 'deleted', 102)])
+    await apply(deps, [w.account(did, true, null, 103)])
+    expect(await getPrompt(db, NSIDS, did, rkey)).toBeNull()
+    // A replayed create from before the purge does not come back.
+    expect((await apply(deps, [create])).outcomes[0].outcome).toBe('ignored_rev')
+    const tomb = await db.rows<{ deleted: boolean }>(sql`SELECT deleted FROM prompts WHERE did = ${did}`)
+    expect(tomb.every((t) => t.deleted)).toBe(true)
+  })
+
+  it('account events of DIDs with no records are not kept', async () => {
+    const stranger = `did:plc:stranger${n}aaaaaaaaaaaaa`
+    const r = await apply(deps, [w.account(stranger, false, 'takendown', 5)])
+    expect(r.outcomes[0].outcome).toBe('ignored_rev')
+    expect(await db.rows(sql`SELECT 1 FROM accounts WHERE did = ${stranger}`)).toHaveLength(0)
+  })
+
+  it('hidden records change while hidden and show their latest state', async () => {
+    const rkey = w.tid()
+    await apply(deps, [w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)), w.account(did, false, 'suspended', 1)])
+    await apply(deps, [w.commit(did, C, rkey, 'create', { $type: C })])
+    await apply(deps, [w.account(did, true, null, 2)])
+    expect((await getPrompt(db, NSIDS, did, rkey))?.flags).toEqual([])
+  })
+})
+
+describe('atomicity', () => {
+  it('a batch that fails midway leaves no partial rows and no advanced cursor', async () => {
+    const rkey = w.tid()
+    const cursor = { source: 'replay', key: `/tmp/atomic-${n}`, cursor: 42, lastEventUs: w.us }
+    await applyBatch(deps, [w.commit(did, C, rkey, 'create', { $type: C })], cursor)
+    const good = w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey))
+    // A record Postgres refuses (jsonb has no \u0000) after a good one in the same batch.
+    const bad = w.commit(did, C, w.tid(), 'create', { $type: C, title: 'nul \u0000 inside' })
+    await expect(applyBatch(deps, [good, bad], { ...cursor, cursor: 43 })).rejects.toThrow()
+    expect(await getPrompt(db, NSIDS, did, rkey)).toBeNull()
+    expect(await getCursor(db, 'replay', cursor.key)).toBe(42)
+  })
+})
