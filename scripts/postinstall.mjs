@@ -18,9 +18,9 @@ if (!existsSync(join(nodeDir, 'include/node/node.h'))) {
 for (const pkg of addons) {
   if (!existsSync(join(root, 'node_modules', pkg))) continue
   console.log(`postinstall: rebuilding ${pkg} for the pinned Node (${nodeDir})`)
-  execFileSync(
-    'npm',
-    ['rebuild', pkg, `--nodedir=${nodeDir}`, '--foreground-scripts'],
-    { cwd: root, stdio: 'inherit', env: { ...process.env, npm_config_build_from_source: 'true' } },
-  )
+  execFileSync('npm', ['rebuild', pkg, `--nodedir=${nodeDir}`, '--foreground-scripts'], {
+    cwd: root,
+    stdio: 'inherit',
+    env: { ...process.env, npm_config_build_from_source: 'true' },
+  })
 }

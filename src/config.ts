@@ -109,29 +109,137 @@ function setting<K extends keyof Config>(
 }
 
 export const SETTINGS = [
-  setting('databaseUrl', 'DATABASE_URL', null, (s) => (s === '' ? null : url('postgres:', 'postgresql:')(s)), 'Postgres URL; absent: embedded PGlite in DATA_DIR'),
-  setting('dataDir', 'DATA_DIR', './data', str, 'PGlite data directory (used when DATABASE_URL is absent)'),
+  setting(
+    'databaseUrl',
+    'DATABASE_URL',
+    null,
+    (s) => (s === '' ? null : url('postgres:', 'postgresql:')(s)),
+    'Postgres URL; absent: embedded PGlite in DATA_DIR',
+  ),
+  setting(
+    'dataDir',
+    'DATA_DIR',
+    './data',
+    str,
+    'PGlite data directory (used when DATABASE_URL is absent)',
+  ),
   setting('source', 'SOURCE', 'jetstream', oneOf(SOURCE_NAMES), 'jetstream, firehose or replay'),
-  setting('jetstreamUrl', 'JETSTREAM_URL', 'wss://jetstream2.us-east.bsky.network/subscribe', url('ws:', 'wss:'), 'Jetstream v1 subscribe URL'),
-  setting('relayUrl', 'RELAY_URL', 'wss://bsky.network', url('ws:', 'wss:', 'http:', 'https:'), 'Relay or PDS for the firehose (subscribeRepos) and backfill listing'),
-  setting('plcUrl', 'PLC_URL', 'https://plc.directory', url('http:', 'https:'), 'PLC directory for DID documents'),
-  setting('replayFile', 'REPLAY_FILE', null, nullable, 'Jetstream-format NDJSON file for SOURCE=replay'),
+  setting(
+    'jetstreamUrl',
+    'JETSTREAM_URL',
+    'wss://jetstream2.us-east.bsky.network/subscribe',
+    url('ws:', 'wss:'),
+    'Jetstream v1 subscribe URL',
+  ),
+  setting(
+    'relayUrl',
+    'RELAY_URL',
+    'wss://bsky.network',
+    url('ws:', 'wss:', 'http:', 'https:'),
+    'Relay or PDS for the firehose (subscribeRepos) and backfill listing',
+  ),
+  setting(
+    'plcUrl',
+    'PLC_URL',
+    'https://plc.directory',
+    url('http:', 'https:'),
+    'PLC directory for DID documents',
+  ),
+  setting(
+    'replayFile',
+    'REPLAY_FILE',
+    null,
+    nullable,
+    'Jetstream-format NDJSON file for SOURCE=replay',
+  ),
   setting('host', 'HOST', '127.0.0.1', str, 'HTTP listen address'),
   setting('port', 'PORT', 3000, int(0, 65535), 'HTTP port'),
-  setting('logLevel', 'LOG_LEVEL', 'info', oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'pino log level'),
-  setting('adminToken', 'ADMIN_TOKEN', null, nullable, 'Bearer token for /admin endpoints; absent: no admin endpoints'),
-  setting('trustProxy', 'TRUST_PROXY', false, trustProxy, 'Trust X-Forwarded-For (true, or addresses/CIDRs)'),
-  setting('promptNsid', 'PROMPT_NSID', 'xyz.quasigod.lab.letta.compiledPrompt', nsid, 'Prompt (sidecar) collection'),
-  setting('conversationNsid', 'CONVERSATION_NSID', 'xyz.quasigod.lab.letta.conversation', nsid, 'Conversation collection'),
+  setting(
+    'logLevel',
+    'LOG_LEVEL',
+    'info',
+    oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    'pino log level',
+  ),
+  setting(
+    'adminToken',
+    'ADMIN_TOKEN',
+    null,
+    nullable,
+    'Bearer token for /admin endpoints; absent: no admin endpoints',
+  ),
+  setting(
+    'trustProxy',
+    'TRUST_PROXY',
+    false,
+    trustProxy,
+    'Trust X-Forwarded-For (true, or addresses/CIDRs)',
+  ),
+  setting(
+    'promptNsid',
+    'PROMPT_NSID',
+    'xyz.quasigod.lab.letta.compiledPrompt',
+    nsid,
+    'Prompt (sidecar) collection',
+  ),
+  setting(
+    'conversationNsid',
+    'CONVERSATION_NSID',
+    'xyz.quasigod.lab.letta.conversation',
+    nsid,
+    'Conversation collection',
+  ),
   setting('agentNsid', 'AGENT_NSID', 'xyz.quasigod.lab.letta.agent', nsid, 'Agent collection'),
-  setting('wantedCollections', 'WANTED_COLLECTIONS', 'xyz.quasigod.lab.letta.*', str, 'Collection prefix asked of Jetstream'),
-  setting('batchSize', 'BATCH_SIZE', 1000, int(1, 100_000), 'Most events applied in one transaction'),
+  setting(
+    'wantedCollections',
+    'WANTED_COLLECTIONS',
+    'xyz.quasigod.lab.letta.*',
+    str,
+    'Collection prefix asked of Jetstream',
+  ),
+  setting(
+    'batchSize',
+    'BATCH_SIZE',
+    1000,
+    int(1, 100_000),
+    'Most events applied in one transaction',
+  ),
   setting('batchDelayMs', 'BATCH_DELAY_MS', 20, int(0, 60_000), 'Longest wait to fill a batch'),
-  setting('queueSize', 'QUEUE_SIZE', 5000, int(1, 1_000_000), 'Events buffered before the reader pauses'),
-  setting('firehoseUnauthenticated', 'FIREHOSE_UNAUTHENTICATED', false, bool, 'Skip signature and MST verification of firehose commits'),
-  setting('jetstreamRewindSeconds', 'JETSTREAM_REWIND_SECONDS', 5, int(0, 3600), 'Rewind on reconnect'),
-  setting('rateLimitPerMinute', 'RATE_LIMIT_PER_MINUTE', 600, int(1, 10_000_000), 'Requests per client address per minute'),
-  setting('partition', 'PARTITION', null, partition, 'Ingest only DIDs of hash partition i of n (i/n)'),
+  setting(
+    'queueSize',
+    'QUEUE_SIZE',
+    5000,
+    int(1, 1_000_000),
+    'Events buffered before the reader pauses',
+  ),
+  setting(
+    'firehoseUnauthenticated',
+    'FIREHOSE_UNAUTHENTICATED',
+    false,
+    bool,
+    'Skip signature and MST verification of firehose commits',
+  ),
+  setting(
+    'jetstreamRewindSeconds',
+    'JETSTREAM_REWIND_SECONDS',
+    5,
+    int(0, 3600),
+    'Rewind on reconnect',
+  ),
+  setting(
+    'rateLimitPerMinute',
+    'RATE_LIMIT_PER_MINUTE',
+    600,
+    int(1, 10_000_000),
+    'Requests per client address per minute',
+  ),
+  setting(
+    'partition',
+    'PARTITION',
+    null,
+    partition,
+    'Ingest only DIDs of hash partition i of n (i/n)',
+  ),
 ] as const
 
 export class ConfigError extends Error {
@@ -174,7 +282,8 @@ export function loadConfig(
     if (config.source === 'replay' && !config.replayFile)
       problems.push('SOURCE=replay needs REPLAY_FILE (or --replay-file)')
     const nsids = [config.promptNsid, config.conversationNsid, config.agentNsid]
-    if (new Set(nsids).size !== 3) problems.push('PROMPT_NSID, CONVERSATION_NSID and AGENT_NSID must differ')
+    if (new Set(nsids).size !== 3)
+      problems.push('PROMPT_NSID, CONVERSATION_NSID and AGENT_NSID must differ')
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config

@@ -31,7 +31,18 @@ export function isRetryableDbError(err: unknown): boolean {
   if (!e || typeof e !== 'object') return false
   if (typeof e.code === 'string') {
     if (RETRYABLE_SQLSTATE.test(e.code)) return true
-    if (['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED'].includes(e.code)) return true
+    if (
+      [
+        'ECONNRESET',
+        'ECONNREFUSED',
+        'ETIMEDOUT',
+        'EPIPE',
+        'CONNECTION_CLOSED',
+        'CONNECTION_ENDED',
+        'CONNECTION_DESTROYED',
+      ].includes(e.code)
+    )
+      return true
   }
   return e.cause ? isRetryableDbError(e.cause) : false
 }

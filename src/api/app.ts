@@ -9,6 +9,8 @@ export interface ApiOptions {
   ingest: { source: string; key: string } | null
   /** True once migrations ran; /readyz also checks the database answers. */
   isReady: () => boolean
+  /** False for an ingest-only process: health and metrics, no read API. Default true. */
+  readApi?: boolean
 }
 
 declare module 'fastify' {
@@ -53,6 +55,6 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
 
   await app.register(healthRoutes)
   await app.register(metricsRoutes)
-  await app.register(statsRoutes)
+  if (opts.readApi !== false) await app.register(statsRoutes)
   return app as unknown as FastifyInstance
 }

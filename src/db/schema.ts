@@ -58,13 +58,27 @@ export const prompts = pgTable(
     primaryKey({ columns: [t.did, t.rkey] }),
     // Keyset pages in the SPEC's order (rkey desc, did), one partial index per filter.
     index('prompts_page_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden`),
-    index('prompts_ok_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden AND flags = 0`),
-    index('prompts_orphaned_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden AND (flags & 1) <> 0`),
-    index('prompts_mismatched_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden AND (flags & 2) <> 0`),
-    index('prompts_stale_template_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden AND (flags & 4) <> 0`),
-    index('prompts_stale_memory_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden AND (flags & 8) <> 0`),
-    index('prompts_detached_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden AND (flags & 16) <> 0`),
-    index('prompts_invalid_idx').on(t.rkey.desc(), t.did).where(sql`NOT deleted AND NOT hidden AND (flags & 32) <> 0`),
+    index('prompts_ok_idx')
+      .on(t.rkey.desc(), t.did)
+      .where(sql`NOT deleted AND NOT hidden AND flags = 0`),
+    index('prompts_orphaned_idx')
+      .on(t.rkey.desc(), t.did)
+      .where(sql`NOT deleted AND NOT hidden AND (flags & 1) <> 0`),
+    index('prompts_mismatched_idx')
+      .on(t.rkey.desc(), t.did)
+      .where(sql`NOT deleted AND NOT hidden AND (flags & 2) <> 0`),
+    index('prompts_stale_template_idx')
+      .on(t.rkey.desc(), t.did)
+      .where(sql`NOT deleted AND NOT hidden AND (flags & 4) <> 0`),
+    index('prompts_stale_memory_idx')
+      .on(t.rkey.desc(), t.did)
+      .where(sql`NOT deleted AND NOT hidden AND (flags & 8) <> 0`),
+    index('prompts_detached_idx')
+      .on(t.rkey.desc(), t.did)
+      .where(sql`NOT deleted AND NOT hidden AND (flags & 16) <> 0`),
+    index('prompts_invalid_idx')
+      .on(t.rkey.desc(), t.did)
+      .where(sql`NOT deleted AND NOT hidden AND (flags & 32) <> 0`),
     // Staleness groups (same repo, same agent at-uri), ordered by compile time.
     index('prompts_agent_group_idx').on(t.did, t.agentUri, t.compiledUs),
     // Prompts of any repo naming one agent record: an agent write re-flags them.

@@ -23,8 +23,11 @@ export async function loadRecords(
   keys: Array<{ did: string; rkey: string }>,
   wholeRepos: string[],
 ): Promise<Map<string, StoredRecord>> {
-  const extra = role === 'prompt' ? sql`recompiles, agent_uri` : sql`0 AS recompiles, NULL AS agent_uri`
-  const rows = await db.rows<Omit<StoredRecord, 'agentUri'> & { did: string; rkey: string; agent_uri: string | null }>(
+  const extra =
+    role === 'prompt' ? sql`recompiles, agent_uri` : sql`0 AS recompiles, NULL AS agent_uri`
+  const rows = await db.rows<
+    Omit<StoredRecord, 'agentUri'> & { did: string; rkey: string; agent_uri: string | null }
+  >(
     sql`SELECT did, rkey, rev, cid, deleted, ${extra} FROM ${TABLE[role]} t
         WHERE (t.did, t.rkey) IN (SELECT did, rkey FROM jsonb_to_recordset(${json(keys)}) AS x(did text, rkey text))
            OR t.did IN (SELECT jsonb_array_elements_text(${json(wholeRepos)}))`,
@@ -33,12 +36,22 @@ export async function loadRecords(
   return new Map(
     rows.map((r) => [
       keyOf(r.did, r.rkey),
-      { rev: r.rev, cid: r.cid, deleted: r.deleted, recompiles: Number(r.recompiles), agentUri: r.agent_uri },
+      {
+        rev: r.rev,
+        cid: r.cid,
+        deleted: r.deleted,
+        recompiles: Number(r.recompiles),
+        agentUri: r.agent_uri,
+      },
     ]),
   )
 }
 
-export async function loadAccounts(db: Database, ex: Executor, dids: string[]): Promise<Map<string, AccountRow>> {
+export async function loadAccounts(
+  db: Database,
+  ex: Executor,
+  dids: string[],
+): Promise<Map<string, AccountRow>> {
   const rows = await db.rows<Record<string, unknown>>(
     sql`SELECT did, active, status, handle, operator_hidden, account_seq, account_us, identity_seq,
                identity_us, last_rev, purged_rev, purged_us
@@ -68,7 +81,6 @@ export async function loadAccounts(db: Database, ex: Executor, dids: string[]): 
 }
 
 export async function upsertRecords(
-  db: Database,
   ex: Executor,
   role: Role,
   rows: RecordRow[],
@@ -106,7 +118,10 @@ export async function upsertRecords(
         // Evidence for other prompts: valid, and compiled no later than 5 minutes after
         // the event that brought it (so replaying old data decides the same way).
         evidence:
-          f !== null && f.validationError === null && f.compiledUs !== null && f.compiledUs <= r.timeUs + EVIDENCE_HORIZON_US,
+          f !== null &&
+          f.validationError === null &&
+          f.compiledUs !== null &&
+          f.compiledUs <= r.timeUs + EVIDENCE_HORIZON_US,
         recompiles: r.recompiles,
       }
     })
@@ -144,7 +159,16 @@ export async function upsertRecords(
 
 export async function insertRevisions(
   ex: Executor,
-  rows: Array<{ did: string; rkey: string; rev: string; cid: string; compiled_at: string | null; raw_system_hash: string | null; memfs_revision: string | null; content_hash: string | null }>,
+  rows: Array<{
+    did: string
+    rkey: string
+    rev: string
+    cid: string
+    compiled_at: string | null
+    raw_system_hash: string | null
+    memfs_revision: string | null
+    content_hash: string | null
+  }>,
   now: Date,
 ): Promise<void> {
   if (rows.length === 0) return

@@ -12,7 +12,16 @@ import {
   upsertRecords,
 } from '../db/writes.ts'
 import type { CursorPosition } from './events.ts'
-import { type BatchEvent, isVisible, keyOf, type OutcomeCount, planBatch, ROLES, type Role, splitKey } from './merge.ts'
+import {
+  type BatchEvent,
+  isVisible,
+  keyOf,
+  type OutcomeCount,
+  planBatch,
+  ROLES,
+  type Role,
+  splitKey,
+} from './merge.ts'
 import type { Nsids, PromptValidator } from './prompt-record.ts'
 import { recomputeFlags } from './recompute-flags.ts'
 
@@ -42,13 +51,21 @@ export async function applyBatch(
   cursor: CursorPosition | null,
 ): Promise<BatchResult> {
   const { db, nsids } = deps
-  const collectionOf: Record<Role, string> = { prompt: nsids.prompt, conversation: nsids.conversation, agent: nsids.agent }
+  const collectionOf: Record<Role, string> = {
+    prompt: nsids.prompt,
+    conversation: nsids.conversation,
+    agent: nsids.agent,
+  }
   return db.orm.transaction(async (tx) => {
     await tx.execute(sql`SELECT pg_advisory_xact_lock(${WRITER_LOCK})`)
     const now = new Date()
 
     // 1. Read the current state of everything the batch touches.
-    const keys: Record<Role, Map<string, { did: string; rkey: string }>> = { prompt: new Map(), conversation: new Map(), agent: new Map() }
+    const keys: Record<Role, Map<string, { did: string; rkey: string }>> = {
+      prompt: new Map(),
+      conversation: new Map(),
+      agent: new Map(),
+    }
     const roleOf = new Map<string, Role>(ROLES.map((r) => [collectionOf[r], r]))
     const wholeRepos = new Set<string>()
     const dids = new Set<string>()
@@ -70,7 +87,12 @@ export async function applyBatch(
     ])
 
     // 2. Fold the events over it.
-    const plan = planBatch(events, { records: { prompt, conversation, agent }, accounts }, nsids, deps.validator)
+    const plan = planBatch(
+      events,
+      { records: { prompt, conversation, agent }, accounts },
+      nsids,
+      deps.validator,
+    )
 
     // 3. Write: accounts, purges, records, history, visibility.
     const finalAccounts = new Map([...accounts, ...plan.accounts])
@@ -80,7 +102,8 @@ export async function applyBatch(
     }
     await upsertAccounts(tx, [...plan.accounts.values()], now)
     await purgeRepos(tx, [...plan.purged])
-    for (const role of ROLES) await upsertRecords(db, tx, role, [...plan.rows[role].values()], hiddenOf, now)
+    for (const role of ROLES)
+      await upsertRecords(tx, role, [...plan.rows[role].values()], hiddenOf, now)
     await insertRevisions(
       tx,
       plan.revisions.map((r) => ({
@@ -105,7 +128,10 @@ export async function applyBatch(
         if (uri) groups.set(`${row.did}\u0000${uri}`, { did: row.did, agent_uri: uri })
       }
     }
-    const slots = [...written('prompt'), ...written('conversation')].map(([did, rkey]) => ({ did, rkey }))
+    const slots = [...written('prompt'), ...written('conversation')].map(([did, rkey]) => ({
+      did,
+      rkey,
+    }))
     const flagged = await recomputeFlags(db, tx, {
       slots,
       groups: [...groups.values()],
@@ -119,7 +145,14 @@ export async function applyBatch(
     for (const role of ROLES) {
       const touched = new Map(written(role).map(([did, rkey]) => [keyOf(did, rkey), { did, rkey }]))
       if (role === 'prompt') for (const k of flagged) touched.set(keyOf(k.did, k.rkey), k)
-      changes += await emitChanges(db, tx, role, collectionOf[role], [...touched.values()], reposChanged)
+      changes += await emitChanges(
+        db,
+        tx,
+        role,
+        collectionOf[role],
+        [...touched.values()],
+        reposChanged,
+      )
     }
     if (cursor) await saveCursor(tx, cursor, now)
     return { outcomes: plan.outcomes, changes }

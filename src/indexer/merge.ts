@@ -1,6 +1,12 @@
 import type { Outcome } from '../metrics.ts'
 import type { IndexEvent } from './events.ts'
-import { agentTemplateHash, analyzePrompt, type Nsids, type PromptFacts, type PromptValidator } from './prompt-record.ts'
+import {
+  agentTemplateHash,
+  analyzePrompt,
+  type Nsids,
+  type PromptFacts,
+  type PromptValidator,
+} from './prompt-record.ts'
 
 // Folds a batch of events, in order, over the current state of every key it touches.
 // Doing this in memory is what lets the writes be a few multi-row statements: each key
@@ -157,7 +163,8 @@ export function planBatch(
       plan.previousAgentUris.set(key, cur?.agentUri ?? null)
     const wasLive = cur !== undefined && !cur.deleted
     const deleted = cid === null
-    const facts = role === 'prompt' && !deleted ? analyzePrompt(validator, nsids, did, rkey, record) : null
+    const facts =
+      role === 'prompt' && !deleted ? analyzePrompt(validator, nsids, did, rkey, record) : null
     // A create after a delete is a new record; only an update to a new CID is a recompile.
     let recompiles = 0
     if (deleted) recompiles = cur?.recompiles ?? 0
@@ -175,7 +182,8 @@ export function planBatch(
       templateHash: role === 'agent' && !deleted ? agentTemplateHash(record) : null,
       timeUs,
     })
-    if (facts && cid && (!wasLive || cur.cid !== cid)) plan.revisions.push({ did, rkey, rev, cid, facts })
+    if (facts && cid && (!wasLive || cur.cid !== cid))
+      plan.revisions.push({ did, rkey, rev, cid, facts })
     const accRow = touchAccount(did)
     if (!accRow.lastRev || rev > accRow.lastRev) accRow.lastRev = rev
     return { applied: true, invalid: facts?.validationError != null }
@@ -190,7 +198,15 @@ export function planBatch(
         const role = roleOf.get(ev.collection)
         if (!role) continue // sources filter; a stray collection is never stored
         const deleted = ev.op === 'delete'
-        const r = write(role, ev.did, ev.rkey, ev.rev, deleted ? null : ev.cid, ev.record, ev.timeUs)
+        const r = write(
+          role,
+          ev.did,
+          ev.rkey,
+          ev.rev,
+          deleted ? null : ev.cid,
+          ev.record,
+          ev.timeUs,
+        )
         count(ev.collection, ev.op, r.applied ? (r.invalid ? 'invalid' : 'indexed') : 'ignored_rev')
         break
       }
@@ -201,11 +217,16 @@ export function planBatch(
           if (!role) continue
           present.add(`${role}\u0000${rec.rkey}`)
           const r = write(role, ev.did, rec.rkey, ev.rev, rec.cid, rec.record, ev.timeUs)
-          count(rec.collection, 'create', r.applied ? (r.invalid ? 'invalid' : 'indexed') : 'ignored_rev')
+          count(
+            rec.collection,
+            'create',
+            r.applied ? (r.invalid ? 'invalid' : 'indexed') : 'ignored_rev',
+          )
         }
         // What we hold for this repo but the repo no longer has was deleted meanwhile.
         for (const role of ROLES) {
-          const nsid = role === 'prompt' ? nsids.prompt : role === 'agent' ? nsids.agent : nsids.conversation
+          const nsid =
+            role === 'prompt' ? nsids.prompt : role === 'agent' ? nsids.agent : nsids.conversation
           for (const key of liveKeysOf(ev.did, role, loaded, plan)) {
             const rkey = splitKey(key)[1]
             if (present.has(`${role}\u0000${rkey}`)) continue
@@ -258,7 +279,15 @@ export function planBatch(
     for (const role of ROLES) {
       for (const [key, rec] of plan.rows[role]) {
         if (rec.did === did && !rec.deleted) {
-          plan.rows[role].set(key, { ...rec, deleted: true, cid: null, record: null, facts: null, templateHash: null, agentUri: null })
+          plan.rows[role].set(key, {
+            ...rec,
+            deleted: true,
+            cid: null,
+            record: null,
+            facts: null,
+            templateHash: null,
+            agentUri: null,
+          })
         }
       }
     }
@@ -271,7 +300,12 @@ export function planBatch(
   return plan
 }
 
-function* liveKeysOf(did: string, role: Role, loaded: LoadedState, plan: BatchPlan): Generator<string> {
+function* liveKeysOf(
+  did: string,
+  role: Role,
+  loaded: LoadedState,
+  plan: BatchPlan,
+): Generator<string> {
   const prefix = `${did}\u0000`
   const seen = new Set<string>()
   for (const map of [plan.rows[role], loaded.records[role]] as Map<string, StoredRecord>[]) {
@@ -289,11 +323,19 @@ function* liveKeysOf(did: string, role: Role, loaded: LoadedState, plan: BatchPl
  * purge, or sent before the purge, is a replay and must not bring a record back.
  */
 function isPurgedBefore(acc: AccountRow, rev: string, timeUs: number): boolean {
-  return (acc.purgedRev !== null && rev <= acc.purgedRev) || (acc.purgedUs !== null && timeUs <= acc.purgedUs)
+  return (
+    (acc.purgedRev !== null && rev <= acc.purgedRev) ||
+    (acc.purgedUs !== null && timeUs <= acc.purgedUs)
+  )
 }
 
 /** Account/identity events: seqs compare when both have one, else source times. */
-function isOlder(seq: number | null, us: number, lastSeq: number | null, lastUs: number | null): boolean {
+function isOlder(
+  seq: number | null,
+  us: number,
+  lastSeq: number | null,
+  lastUs: number | null,
+): boolean {
   if (seq !== null && lastSeq !== null) return seq <= lastSeq
   return lastUs !== null && us < lastUs
 }

@@ -41,6 +41,10 @@ export class IngestPipeline implements Sink {
     this.#opts = { cursorIntervalMs: 1000, partition: null, ...opts }
   }
 
+  get source(): string {
+    return this.#opts.source
+  }
+
   /** Source time (µs) of the newest event processed, of any kind. */
   get newestEventUs(): number | null {
     return this.#newestUs
@@ -90,8 +94,16 @@ export class IngestPipeline implements Sink {
       const events: BatchEvent[] = []
       for (const it of items) if (it.event) events.push(it.event)
       const last = items[items.length - 1]
-      const newest = items.reduce((m, it) => Math.max(m, it.timeUs), this.#pendingCursor?.lastEventUs ?? 0)
-      this.#pendingCursor = { source: this.#opts.source, key: this.#opts.key, cursor: last.cursor, lastEventUs: newest }
+      const newest = items.reduce(
+        (m, it) => Math.max(m, it.timeUs),
+        this.#pendingCursor?.lastEventUs ?? 0,
+      )
+      this.#pendingCursor = {
+        source: this.#opts.source,
+        key: this.#opts.key,
+        cursor: last.cursor,
+        lastEventUs: newest,
+      }
       this.#newestUs = Math.max(this.#newestUs ?? 0, newest)
       if (events.length > 0) await this.#commit(events)
       else await this.#flushCursor(false)
@@ -160,7 +172,10 @@ export class IngestPipeline implements Sink {
         if (events.length <= 1 || isRetryableDbError(err)) throw err
         // Something in the batch is refused for good: find it by applying one at a time,
         // so one poisoned event costs itself and nothing else.
-        this.#ctx.logger.error({ err, events: events.length }, 'batch refused, isolating the bad event')
+        this.#ctx.logger.error(
+          { err, events: events.length },
+          'batch refused, isolating the bad event',
+        )
         return this.#applyOneByOne(events, cursor)
       }
     }
@@ -176,9 +191,17 @@ export class IngestPipeline implements Sink {
       } catch (err) {
         if (isRetryableDbError(err)) throw err
         const collection = ev.kind === 'commit' ? ev.collection : 'unknown'
-        const op = ev.kind === 'commit' ? ev.op : ev.kind === 'account' || ev.kind === 'identity' ? ev.kind : 'unknown'
+        const op =
+          ev.kind === 'commit'
+            ? ev.op
+            : ev.kind === 'account' || ev.kind === 'identity'
+              ? ev.kind
+              : 'unknown'
         total.outcomes.push({ collection, op, outcome: 'error' })
-        this.#ctx.logger.error({ err, did: ev.did, kind: ev.kind, collection, op }, 'event refused by the database, skipped')
+        this.#ctx.logger.error(
+          { err, did: ev.did, kind: ev.kind, collection, op },
+          'event refused by the database, skipped',
+        )
       }
     }
     const r = await applyBatch(this.#deps, [], cursor)
@@ -187,9 +210,17 @@ export class IngestPipeline implements Sink {
   }
 
   #record(result: BatchResult): void {
-    const counter = this.#ctx.metrics.eventsTotal
-    const source = this.#opts.source
-    for (const o of result.outcomes) counter.inc({ source, collection: o.collection, op: o.op, outcome: o.outcome })
+    countOutcomes(this.#ctx.metrics, this.#opts.source, result)
+  }
+}
+
+export function countOutcomes(
+  metrics: AppContext['metrics'],
+  source: string,
+  result: BatchResult,
+): void {
+  for (const o of result.outcomes) {
+    metrics.eventsTotal.inc({ source, collection: o.collection, op: o.op, outcome: o.outcome })
   }
 }
 

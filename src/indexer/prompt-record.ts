@@ -10,7 +10,10 @@ export interface Nsids {
   agent: string
 }
 
-const LEXICON_PATH = new URL('../../lexicons/xyz/quasigod/lab/letta/compiledPrompt.json', import.meta.url)
+const LEXICON_PATH = new URL(
+  '../../lexicons/xyz/quasigod/lab/letta/compiledPrompt.json',
+  import.meta.url,
+)
 const PUBLISHED_ID = 'xyz.quasigod.lab.letta.compiledPrompt'
 
 /** Validates compiledPrompt records against the published lexicon under the configured NSID. */
@@ -79,7 +82,8 @@ export function analyzePrompt(
   const compiledUs = compiledAt ? datetimeToMicros(compiledAt) : null
   const hash = str(r.rawSystemHash)
   let baseFlags = 0
-  if (!isSameSlot(str(r.conversation), did, nsids.conversation, rkey)) baseFlags |= FLAG_BITS.mismatched
+  if (!isSameSlot(str(r.conversation), did, nsids.conversation, rkey))
+    baseFlags |= FLAG_BITS.mismatched
   if (content !== null && coreMemory !== null && !content.includes(coreMemory))
     baseFlags |= FLAG_BITS.coreMemoryDetached
   if (validationError) baseFlags |= FLAG_BITS.invalid
@@ -101,7 +105,9 @@ export function analyzePrompt(
 /** Template hash of an agent record: lowercase hex SHA-256 of `system`, if it is a string. */
 export function agentTemplateHash(record: unknown): string | null {
   const system = (record as { system?: unknown } | null)?.system
-  return typeof system === 'string' ? createHash('sha256').update(system, 'utf8').digest('hex') : null
+  return typeof system === 'string'
+    ? createHash('sha256').update(system, 'utf8').digest('hex')
+    : null
 }
 
 function parseAtUri(uri: string): AtUri | null {

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto'
 import { TID } from '@atproto/common'
-import { type IndexerDeps, applyBatch } from '../../src/indexer/apply.ts'
+import type { Database } from '../../src/db/client.ts'
+import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
 import type { CommitEvent, IndexEvent } from '../../src/indexer/events.ts'
 import type { BatchEvent } from '../../src/indexer/merge.ts'
 import { PromptValidator } from '../../src/indexer/prompt-record.ts'
-import type { Database } from '../../src/db/client.ts'
 
 export const NSIDS = {
   prompt: 'xyz.quasigod.lab.letta.compiledPrompt',
@@ -44,7 +44,11 @@ export class World {
   convUri(did: string, rkey: string): string {
     return `at://${did}/${NSIDS.conversation}/${rkey}`
   }
-  promptRecord(did: string, rkey: string, o: Record<string, unknown> = {}): Record<string, unknown> {
+  promptRecord(
+    did: string,
+    rkey: string,
+    o: Record<string, unknown> = {},
+  ): Record<string, unknown> {
     const core = (o.coreMemory as string) ?? '<memory>persona: helpful</memory>'
     return {
       $type: NSIDS.prompt,
@@ -58,7 +62,14 @@ export class World {
       ...o,
     }
   }
-  commit(did: string, collection: string, rkey: string, op: 'create' | 'update' | 'delete', record?: unknown, rev = this.tid()): CommitEvent {
+  commit(
+    did: string,
+    collection: string,
+    rkey: string,
+    op: 'create' | 'update' | 'delete',
+    record?: unknown,
+    rev = this.tid(),
+  ): CommitEvent {
     return {
       kind: 'commit',
       did,

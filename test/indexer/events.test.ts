@@ -24,9 +24,12 @@ beforeEach(() => {
   did = `did:plc:events${n}aaaaaaaaaaaaaaa`
 })
 
-const changeCount = async () => Number((await db.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM changes`))[0].n)
+const changeCount = async () =>
+  Number((await db.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM changes`))[0].n)
 const revisions = async (d: string, rkey: string) =>
-  db.rows<{ rev: string; cid: string }>(sql`SELECT rev, cid FROM prompt_revisions WHERE did = ${d} AND rkey = ${rkey} ORDER BY rev`)
+  db.rows<{ rev: string; cid: string }>(
+    sql`SELECT rev, cid FROM prompt_revisions WHERE did = ${d} AND rkey = ${rkey} ORDER BY rev`,
+  )
 
 describe('replays and the rev guard', () => {
   it('replaying a whole sequence changes nothing: no recompile, no change row', async () => {
@@ -34,14 +37,24 @@ describe('replays and the rev guard', () => {
     const seq = [
       w.commit(did, C, rkey, 'create', { $type: C }),
       w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)),
-      w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey, { content: 'v2 <memory>persona: helpful</memory>' })),
+      w.commit(
+        did,
+        P,
+        rkey,
+        'update',
+        w.promptRecord(did, rkey, { content: 'v2 <memory>persona: helpful</memory>' }),
+      ),
     ]
     await apply(deps, seq.slice(0, 2))
     await apply(deps, seq.slice(2))
     const before = await getPrompt(db, NSIDS, did, rkey)
     const changes = await changeCount()
     const replay = await apply(deps, seq)
-    expect(replay.outcomes.map((o) => o.outcome)).toEqual(['ignored_rev', 'ignored_rev', 'ignored_rev'])
+    expect(replay.outcomes.map((o) => o.outcome)).toEqual([
+      'ignored_rev',
+      'ignored_rev',
+      'ignored_rev',
+    ])
     expect(await getPrompt(db, NSIDS, did, rkey)).toEqual(before)
     expect(before?.recompiles).toBe(1)
     expect(await changeCount()).toBe(changes)
@@ -50,13 +63,25 @@ describe('replays and the rev guard', () => {
   it('an older update arriving late is ignored', async () => {
     const rkey = w.tid()
     const create = w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey))
-    const older = w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey, { memfsRevision: 'older' }))
-    const newer = w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey, { memfsRevision: 'newer' }))
+    const older = w.commit(
+      did,
+      P,
+      rkey,
+      'update',
+      w.promptRecord(did, rkey, { memfsRevision: 'older' }),
+    )
+    const newer = w.commit(
+      did,
+      P,
+      rkey,
+      'update',
+      w.promptRecord(did, rkey, { memfsRevision: 'newer' }),
+    )
     await apply(deps, [create, newer])
     const r = await apply(deps, [older])
     expect(r.outcomes[0].outcome).toBe('ignored_rev')
     const p = await getPrompt(db, NSIDS, did, rkey)
-    expect((p?.record as { memfsRevision: string }).memfsRevision).toBe('newer')
+    expect(p?.record).toMatchObject({ memfsRevision: 'newer' })
     expect(p?.cid).toBe(newer.cid)
   })
 
@@ -79,21 +104,34 @@ describe('replays and the rev guard', () => {
   it('the ops of one commit share its rev and apply idempotently', async () => {
     const [r1, r2] = [w.tid(), w.tid()]
     const rev = w.tid()
-    const ops = [w.commit(did, C, r1, 'create', { $type: C }, rev), w.commit(did, P, r1, 'create', w.promptRecord(did, r1), rev), w.commit(did, P, r2, 'create', w.promptRecord(did, r2), rev)]
+    const ops = [
+      w.commit(did, C, r1, 'create', { $type: C }, rev),
+      w.commit(did, P, r1, 'create', w.promptRecord(did, r1), rev),
+      w.commit(did, P, r2, 'create', w.promptRecord(did, r2), rev),
+    ]
     const first = await apply(deps, ops)
     expect(first.outcomes.map((o) => o.outcome)).toEqual(['indexed', 'indexed', 'indexed'])
     const again = await apply(deps, ops)
-    expect(again.outcomes.map((o) => o.outcome)).toEqual(['ignored_rev', 'ignored_rev', 'ignored_rev'])
+    expect(again.outcomes.map((o) => o.outcome)).toEqual([
+      'ignored_rev',
+      'ignored_rev',
+      'ignored_rev',
+    ])
   })
 })
 
 describe('recompiles and history', () => {
   it('counts each new CID, keeps history, restarts after delete and keeps the old history', async () => {
     const rkey = w.tid()
-    await apply(deps, [w.commit(did, C, rkey, 'create', { $type: C }), w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey))])
+    await apply(deps, [
+      w.commit(did, C, rkey, 'create', { $type: C }),
+      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)),
+    ])
     expect((await getPrompt(db, NSIDS, did, rkey))?.recompiles).toBe(0)
     for (let i = 1; i <= 3; i++) {
-      await apply(deps, [w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey, { memfsRevision: `m${i}` }))])
+      await apply(deps, [
+        w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey, { memfsRevision: `m${i}` })),
+      ])
       expect((await getPrompt(db, NSIDS, did, rkey))?.recompiles).toBe(i)
     }
     expect(await revisions(did, rkey)).toHaveLength(4)
@@ -117,7 +155,11 @@ describe('recompiles and history', () => {
 describe('accounts', () => {
   it('takedown hides everywhere, reactivation shows, deleted purges and keeps tombstones', async () => {
     const rkey = w.tid()
-    await apply(deps, [w.commit(did, C, rkey, 'create', { $type: C }), w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)), w.commit(did, A, 'agentrkey', 'create', { $type: A, system: 'x' })])
+    await apply(deps, [
+      w.commit(did, C, rkey, 'create', { $type: C }),
+      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)),
+      w.commit(did, A, 'agentrkey', 'create', { $type: A, system: 'x' }),
+    ])
     const visible = await getStats(db, { source: null, key: null })
     await apply(deps, [w.account(did, false, 'takendown', 100)])
     expect(await getPrompt(db, NSIDS, did, rkey)).toBeNull()
@@ -137,7 +179,9 @@ describe('accounts', () => {
     expect(await getPrompt(db, NSIDS, did, rkey)).toBeNull()
     // A replayed create from before the purge does not come back.
     expect((await apply(deps, [create])).outcomes[0].outcome).toBe('ignored_rev')
-    const tomb = await db.rows<{ deleted: boolean }>(sql`SELECT deleted FROM prompts WHERE did = ${did}`)
+    const tomb = await db.rows<{ deleted: boolean }>(
+      sql`SELECT deleted FROM prompts WHERE did = ${did}`,
+    )
     expect(tomb.every((t) => t.deleted)).toBe(true)
   })
 
@@ -150,7 +194,10 @@ describe('accounts', () => {
 
   it('hidden records change while hidden and show their latest state', async () => {
     const rkey = w.tid()
-    await apply(deps, [w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)), w.account(did, false, 'suspended', 1)])
+    await apply(deps, [
+      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)),
+      w.account(did, false, 'suspended', 1),
+    ])
     await apply(deps, [w.commit(did, C, rkey, 'create', { $type: C })])
     await apply(deps, [w.account(did, true, null, 2)])
     expect((await getPrompt(db, NSIDS, did, rkey))?.flags).toEqual([])

@@ -45,13 +45,19 @@ describe('orphaned', () => {
     await apply(deps, [w.commit(did, P, r1, 'create', w.promptRecord(did, r1))])
     expect(await flagsOf(did, r1)).toEqual([])
     const r2 = w.tid()
-    await apply(deps, [w.commit(did, P, r2, 'create', w.promptRecord(did, r2)), w.commit(did, C, r2, 'create', { $type: C })])
+    await apply(deps, [
+      w.commit(did, P, r2, 'create', w.promptRecord(did, r2)),
+      w.commit(did, C, r2, 'create', { $type: C }),
+    ])
     expect(await flagsOf(did, r2)).toEqual([])
   })
 
   it('a conversation of another repo at the same rkey does not count', async () => {
     const rkey = w.tid()
-    await apply(deps, [w.commit(other, C, rkey, 'create', { $type: C }), w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey))])
+    await apply(deps, [
+      w.commit(other, C, rkey, 'create', { $type: C }),
+      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)),
+    ])
     expect(await flagsOf(did, rkey)).toEqual(['orphaned'])
   })
 })
@@ -63,13 +69,25 @@ describe('mismatched', () => {
     ['another rkey', () => `at://${did}/${C}/3jzfcijpj2z2a`],
   ])('conversation pointing at %s', async (_name, uri) => {
     const rkey = w.tid()
-    await apply(deps, [w.commit(did, C, rkey, 'create', { $type: C }), w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey, { conversation: uri(rkey) }))])
+    await apply(deps, [
+      w.commit(did, C, rkey, 'create', { $type: C }),
+      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey, { conversation: uri(rkey) })),
+    ])
     expect(await flagsOf(did, rkey)).toEqual(['mismatched'])
   })
 
   it('is cleared by a recompile that fixes the field', async () => {
     const rkey = w.tid()
-    await apply(deps, [w.commit(did, C, rkey, 'create', { $type: C }), w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey, { conversation: `at://${did}/${C}/3jzfcijpj2z2a` }))])
+    await apply(deps, [
+      w.commit(did, C, rkey, 'create', { $type: C }),
+      w.commit(
+        did,
+        P,
+        rkey,
+        'create',
+        w.promptRecord(did, rkey, { conversation: `at://${did}/${C}/3jzfcijpj2z2a` }),
+      ),
+    ])
     await apply(deps, [w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey))])
     expect(await flagsOf(did, rkey)).toEqual([])
   })
@@ -78,7 +96,10 @@ describe('mismatched', () => {
 describe('coreMemoryDetached', () => {
   it('is set when coreMemory is not in content', async () => {
     const rkey = w.tid()
-    await apply(deps, [w.commit(did, C, rkey, 'create', { $type: C }), w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey, { content: 'no memory here' }))])
+    await apply(deps, [
+      w.commit(did, C, rkey, 'create', { $type: C }),
+      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey, { content: 'no memory here' })),
+    ])
     expect(await flagsOf(did, rkey)).toEqual(['coreMemoryDetached'])
   })
 })
@@ -91,7 +112,16 @@ describe('staleTemplate', () => {
     await apply(deps, [
       w.commit(did, A, agentRkey, 'create', { $type: A, system: 'template v1' }),
       w.commit(did, C, rkey, 'create', { $type: C }),
-      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey, { agent: agentUri, rawSystemHash: `sha256:${sha256('template v1').toUpperCase()}` })),
+      w.commit(
+        did,
+        P,
+        rkey,
+        'create',
+        w.promptRecord(did, rkey, {
+          agent: agentUri,
+          rawSystemHash: `sha256:${sha256('template v1').toUpperCase()}`,
+        }),
+      ),
     ])
     expect(await flagsOf(did, rkey)).toEqual([])
     await apply(deps, [w.commit(did, A, agentRkey, 'update', { $type: A, system: 'template v2' })])
@@ -109,7 +139,9 @@ describe('staleTemplate', () => {
       w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey, { agent: agentUri })),
     ])
     expect(await flagsOf(did, rkey)).toEqual([])
-    await apply(deps, [w.commit(other, A, agentRkey, 'create', { $type: A, system: 'template v9' })])
+    await apply(deps, [
+      w.commit(other, A, agentRkey, 'create', { $type: A, system: 'template v9' }),
+    ])
     expect(await flagsOf(did, rkey)).toEqual(['staleTemplate'])
     await apply(deps, [w.commit(other, A, agentRkey, 'delete')])
     expect(await flagsOf(did, rkey)).toEqual([])
@@ -118,9 +150,30 @@ describe('staleTemplate', () => {
   it('inferred rule: a newer compile of the same agent with another hash, in either arrival order', async () => {
     for (const newerFirst of [false, true]) {
       const [r1, r2] = [w.tid(), w.tid()]
-      const older = w.commit(did, P, r1, 'create', w.promptRecord(did, r1, { agent: w.agentUri(did, `x${r1}`), compiledAt: w.iso(-10_000_000) }))
-      const newer = w.commit(did, P, r2, 'create', w.promptRecord(did, r2, { agent: w.agentUri(did, `x${r1}`), rawSystemHash: sha256('template v2') }))
-      const convs = [w.commit(did, C, r1, 'create', { $type: C }), w.commit(did, C, r2, 'create', { $type: C })]
+      const older = w.commit(
+        did,
+        P,
+        r1,
+        'create',
+        w.promptRecord(did, r1, {
+          agent: w.agentUri(did, `x${r1}`),
+          compiledAt: w.iso(-10_000_000),
+        }),
+      )
+      const newer = w.commit(
+        did,
+        P,
+        r2,
+        'create',
+        w.promptRecord(did, r2, {
+          agent: w.agentUri(did, `x${r1}`),
+          rawSystemHash: sha256('template v2'),
+        }),
+      )
+      const convs = [
+        w.commit(did, C, r1, 'create', { $type: C }),
+        w.commit(did, C, r2, 'create', { $type: C }),
+      ]
       await apply(deps, convs)
       if (newerFirst) {
         await apply(deps, [newer])
@@ -142,20 +195,67 @@ describe('staleTemplate', () => {
     const agentUri = w.agentUri(did, 'sharedagent')
     const r1 = w.tid()
     const at = w.iso()
-    await apply(deps, [w.commit(did, C, r1, 'create', { $type: C }), w.commit(did, P, r1, 'create', w.promptRecord(did, r1, { agent: agentUri, compiledAt: at }))])
+    await apply(deps, [
+      w.commit(did, C, r1, 'create', { $type: C }),
+      w.commit(did, P, r1, 'create', w.promptRecord(did, r1, { agent: agentUri, compiledAt: at })),
+    ])
     const ro = w.tid()
     const rf = w.tid()
     const ri = w.tid()
     const re = w.tid()
     await apply(deps, [
       // same agent at-uri, but another repo
-      w.commit(other, P, ro, 'create', w.promptRecord(other, ro, { agent: agentUri, rawSystemHash: sha256('x'), memfsRevision: 'rev-z', compiledAt: w.iso(60_000_000) })),
+      w.commit(
+        other,
+        P,
+        ro,
+        'create',
+        w.promptRecord(other, ro, {
+          agent: agentUri,
+          rawSystemHash: sha256('x'),
+          memfsRevision: 'rev-z',
+          compiledAt: w.iso(60_000_000),
+        }),
+      ),
       // compiledAt a year ahead of when it was indexed
-      w.commit(did, P, rf, 'create', w.promptRecord(did, rf, { agent: agentUri, rawSystemHash: sha256('y'), memfsRevision: 'rev-y', compiledAt: '2027-12-01T00:00:00Z' })),
+      w.commit(
+        did,
+        P,
+        rf,
+        'create',
+        w.promptRecord(did, rf, {
+          agent: agentUri,
+          rawSystemHash: sha256('y'),
+          memfsRevision: 'rev-y',
+          compiledAt: '2027-12-01T00:00:00Z',
+        }),
+      ),
       // invalid (datetime without timezone)... but later
-      w.commit(did, P, ri, 'create', w.promptRecord(did, ri, { agent: agentUri, rawSystemHash: 123, memfsRevision: 'rev-x', compiledAt: w.iso(60_000_000) })),
+      w.commit(
+        did,
+        P,
+        ri,
+        'create',
+        w.promptRecord(did, ri, {
+          agent: agentUri,
+          rawSystemHash: 123,
+          memfsRevision: 'rev-x',
+          compiledAt: w.iso(60_000_000),
+        }),
+      ),
       // equal instant
-      w.commit(did, P, re, 'create', w.promptRecord(did, re, { agent: agentUri, rawSystemHash: sha256('z'), memfsRevision: 'rev-w', compiledAt: at })),
+      w.commit(
+        did,
+        P,
+        re,
+        'create',
+        w.promptRecord(did, re, {
+          agent: agentUri,
+          rawSystemHash: sha256('z'),
+          memfsRevision: 'rev-w',
+          compiledAt: at,
+        }),
+      ),
     ])
     expect(await flagsOf(did, r1)).toEqual([])
     expect(await flagsOf(did, ri)).toEqual(['orphaned', 'invalid'])
@@ -167,16 +267,54 @@ describe('staleMemory', () => {
     const agentUri = w.agentUri(did, 'memagent')
     const [r1, r2, r3] = [w.tid(), w.tid(), w.tid()]
     const conv = (r: string) => w.commit(did, C, r, 'create', { $type: C })
-    await apply(deps, [conv(r1), conv(r2), conv(r3), w.commit(did, P, r1, 'create', w.promptRecord(did, r1, { agent: agentUri, memfsRevision: 'aaa', compiledAt: w.iso() }))])
-    const { memfsRevision: _, ...noRev } = w.promptRecord(did, r2, { agent: agentUri, compiledAt: w.iso(1_000_000) })
+    await apply(deps, [
+      conv(r1),
+      conv(r2),
+      conv(r3),
+      w.commit(
+        did,
+        P,
+        r1,
+        'create',
+        w.promptRecord(did, r1, { agent: agentUri, memfsRevision: 'aaa', compiledAt: w.iso() }),
+      ),
+    ])
+    const { memfsRevision: _, ...noRev } = w.promptRecord(did, r2, {
+      agent: agentUri,
+      compiledAt: w.iso(1_000_000),
+    })
     await apply(deps, [w.commit(did, P, r2, 'create', noRev)])
     expect(await flagsOf(did, r1)).toEqual([])
     expect(await flagsOf(did, r2)).toEqual([])
-    await apply(deps, [w.commit(did, P, r3, 'create', w.promptRecord(did, r3, { agent: agentUri, memfsRevision: 'bbb', compiledAt: w.iso(2_000_000) }))])
+    await apply(deps, [
+      w.commit(
+        did,
+        P,
+        r3,
+        'create',
+        w.promptRecord(did, r3, {
+          agent: agentUri,
+          memfsRevision: 'bbb',
+          compiledAt: w.iso(2_000_000),
+        }),
+      ),
+    ])
     expect(await flagsOf(did, r1)).toEqual(['staleMemory'])
     expect(await flagsOf(did, r2)).toEqual([])
     // Recompiling the old one with the new memory clears it.
-    await apply(deps, [w.commit(did, P, r1, 'update', w.promptRecord(did, r1, { agent: agentUri, memfsRevision: 'bbb', compiledAt: w.iso(3_000_000) }))])
+    await apply(deps, [
+      w.commit(
+        did,
+        P,
+        r1,
+        'update',
+        w.promptRecord(did, r1, {
+          agent: agentUri,
+          memfsRevision: 'bbb',
+          compiledAt: w.iso(3_000_000),
+        }),
+      ),
+    ])
     expect(await flagsOf(did, r1)).toEqual([])
   })
 
@@ -187,11 +325,31 @@ describe('staleMemory', () => {
     await apply(deps, [
       w.commit(did, C, r1, 'create', { $type: C }),
       w.commit(did, C, r2, 'create', { $type: C }),
-      w.commit(did, P, r1, 'create', w.promptRecord(did, r1, { agent: a1, memfsRevision: 'old', compiledAt: w.iso() })),
-      w.commit(did, P, r2, 'create', w.promptRecord(did, r2, { agent: a1, memfsRevision: 'new', compiledAt: w.iso(1_000_000) })),
+      w.commit(
+        did,
+        P,
+        r1,
+        'create',
+        w.promptRecord(did, r1, { agent: a1, memfsRevision: 'old', compiledAt: w.iso() }),
+      ),
+      w.commit(
+        did,
+        P,
+        r2,
+        'create',
+        w.promptRecord(did, r2, { agent: a1, memfsRevision: 'new', compiledAt: w.iso(1_000_000) }),
+      ),
     ])
     expect(await flagsOf(did, r1)).toEqual(['staleMemory'])
-    await apply(deps, [w.commit(did, P, r2, 'update', w.promptRecord(did, r2, { agent: a2, memfsRevision: 'new', compiledAt: w.iso(1_000_000) }))])
+    await apply(deps, [
+      w.commit(
+        did,
+        P,
+        r2,
+        'update',
+        w.promptRecord(did, r2, { agent: a2, memfsRevision: 'new', compiledAt: w.iso(1_000_000) }),
+      ),
+    ])
     expect(await flagsOf(did, r1)).toEqual([])
   })
 })

@@ -1,0 +1,58 @@
+import { sql } from 'drizzle-orm'
+import type { Config } from '../config.ts'
+import { collectionsOf } from '../config.ts'
+import { applyBatch } from '../indexer/apply.ts'
+import { countOutcomes } from '../indexer/pipeline.ts'
+import { runBackfill } from '../ingest/backfill.ts'
+import { createDidResolver } from '../ingest/did-resolver.ts'
+import { onShutdownSignal, openRuntime } from './runtime.ts'
+
+export interface BackfillCommandOptions {
+  dids: string[]
+  concurrency: number
+  reset: boolean
+}
+
+const isLoopback = (url: string) =>
+  ['127.0.0.1', 'localhost', '[::1]'].includes(new URL(url).hostname)
+
+export async function backfillCommand(
+  config: Config,
+  opts: BackfillCommandOptions,
+): Promise<number> {
+  const rt = await openRuntime(config, { migrate: true })
+  const { ctx } = rt
+  const abort = new AbortController()
+  onShutdownSignal(ctx.logger, async () => abort.abort())
+  try {
+    if (opts.reset) await ctx.db.rows(sql`DELETE FROM backfill_repos`)
+    const summary = await runBackfill({
+      logger: ctx.logger,
+      metrics: ctx.metrics,
+      resolver: createDidResolver({ plcUrl: config.plcUrl }),
+      collections: collectionsOf(config),
+      relayUrl: config.relayUrl,
+      dids: opts.dids.length > 0 ? opts.dids : undefined,
+      concurrency: opts.concurrency,
+      isDone: async (did) =>
+        (await ctx.db.rows(sql`SELECT 1 FROM backfill_repos WHERE did = ${did}`)).length > 0,
+      markDone: async (did, rev) => {
+        await ctx.db.rows(sql`INSERT INTO backfill_repos (did, rev, finished_at) VALUES (${did}, ${rev}, now())
+          ON CONFLICT (did) DO UPDATE SET rev = excluded.rev, finished_at = excluded.finished_at`)
+      },
+      // Each repo in its own transaction, through the same indexer as live events: the rev
+      // guard settles any race with live ingestion running beside it.
+      emit: async (snapshot) =>
+        countOutcomes(ctx.metrics, 'backfill', await applyBatch(rt.deps, [snapshot], null)),
+      signal: abort.signal,
+      allowPrivateNetwork: isLoopback(config.plcUrl),
+    })
+    ctx.logger.info(summary, 'backfill finished')
+    process.stderr.write(
+      `backfill: ${summary.repos} repos listed, ${summary.done} done, ${summary.skipped} already done, ${summary.failed} failed, ${summary.records} records\n`,
+    )
+    return summary.failed > 0 ? 1 : 0
+  } finally {
+    await rt.close()
+  }
+}

@@ -1,0 +1,54 @@
+import { SETTINGS } from '../config.ts'
+
+const COMMANDS: Record<string, { summary: string; usage: string; options?: string }> = {
+  run: {
+    summary: 'migrate, ingest and serve the API in one process (the default)',
+    usage: 'prompt-appview run [settings]',
+  },
+  ingest: {
+    summary: 'migrate and ingest; serves only /healthz, /readyz and /metrics',
+    usage: 'prompt-appview ingest [settings]',
+  },
+  serve: {
+    summary:
+      'serve the read API from an existing database (read replicas; needs DATABASE_URL to share it)',
+    usage: 'prompt-appview serve [settings]',
+  },
+  backfill: {
+    summary: 'fetch whole repos (getRepo), verify and index them; resumable',
+    usage: 'prompt-appview backfill [--did DID ...] [--concurrency N] [--reset] [settings]',
+    options:
+      '  --did DID          backfill these repos (repeatable); default: list repos on RELAY_URL\n' +
+      '  --concurrency N    repos fetched at once (default 4)\n' +
+      '  --reset            forget which repos were finished and start over',
+  },
+  migrate: {
+    summary: 'apply database migrations and exit',
+    usage: 'prompt-appview migrate [settings]',
+  },
+  demo: {
+    summary: 'a simulated local network (Jetstream) feeding the indexer, with the API on PORT',
+    usage: 'prompt-appview demo [--rate N] [--dids N] [--events N] [settings]',
+    options:
+      '  --rate N     events per second from the simulated network (default 500)\n' +
+      '  --dids N     repos in the simulation (default 50)\n' +
+      '  --events N   stop the simulation after N events (default: unbounded)',
+  },
+}
+
+export function helpText(command: string | null): string {
+  const settings = SETTINGS.map(
+    (s) =>
+      `  --${s.flag.padEnd(26)} ${s.env.padEnd(26)} ${s.help}${s.default !== null ? ` (default ${JSON.stringify(s.default)})` : ''}`,
+  ).join('\n')
+  if (command && COMMANDS[command]) {
+    const c = COMMANDS[command]
+    return `${c.usage}\n\n${c.summary}\n${c.options ? `\nOptions:\n${c.options}\n` : ''}\nSettings (flag, environment variable; flags win over the environment):\n${settings}\n`
+  }
+  const list = Object.entries(COMMANDS)
+    .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`)
+    .join('\n')
+  return `prompt-appview: an atproto AppView for Letta compiled prompts\n\nUsage: prompt-appview <command> [options]\n\nCommands:\n${list}\n\nRun \`prompt-appview <command> --help\` for a command's options and settings.\n`
+}
+
+export const COMMAND_NAMES = Object.keys(COMMANDS)

@@ -1,0 +1,161 @@
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../api/app.ts'
+import { type Config, collectionsOf } from '../config.ts'
+import type { AppContext } from '../context.ts'
+import { openDatabase } from '../db/client.ts'
+import { countPromptsByFlag, getCursor } from '../db/queries.ts'
+import type { IndexerDeps } from '../indexer/apply.ts'
+import { IngestPipeline } from '../indexer/pipeline.ts'
+import { PromptValidator } from '../indexer/prompt-record.ts'
+import type { Source } from '../ingest/source.ts'
+import { createLogger } from '../logger.ts'
+import { createMetrics } from '../metrics.ts'
+import { VERSION } from '../version.ts'
+
+export interface Runtime {
+  ctx: AppContext
+  deps: IndexerDeps
+  ready: boolean
+  /** Source time (µs) of the newest processed event, for the lag gauge. */
+  newestEventUs: () => number | null
+  close(): Promise<void>
+}
+
+export async function openRuntime(
+  config: Config,
+  opts: {
+    migrate: boolean /** PGlite in memory instead of DATA_DIR (the demo). */
+    memory?: boolean
+  },
+): Promise<Runtime> {
+  const logger = createLogger(config.logLevel)
+  const dataDir = config.databaseUrl || opts.memory ? null : config.dataDir
+  const db = await openDatabase({ url: config.databaseUrl, dataDir })
+  const rt: Runtime = {
+    ctx: undefined as unknown as AppContext,
+    deps: undefined as unknown as IndexerDeps,
+    ready: false,
+    newestEventUs: () => null,
+    close: async () => {
+      await db.close()
+    },
+  }
+  let gaugeCache: { at: number; value: Promise<Record<string, number>> } | null = null
+  const metrics = createMetrics({
+    version: VERSION,
+    collections: collectionsOf(config),
+    // One count per scrape at most every few seconds, however many scrapers there are.
+    collectPromptGauge: () => {
+      if (!gaugeCache || Date.now() - gaugeCache.at > 5000) {
+        gaugeCache = { at: Date.now(), value: countPromptsByFlag(db).then((c) => c.flags) }
+      }
+      return gaugeCache.value
+    },
+    lagSeconds: () => {
+      const us = rt.newestEventUs()
+      return us === null ? null : Math.max(0, Date.now() / 1000 - us / 1e6)
+    },
+  })
+  rt.ctx = { config, logger, db, metrics }
+  rt.deps = {
+    db,
+    nsids: {
+      prompt: config.promptNsid,
+      conversation: config.conversationNsid,
+      agent: config.agentNsid,
+    },
+    validator: new PromptValidator(config.promptNsid),
+  }
+  if (opts.migrate) {
+    logger.info({ driver: db.kind }, 'applying migrations')
+    await db.migrate()
+  }
+  rt.ready = true
+  return rt
+}
+
+export async function startServer(
+  rt: Runtime,
+  ingest: { source: string; key: string } | null,
+  opts: { readApi: boolean },
+): Promise<FastifyInstance> {
+  const app = await buildApp(rt.ctx, { ingest, isReady: () => rt.ready, readApi: opts.readApi })
+  await app.listen({ host: rt.ctx.config.host, port: rt.ctx.config.port })
+  return app
+}
+
+export interface IngestHandle {
+  pipeline: IngestPipeline
+  key: string
+  /** Resolves when the source ended (finite sources) or was stopped, and all is committed. */
+  done: Promise<void>
+  /** Stops reading, commits what was read (with its cursor), then resolves. */
+  stop(): Promise<void>
+}
+
+export async function startIngest(rt: Runtime, source: Source): Promise<IngestHandle> {
+  const { config, logger } = rt.ctx
+  const part = config.partition
+  // Partitions read the same upstream but each keeps its own position.
+  const key = part ? `${source.key}#${part.index}/${part.count}` : source.key
+  const startCursor = await getCursor(rt.ctx.db, source.name, key)
+  const pipeline = new IngestPipeline(rt.ctx, rt.deps, {
+    source: source.name,
+    key,
+    batchSize: config.batchSize,
+    batchDelayMs: config.batchDelayMs,
+    queueSize: config.queueSize,
+    partition: part,
+  })
+  rt.newestEventUs = () => pipeline.newestEventUs
+  logger.info({ source: source.name, key, startCursor }, 'ingest starting')
+  const abort = new AbortController()
+  const writer = pipeline.run()
+  const reader = source.run(pipeline, startCursor, abort.signal).finally(() => pipeline.stop())
+  const done = Promise.all([reader, writer]).then(() => {
+    logger.info({ source: source.name, events: pipeline.committedEvents }, 'ingest stopped')
+  })
+  return {
+    pipeline,
+    key,
+    done,
+    stop: async () => {
+      abort.abort()
+      await done
+    },
+  }
+}
+
+/**
+ * SIGTERM/SIGINT: run `shutdown` once; a second signal or a stuck shutdown past the
+ * deadline exits hard, as the last resort.
+ */
+export function onShutdownSignal(
+  logger: AppContext['logger'],
+  shutdown: () => Promise<void>,
+  deadlineMs = 20_000,
+): void {
+  let started = false
+  const handler = (signal: NodeJS.Signals) => {
+    if (started) {
+      logger.warn({ signal }, 'second signal, exiting now')
+      process.exit(1)
+    }
+    started = true
+    logger.info({ signal }, 'shutting down')
+    const timer = setTimeout(() => {
+      logger.error({ deadlineMs }, 'shutdown took too long, exiting')
+      process.exit(1)
+    }, deadlineMs)
+    timer.unref()
+    shutdown().then(
+      () => clearTimeout(timer),
+      (err) => {
+        logger.error({ err }, 'shutdown failed')
+        process.exitCode = 1
+      },
+    )
+  }
+  process.on('SIGTERM', handler)
+  process.on('SIGINT', handler)
+}

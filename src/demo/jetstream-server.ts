@@ -1,0 +1,247 @@
+import { createServer, type IncomingMessage } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { setImmediate as yieldToLoop } from 'node:timers/promises'
+import { WebSocket, WebSocketServer } from 'ws'
+
+// A local Jetstream v1 `/subscribe` endpoint for tests, the demo and benchmarks: it replays
+// its log from `cursor` (time_us) and then streams appended events live, like the real one.
+
+/** One Jetstream v1 event as JSON (see SPEC section 5 for the shapes). */
+export interface JetstreamJson {
+  did: string
+  time_us: number
+  kind: string
+  [key: string]: unknown
+}
+
+export interface JetstreamServerOptions {
+  /** 0 (default) picks a free port. */
+  port?: number
+  host?: string
+  /** The log to start with, in time_us order. */
+  events?: Array<JetstreamJson | string>
+  /** Per-connection send rate, for demos; unlimited when absent. */
+  eventsPerSecond?: number
+  /**
+   * Keep only this many newest events (the replay window of a real Jetstream is about a
+   * day); an unbounded demo would otherwise grow without limit. Default: keep everything.
+   */
+  maxLogEvents?: number
+}
+
+export interface SubscribeRequest {
+  cursor: number | null
+  wantedCollections: string[]
+}
+
+export interface JetstreamServer {
+  /** `ws://127.0.0.1:<port>/subscribe` */
+  readonly url: string
+  /** Open client connections. */
+  readonly connections: number
+  /** Events in the log. */
+  readonly size: number
+  /** Frames handed to sockets, over all connections (a slow client holds this back). */
+  readonly sent: number
+  /** Every subscribe request received, oldest first (lets tests check resume cursors). */
+  readonly requests: SubscribeRequest[]
+  /**
+   * Adds events to the log (in time_us order) and streams them to live subscribers.
+   * A string is sent verbatim (tests use it for malformed frames).
+   */
+  append(events: Array<JetstreamJson | string>): void
+  /** Cuts every connection abruptly, as a crashing upstream or a network drop does. */
+  dropConnections(): void
+  close(): Promise<void>
+}
+
+interface Stored {
+  timeUs: number
+  /** Null for account / identity events and unreadable frames: those are always sent. */
+  collection: string | null
+  text: string
+}
+
+/** The event log; `base` is the absolute index of items[0] after trimming. */
+interface Log {
+  items: Stored[]
+  base: number
+}
+
+interface Conn {
+  ws: WebSocket
+  next: number
+  wanted: Matcher
+  closed: boolean
+  wake: (() => void) | null
+}
+
+type Matcher = (collection: string | null) => boolean
+
+// Above this many unsent bytes a connection waits for its socket to drain: a slow
+// client then slows its own stream instead of growing the server's memory.
+const HIGH_WATER_BYTES = 1 << 20
+// Sending is synchronous; yielding now and then keeps a same-process client responsive.
+const YIELD_EVERY = 256
+
+export async function startJetstreamServer(
+  opts: JetstreamServerOptions = {},
+): Promise<JetstreamServer> {
+  const host = opts.host ?? '127.0.0.1'
+  const log: Log = { items: [], base: 0 }
+  const conns = new Set<Conn>()
+  const requests: SubscribeRequest[] = []
+  const counter = { sent: 0 }
+
+  const append = (events: Array<JetstreamJson | string>) => {
+    for (const e of events) log.items.push(toStored(e, log.items.at(-1)?.timeUs ?? 0))
+    const max = opts.maxLogEvents
+    // Trim in chunks, not per event: splice is linear in what stays.
+    if (max && log.items.length > max + Math.max(1, max >> 3)) {
+      const drop = log.items.length - max
+      log.items.splice(0, drop)
+      log.base += drop
+    }
+    for (const c of conns) c.wake?.()
+  }
+  append(opts.events ?? [])
+
+  const http = createServer((_req, res) => {
+    res.writeHead(404).end('use the websocket endpoint /subscribe\n')
+  })
+  const wss = new WebSocketServer({ server: http, path: '/subscribe' })
+  wss.on('connection', (ws, req) => {
+    const { cursor, wantedCollections } = parseRequest(req)
+    requests.push({ cursor, wantedCollections })
+    // No cursor: the live tip. A cursor older than the log: its start (Jetstream clamps too).
+    const start = cursor === null ? -1 : log.items.findIndex((e) => e.timeUs >= cursor)
+    const conn: Conn = {
+      ws,
+      next: log.base + (start === -1 ? log.items.length : start),
+      wanted: matcherOf(wantedCollections),
+      closed: false,
+      wake: null,
+    }
+    conns.add(conn)
+    const end = () => {
+      conn.closed = true
+      conns.delete(conn)
+      conn.wake?.()
+    }
+    ws.on('close', end)
+    ws.on('error', end)
+    // Clients only send options updates, which this server does not implement.
+    ws.on('message', () => {})
+    pump(conn, log, counter, opts.eventsPerSecond).catch(() => ws.terminate())
+  })
+
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject)
+    http.listen(opts.port ?? 0, host, () => resolve())
+  })
+  const { port } = http.address() as AddressInfo
+
+  return {
+    url: `ws://${host}:${port}/subscribe`,
+    get connections() {
+      return conns.size
+    },
+    get size() {
+      return log.items.length
+    },
+    get sent() {
+      return counter.sent
+    },
+    requests,
+    append,
+    dropConnections() {
+      for (const c of conns) c.ws.terminate()
+    },
+    async close() {
+      for (const c of conns) c.ws.terminate()
+      await new Promise<void>((resolve) => wss.close(() => resolve()))
+      http.closeAllConnections()
+      await new Promise<void>((resolve) => http.close(() => resolve()))
+    },
+  }
+}
+
+async function pump(
+  c: Conn,
+  log: Log,
+  counter: { sent: number },
+  eventsPerSecond?: number,
+): Promise<void> {
+  const startedAt = performance.now()
+  let sent = 0
+  let sinceYield = 0
+  while (!c.closed) {
+    // A client slower than the window lost what was trimmed (as with a real Jetstream).
+    if (c.next < log.base) c.next = log.base
+    if (c.next >= log.base + log.items.length) {
+      await new Promise<void>((resolve) => {
+        c.wake = resolve
+      })
+      c.wake = null
+      continue
+    }
+    const e = log.items[c.next++ - log.base]
+    if (++sinceYield >= YIELD_EVERY) {
+      sinceYield = 0
+      await yieldToLoop()
+    }
+    if (!c.wanted(e.collection)) continue
+    if (eventsPerSecond) {
+      const allowance = ((performance.now() - startedAt) * eventsPerSecond) / 1000 - sent
+      if (allowance < 1) await sleep(((1 - allowance) * 1000) / eventsPerSecond)
+    }
+    if (c.closed || c.ws.readyState !== WebSocket.OPEN) return
+    if (c.ws.bufferedAmount > HIGH_WATER_BYTES) {
+      await new Promise<void>((resolve) => c.ws.send(e.text, () => resolve()))
+    } else {
+      c.ws.send(e.text)
+    }
+    sent++
+    counter.sent++
+  }
+}
+
+function toStored(e: JetstreamJson | string, previousUs: number): Stored {
+  let value: unknown = e
+  const text = typeof e === 'string' ? e : JSON.stringify(e)
+  if (typeof e === 'string') {
+    try {
+      value = JSON.parse(e)
+    } catch {
+      value = null
+    }
+  }
+  const v = (value ?? {}) as Partial<JetstreamJson> & { commit?: { collection?: unknown } }
+  const timeUs = typeof v.time_us === 'number' ? v.time_us : previousUs
+  const collection =
+    v.kind === 'commit' && typeof v.commit?.collection === 'string' ? v.commit.collection : null
+  return { timeUs, collection, text }
+}
+
+function parseRequest(req: IncomingMessage): SubscribeRequest {
+  const u = new URL(req.url ?? '/', 'http://localhost')
+  const raw = u.searchParams.get('cursor')
+  const n = raw === null ? Number.NaN : Number(raw)
+  return {
+    cursor: Number.isSafeInteger(n) ? n : null,
+    wantedCollections: u.searchParams.getAll('wantedCollections'),
+  }
+}
+
+/** Exact NSIDs and `prefix.*` patterns; no patterns means everything. */
+function matcherOf(wanted: string[]): Matcher {
+  if (wanted.length === 0) return () => true
+  const exact = new Set(wanted.filter((w) => !w.endsWith('.*')))
+  const prefixes = wanted.filter((w) => w.endsWith('.*')).map((w) => w.slice(0, -1))
+  return (collection) =>
+    collection === null || exact.has(collection) || prefixes.some((p) => collection.startsWith(p))
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}

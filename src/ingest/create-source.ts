@@ -1,0 +1,60 @@
+import { sql } from 'drizzle-orm'
+import { collectionsOf } from '../config.ts'
+import type { AppContext } from '../context.ts'
+import { createDidResolver, type DidResolver } from './did-resolver.ts'
+import { createFirehoseSource } from './firehose.ts'
+import { createHandleVerifier } from './identity.ts'
+import { createJetstreamSource, jetstreamOptionsFromConfig } from './jetstream.ts'
+import { createReplaySource } from './replay.ts'
+import type { Source } from './source.ts'
+
+export interface SourceDeps {
+  resolver?: DidResolver
+  /** Lets DID documents name loopback PDSes (local networks, demo, tests). */
+  allowPrivateNetwork?: boolean
+}
+
+/**
+ * Handle checks cost two lookups each, and Jetstream sends identity events for every DID on
+ * the network: verify only DIDs this index keeps (the indexer drops the rest anyway).
+ */
+function verifierForKnownDids(ctx: AppContext, resolver: DidResolver) {
+  const verify = createHandleVerifier({ resolver })
+  return async (did: string, claimed?: string | null): Promise<string | null> => {
+    const known = await ctx.db.rows(sql`SELECT 1 FROM accounts WHERE did = ${did}`)
+    return known.length > 0 ? verify(did, claimed) : null
+  }
+}
+
+/** The source the configuration names, wired to the context's logger and metrics. */
+export function createSource(ctx: AppContext, deps: SourceDeps = {}): Source {
+  const { config, logger, metrics } = ctx
+  const collections = collectionsOf(config)
+  switch (config.source) {
+    case 'replay':
+      return createReplaySource({ file: config.replayFile!, collections, logger, metrics })
+    case 'jetstream': {
+      const resolver = deps.resolver ?? createDidResolver({ plcUrl: config.plcUrl })
+      const verifyHandle = verifierForKnownDids(ctx, resolver)
+      return createJetstreamSource({
+        ...jetstreamOptionsFromConfig(config),
+        logger,
+        metrics,
+        verifyHandle,
+      })
+    }
+    case 'firehose': {
+      const resolver = deps.resolver ?? createDidResolver({ plcUrl: config.plcUrl })
+      return createFirehoseSource({
+        url: config.relayUrl,
+        collections,
+        resolver,
+        verifyHandle: verifierForKnownDids(ctx, resolver),
+        logger,
+        metrics,
+        unauthenticated: config.firehoseUnauthenticated,
+        allowPrivateNetwork: deps.allowPrivateNetwork,
+      })
+    }
+  }
+}

@@ -1,0 +1,283 @@
+import {
+  isValidDid,
+  isValidHandle,
+  isValidNsid,
+  isValidRecordKey,
+  isValidTid,
+} from '@atproto/syntax'
+import type { Logger } from 'pino'
+import type { CommitOp, IndexEvent } from '../indexer/events.ts'
+import type { Metrics } from '../metrics.ts'
+import { sanitizeJson } from './sanitize-json.ts'
+import type { SourceItem } from './source.ts'
+
+// Jetstream v1 JSON (also the replay file format) → normalized SourceItem. Pure: no I/O,
+// so every source and test shares one definition of "bad input".
+
+export type SkipReason =
+  | 'invalid_json'
+  | 'not_object'
+  | 'unknown_kind'
+  | 'missing_field'
+  | 'bad_field'
+  | 'bad_did'
+  | 'bad_nsid'
+  | 'bad_rkey'
+  | 'bad_rev'
+  | 'bad_cid'
+  | 'bad_record'
+
+export interface NormalizeOk {
+  ok: true
+  /** `event` is null for commits of collections we do not keep: the cursor still moves. */
+  item: SourceItem
+  /** Identity events: the handle as Jetstream sent it; `item.event.handle` stays null until verified. */
+  unverifiedHandle: string | null
+  /** True when strings of the record had U+0000 or lone surrogates replaced by U+FFFD. */
+  sanitized: boolean
+}
+
+export interface NormalizeSkip {
+  ok: false
+  reason: SkipReason
+  detail: string
+  /** A metric label: a kept collection, else `unknown` (labels must stay low-cardinality). */
+  collection: string
+  /** `create` | `update` | `delete` | `account` | `identity` | `unknown` */
+  op: string
+  /** Present when `time_us` could be read, so the cursor can still move past the line. */
+  timeUs?: number
+}
+
+export type NormalizeResult = NormalizeOk | NormalizeSkip
+
+export interface NormalizeOptions {
+  /** Collections we keep; commits of any other collection yield `event: null`. */
+  collections: ReadonlySet<string>
+}
+
+const OPS: ReadonlySet<string> = new Set(['create', 'update', 'delete'])
+
+type Json = Record<string, unknown>
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+/** Normalizes one Jetstream v1 event, given as a raw line or an already parsed value. */
+export function normalizeJetstreamEvent(
+  input: string | unknown,
+  opts: NormalizeOptions,
+): NormalizeResult {
+  let value: unknown = input
+  if (typeof input === 'string') {
+    try {
+      value = JSON.parse(input)
+    } catch (err) {
+      return skipOf('invalid_json', (err as Error).message.slice(0, 200), 'unknown', 'unknown')
+    }
+  }
+  if (!isObject(value))
+    return skipOf('not_object', 'event is not a JSON object', 'unknown', 'unknown')
+
+  const t = value.time_us
+  const timeUs = typeof t === 'number' && Number.isSafeInteger(t) && t >= 0 ? t : undefined
+  const kind = value.kind
+  if (kind === 'commit') return normalizeCommit(value, timeUs, opts)
+  if (kind === 'account' || kind === 'identity') {
+    const base = checkBase(value, timeUs, 'unknown', kind)
+    if (!base.ok) return base
+    return kind === 'account'
+      ? normalizeAccount(value, base.did, base.timeUs)
+      : normalizeIdentity(value, base.did, base.timeUs)
+  }
+  return skipOf('unknown_kind', `unknown kind ${str(kind)}`, 'unknown', 'unknown', timeUs)
+}
+
+function checkBase(
+  v: Json,
+  timeUs: number | undefined,
+  collection: string,
+  op: string,
+): NormalizeSkip | { ok: true; did: string; timeUs: number } {
+  if (v.time_us === undefined) return skipOf('missing_field', 'missing time_us', collection, op)
+  if (timeUs === undefined)
+    return skipOf('bad_field', 'time_us is not a non-negative integer', collection, op)
+  if (typeof v.did !== 'string')
+    return skipOf('missing_field', 'missing did', collection, op, timeUs)
+  if (!isValidDid(v.did)) return skipOf('bad_did', `bad did ${str(v.did)}`, collection, op, timeUs)
+  return { ok: true, did: v.did, timeUs }
+}
+
+function normalizeCommit(
+  v: Json,
+  timeUs: number | undefined,
+  opts: NormalizeOptions,
+): NormalizeResult {
+  const c = v.commit
+  if (!isObject(c)) return skipOf('missing_field', 'missing commit', 'unknown', 'unknown', timeUs)
+  const rawOp = c.operation
+  const op = typeof rawOp === 'string' && OPS.has(rawOp) ? (rawOp as CommitOp) : null
+  const opLabel = op ?? 'unknown'
+  const coll = c.collection
+  if (typeof coll !== 'string')
+    return skipOf('missing_field', 'missing commit.collection', 'unknown', opLabel, timeUs)
+  // Collections we do not keep are not our business: only the cursor moves, no error.
+  if (!opts.collections.has(coll)) {
+    if (timeUs === undefined)
+      return skipOf('missing_field', 'missing time_us', 'unknown', opLabel, timeUs)
+    return filtered(timeUs)
+  }
+  const base = checkBase(v, timeUs, coll, opLabel)
+  if (!base.ok) return base
+  const at = base.timeUs
+  if (!isValidNsid(coll))
+    return skipOf('bad_nsid', `bad collection ${str(coll)}`, 'unknown', opLabel, at)
+  if (rawOp === undefined)
+    return skipOf('missing_field', 'missing commit.operation', coll, opLabel, at)
+  if (op === null) return skipOf('bad_field', `unknown operation ${str(rawOp)}`, coll, opLabel, at)
+  if (typeof c.rev !== 'string') return skipOf('missing_field', 'missing commit.rev', coll, op, at)
+  if (!isValidTid(c.rev)) return skipOf('bad_rev', `rev is not a TID: ${str(c.rev)}`, coll, op, at)
+  if (typeof c.rkey !== 'string')
+    return skipOf('missing_field', 'missing commit.rkey', coll, op, at)
+  if (!isValidRecordKey(c.rkey)) return skipOf('bad_rkey', `bad rkey ${str(c.rkey)}`, coll, op, at)
+
+  let cid: string | null = null
+  let record: unknown = null
+  let sanitized = false
+  if (op !== 'delete') {
+    if (c.record === undefined || c.record === null)
+      return skipOf('missing_field', 'missing commit.record', coll, op, at)
+    if (!isObject(c.record))
+      return skipOf('bad_record', 'commit.record is not an object', coll, op, at)
+    if (typeof c.cid !== 'string')
+      return skipOf('missing_field', 'missing commit.cid', coll, op, at)
+    if (!isCid(c.cid)) return skipOf('bad_cid', `bad cid ${str(c.cid)}`, coll, op, at)
+    cid = c.cid
+    try {
+      const clean = sanitizeJson(c.record, 0)
+      record = clean
+      sanitized = clean !== c.record
+    } catch (err) {
+      return skipOf('bad_record', (err as Error).message, coll, op, at)
+    }
+  }
+  const event: IndexEvent = {
+    kind: 'commit',
+    did: base.did,
+    collection: coll,
+    rkey: c.rkey,
+    rev: c.rev,
+    op,
+    cid,
+    record,
+    timeUs: at,
+  }
+  return { ok: true, item: { event, cursor: at, timeUs: at }, unverifiedHandle: null, sanitized }
+}
+
+function normalizeAccount(v: Json, did: string, timeUs: number): NormalizeResult {
+  const a = v.account
+  if (!isObject(a)) return skipOf('missing_field', 'missing account', 'unknown', 'account', timeUs)
+  if (typeof a.active !== 'boolean')
+    return skipOf('missing_field', 'missing account.active', 'unknown', 'account', timeUs)
+  if (a.status !== undefined && a.status !== null && typeof a.status !== 'string')
+    return skipOf('bad_field', 'account.status is not a string', 'unknown', 'account', timeUs)
+  const event: IndexEvent = {
+    kind: 'account',
+    did,
+    active: a.active,
+    status: (a.status as string | undefined) ?? null,
+    seq: seqOf(a.seq),
+    timeUs,
+  }
+  return {
+    ok: true,
+    item: { event, cursor: timeUs, timeUs },
+    unverifiedHandle: null,
+    sanitized: false,
+  }
+}
+
+function normalizeIdentity(v: Json, did: string, timeUs: number): NormalizeResult {
+  const i = v.identity
+  if (!isObject(i))
+    return skipOf('missing_field', 'missing identity', 'unknown', 'identity', timeUs)
+  // An absent or malformed handle needs no lookup: it is stored as absent either way.
+  const handle = typeof i.handle === 'string' && isValidHandle(i.handle) ? i.handle : null
+  const event: IndexEvent = { kind: 'identity', did, handle: null, seq: seqOf(i.seq), timeUs }
+  return {
+    ok: true,
+    item: { event, cursor: timeUs, timeUs },
+    unverifiedHandle: handle,
+    sanitized: false,
+  }
+}
+
+function filtered(timeUs: number): NormalizeOk {
+  return {
+    ok: true,
+    item: { event: null, cursor: timeUs, timeUs },
+    unverifiedHandle: null,
+    sanitized: false,
+  }
+}
+
+function skipOf(
+  reason: SkipReason,
+  detail: string,
+  collection: string,
+  op: string,
+  timeUs?: number,
+): NormalizeSkip {
+  const out: NormalizeSkip = { ok: false, reason, detail, collection, op }
+  if (timeUs !== undefined) out.timeUs = timeUs
+  return out
+}
+
+function seqOf(v: unknown): number | null {
+  return typeof v === 'number' && Number.isSafeInteger(v) ? v : null
+}
+
+// Loose on purpose: Jetstream has already checked the commit, and test fixtures across the
+// project use fake CIDs; this only keeps empty or absurd values out of the database.
+function isCid(s: string): boolean {
+  return s.length > 0 && s.length <= 256 && !/\s/.test(s)
+}
+
+/** Shortened and quoted, for log details: input is untrusted and may be huge. */
+function str(v: unknown): string {
+  const s = typeof v === 'string' ? JSON.stringify(v) : String(v)
+  return s.length > 80 ? `${s.slice(0, 80)}…` : s
+}
+
+export interface SkipDeps {
+  logger: Logger
+  metrics: Metrics
+}
+
+/** Counts a skipped event as `outcome=error` and logs why (with e.g. `{ line }` in `extra`). */
+export function recordSkip(
+  deps: SkipDeps,
+  source: string,
+  skip: NormalizeSkip,
+  extra: Record<string, unknown> = {},
+): void {
+  deps.metrics.eventsTotal.inc({
+    source,
+    collection: skip.collection,
+    op: skip.op,
+    outcome: 'error',
+  })
+  deps.logger.warn(
+    {
+      source,
+      reason: skip.reason,
+      collection: skip.collection,
+      op: skip.op,
+      timeUs: skip.timeUs,
+      ...extra,
+    },
+    `skipped bad event (${skip.reason}): ${skip.detail}`,
+  )
+}
