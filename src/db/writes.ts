@@ -136,6 +136,8 @@ export async function upsertRecords(
         content_bytes int, agent_uri text, agent_did text, agent_rkey text, raw_system_hash text,
         memfs_revision text, compiled_us bigint, evidence boolean, recompiles int)
       ON CONFLICT (did, rkey) DO UPDATE SET ${commonSet}, base_flags = excluded.base_flags,
+        -- A tombstone has no flags; live rows get theirs from recomputeFlags.
+        flags = CASE WHEN excluded.deleted THEN 0 ELSE prompts.flags END,
         validation_error = excluded.validation_error, content_bytes = excluded.content_bytes,
         agent_uri = excluded.agent_uri, agent_did = excluded.agent_did, agent_rkey = excluded.agent_rkey,
         raw_system_hash = excluded.raw_system_hash, memfs_revision = excluded.memfs_revision,
@@ -215,7 +217,7 @@ export async function purgeRepos(ex: Executor, dids: string[]): Promise<void> {
   if (dids.length === 0) return
   const list = sql`(SELECT jsonb_array_elements_text(${json(dids)}))`
   for (const role of ['prompt', 'conversation', 'agent'] as Role[]) {
-    const extra = role === 'agent' ? sql`, template_hash = NULL` : sql``
+    const extra = role === 'agent' ? sql`, template_hash = NULL` : role === 'prompt' ? sql`, flags = 0` : sql``
     await ex.execute(sql`UPDATE ${TABLE[role]} SET deleted = true, cid = NULL, record = NULL ${extra}
       WHERE did IN ${list} AND NOT deleted`)
   }

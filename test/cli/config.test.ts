@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest'
+import { parseArgs, takeOptions } from '../../src/cli/args.ts'
+import { ConfigError, loadConfig } from '../../src/config.ts'
+
+describe('configuration', () => {
+  it('defaults need nothing set', () => {
+    const c = loadConfig({}, {})
+    expect(c.databaseUrl).toBeNull()
+    expect(c.dataDir).toBe('./data')
+    expect(c.source).toBe('jetstream')
+    expect(c.port).toBe(3000)
+    expect(c.promptNsid).toBe('xyz.quasigod.lab.letta.compiledPrompt')
+  })
+
+  it('flags win over the environment, which wins over defaults', () => {
+    const c = loadConfig({ port: '4000' }, { PORT: '5000', LOG_LEVEL: 'debug' })
+    expect(c.port).toBe(4000)
+    expect(c.logLevel).toBe('debug')
+  })
+
+  it('names every bad setting in one error', () => {
+    let err: unknown
+    try {
+      loadConfig({ source: 'carrier-pigeon', bogus: '1' }, { PORT: 'eighty', DATABASE_URL: 'mysql://x', PROMPT_NSID: 'not an nsid', TRUST_PROXY: 'true', PARTITION: '5/2' })
+    } catch (e) {
+      err = e
+    }
+    expect(err).toBeInstanceOf(ConfigError)
+    const problems = (err as ConfigError).problems
+    expect(problems).toHaveLength(6)
+    for (const name of ['--source', '--bogus', 'PORT', 'DATABASE_URL', 'PROMPT_NSID', 'PARTITION']) {
+      expect(problems.some((p) => p.startsWith(name))).toBe(true)
+    }
+  })
+
+  it('replay needs a file', () => {
+    expect(() => loadConfig({ source: 'replay' }, {})).toThrow(/REPLAY_FILE/)
+  })
+})
+
+describe('argument parsing', () => {
+  it('splits command, settings and repeatable command options', () => {
+    const a = parseArgs(['backfill', '--did', 'did:plc:a', '--did=did:plc:b', '--reset', '--relay-url', 'http://127.0.0.1:1'])
+    expect(a.command).toBe('backfill')
+    const own = takeOptions(a, ['did', 'reset'])
+    expect(own.did).toEqual(['did:plc:a', 'did:plc:b'])
+    expect(own.reset).toEqual(['true'])
+    expect(a.flags).toEqual({ 'relay-url': 'http://127.0.0.1:1' })
+  })
+
+  it('recognises help anywhere', () => {
+    expect(parseArgs(['serve', '--help'])).toMatchObject({ command: 'serve', help: true })
+    expect(parseArgs(['-h']).help).toBe(true)
+  })
+})
