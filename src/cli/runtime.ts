@@ -40,16 +40,30 @@ export async function openRuntime(
       await db.close()
     },
   }
-  let gaugeCache: { at: number; value: Promise<Record<string, number>> } | null = null
+  // The gauge is counted in the background and read from memory: a scrape must not wait
+  // behind an ingest transaction (PGlite has one connection) or it times out.
+  let gauge: Record<string, number> = {}
+  let gaugeAt = 0
+  let counting = false
+  const refreshGauge = () => {
+    if (counting || Date.now() - gaugeAt < 5000) return
+    counting = true
+    countPromptsByFlag(db)
+      .then((c) => {
+        gauge = c.flags
+        gaugeAt = Date.now()
+      })
+      .catch((err) => logger.warn({ err }, 'counting prompts for the gauge failed'))
+      .finally(() => {
+        counting = false
+      })
+  }
   const metrics = createMetrics({
     version: VERSION,
     collections: collectionsOf(config),
-    // One count per scrape at most every few seconds, however many scrapers there are.
-    collectPromptGauge: () => {
-      if (!gaugeCache || Date.now() - gaugeCache.at > 5000) {
-        gaugeCache = { at: Date.now(), value: countPromptsByFlag(db).then((c) => c.flags) }
-      }
-      return gaugeCache.value
+    collectPromptGauge: async () => {
+      refreshGauge()
+      return gauge
     },
     lagSeconds: () => {
       const us = rt.newestEventUs()
