@@ -21,14 +21,30 @@ describe('configuration', () => {
   it('names every bad setting in one error', () => {
     let err: unknown
     try {
-      loadConfig({ source: 'carrier-pigeon', bogus: '1' }, { PORT: 'eighty', DATABASE_URL: 'mysql://x', PROMPT_NSID: 'not an nsid', TRUST_PROXY: 'true', PARTITION: '5/2' })
+      loadConfig(
+        { source: 'carrier-pigeon', bogus: '1' },
+        {
+          PORT: 'eighty',
+          DATABASE_URL: 'mysql://x',
+          PROMPT_NSID: 'not an nsid',
+          TRUST_PROXY: 'true',
+          PARTITION: '5/2',
+        },
+      )
     } catch (e) {
       err = e
     }
     expect(err).toBeInstanceOf(ConfigError)
     const problems = (err as ConfigError).problems
     expect(problems).toHaveLength(6)
-    for (const name of ['--source', '--bogus', 'PORT', 'DATABASE_URL', 'PROMPT_NSID', 'PARTITION']) {
+    for (const name of [
+      '--source',
+      '--bogus',
+      'PORT',
+      'DATABASE_URL',
+      'PROMPT_NSID',
+      'PARTITION',
+    ]) {
       expect(problems.some((p) => p.startsWith(name))).toBe(true)
     }
   })
@@ -40,7 +56,15 @@ describe('configuration', () => {
 
 describe('argument parsing', () => {
   it('splits command, settings and repeatable command options', () => {
-    const a = parseArgs(['backfill', '--did', 'did:plc:a', '--did=did:plc:b', '--reset', '--relay-url', 'http://127.0.0.1:1'])
+    const a = parseArgs([
+      'backfill',
+      '--did',
+      'did:plc:a',
+      '--did=did:plc:b',
+      '--reset',
+      '--relay-url',
+      'http://127.0.0.1:1',
+    ])
     expect(a.command).toBe('backfill')
     const own = takeOptions(a, ['did', 'reset'])
     expect(own.did).toEqual(['did:plc:a', 'did:plc:b'])

@@ -12,8 +12,12 @@ describe('PGlite data directory', () => {
   it('a second opener gets a clear error, and the lock goes with the first', async () => {
     const first = await openDatabase({ url: null, dataDir: dir })
     await first.migrate()
-    await expect(openDatabase({ url: null, dataDir: dir })).rejects.toBeInstanceOf(DataDirLockedError)
-    await expect(openDatabase({ url: null, dataDir: dir })).rejects.toThrow(/in use by process \d+.*DATABASE_URL/)
+    await expect(openDatabase({ url: null, dataDir: dir })).rejects.toBeInstanceOf(
+      DataDirLockedError,
+    )
+    await expect(openDatabase({ url: null, dataDir: dir })).rejects.toThrow(
+      /in use by process \d+.*DATABASE_URL/,
+    )
     await first.close()
     const again = await openDatabase({ url: null, dataDir: dir })
     expect(await again.ping()).toBe(true)

@@ -52,7 +52,9 @@ async function dump(env: Record<string, string>) {
             FROM ${sql.raw(t)} ORDER BY did, rkey`,
       )
     }
-    out.accounts = await db.rows(sql`SELECT did, active, status, handle, operator_hidden FROM accounts ORDER BY did`)
+    out.accounts = await db.rows(
+      sql`SELECT did, active, status, handle, operator_hidden FROM accounts ORDER BY did`,
+    )
     out.cursor = await db.rows(sql`SELECT cursor FROM ingest_cursors`)
     return out
   } finally {
@@ -61,8 +63,15 @@ async function dump(env: Record<string, string>) {
 }
 
 async function runToEnd(env: Record<string, string>) {
-  const p = await startCli(['run', '--source', 'replay', '--replay-file', file], { ...env, BATCH_SIZE: '50' })
-  await waitFor('the replay to finish', async () => (await getJson(`${p.url}/v1/stats`)).ingest.cursor === lastUs, 120_000)
+  const p = await startCli(['run', '--source', 'replay', '--replay-file', file], {
+    ...env,
+    BATCH_SIZE: '50',
+  })
+  await waitFor(
+    'the replay to finish',
+    async () => (await getJson(`${p.url}/v1/stats`)).ingest.cursor === lastUs,
+    120_000,
+  )
   p.child.kill('SIGTERM')
   expect(await p.exited).toBe(0)
 }
@@ -73,7 +82,10 @@ describe('graceful shutdown', () => {
     await runToEnd(straight)
 
     const interrupted = await store('interrupted')
-    const p = await startCli(['run', '--source', 'replay', '--replay-file', file], { ...interrupted, BATCH_SIZE: '50' })
+    const p = await startCli(['run', '--source', 'replay', '--replay-file', file], {
+      ...interrupted,
+      BATCH_SIZE: '50',
+    })
     const midway = await waitFor('some batches to commit', async () => {
       const cursor = (await getJson(`${p.url}/v1/stats`)).ingest.cursor
       return cursor && cursor < lastUs ? cursor : null

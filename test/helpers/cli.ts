@@ -39,11 +39,17 @@ export async function startCli(args: string[], env: Record<string, string>): Pro
   child.stderr?.on('data', (d) => {
     out += d
   })
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  )
   return { child, port, url: `http://127.0.0.1:${port}`, output: () => out, exited }
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 60_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   let lastErr: unknown
   while (Date.now() < deadline) {
@@ -66,7 +72,12 @@ export async function getJson(url: string): Promise<any> {
 
 /** Writes `n` generated Jetstream events to `file`; returns the last time_us. */
 export function writeReplayFile(file: string, n: number, opts: GeneratorInput = {}): number {
-  const gen = createGenerator({ seed: 7, dids: 20, contentBytes: { min: 1024, max: 4096 }, ...opts })
+  const gen = createGenerator({
+    seed: 7,
+    dids: 20,
+    contentBytes: { min: 1024, max: 4096 },
+    ...opts,
+  })
   const lines: string[] = []
   let last = 0
   for (let i = 0; i < n; i++) {

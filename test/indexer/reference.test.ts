@@ -16,7 +16,11 @@ import { createReferenceModel } from '../helpers/reference-model.ts'
 // generated traffic cut into batches of random sizes: same visible state, same flags.
 
 const collections = new Set(Object.values(NSIDS))
-const MODEL_NSIDS = { promptNsid: NSIDS.prompt, conversationNsid: NSIDS.conversation, agentNsid: NSIDS.agent }
+const MODEL_NSIDS = {
+  promptNsid: NSIDS.prompt,
+  conversationNsid: NSIDS.conversation,
+  agentNsid: NSIDS.agent,
+}
 
 function normalize(lines: unknown[]): IndexEvent[] {
   const out: IndexEvent[] = []
@@ -31,7 +35,13 @@ function normalize(lines: unknown[]): IndexEvent[] {
 }
 
 async function visibleState(db: Database) {
-  const prompts = await db.rows<{ did: string; rkey: string; cid: string; flags: number; recompiles: number }>(
+  const prompts = await db.rows<{
+    did: string
+    rkey: string
+    cid: string
+    flags: number
+    recompiles: number
+  }>(
     sql`SELECT did, rkey, cid, flags, recompiles FROM prompts WHERE NOT deleted AND NOT hidden ORDER BY did, rkey`,
   )
   const others = async (t: string) =>
@@ -39,7 +49,13 @@ async function visibleState(db: Database) {
       sql`SELECT did, rkey, cid FROM ${sql.raw(t)} WHERE NOT deleted AND NOT hidden ORDER BY did, rkey`,
     )
   return {
-    prompts: prompts.map((p) => ({ did: p.did, rkey: p.rkey, cid: p.cid, flags: flagsToNames(Number(p.flags)).sort(), recompiles: Number(p.recompiles) })),
+    prompts: prompts.map((p) => ({
+      did: p.did,
+      rkey: p.rkey,
+      cid: p.cid,
+      flags: flagsToNames(Number(p.flags)).sort(),
+      recompiles: Number(p.recompiles),
+    })),
     conversations: await others('conversations'),
     agents: await others('agents'),
   }
@@ -58,7 +74,9 @@ afterAll(async () => db?.close())
 
 describe('indexer = reference model', () => {
   it('on the sample file, with the README figures', async () => {
-    const lines = readFileSync(new URL('../../examples/sample.ndjson', import.meta.url), 'utf8').split('\n').filter(Boolean)
+    const lines = readFileSync(new URL('../../examples/sample.ndjson', import.meta.url), 'utf8')
+      .split('\n')
+      .filter(Boolean)
     const model = createReferenceModel(MODEL_NSIDS)
     for (const l of lines) {
       try {
@@ -68,40 +86,57 @@ describe('indexer = reference model', () => {
       }
     }
     const events = normalize(lines)
-    for (let i = 0; i < events.length; i += 37) await applyBatch(deps, events.slice(i, i + 37), null)
+    for (let i = 0; i < events.length; i += 37)
+      await applyBatch(deps, events.slice(i, i + 37), null)
     const stats = await getStats(db, { source: null, key: null })
-    expect({ prompts: stats.prompts, conversations: stats.conversations, agents: stats.agents, flags: stats.flags }).toEqual(model.stats())
+    expect({
+      prompts: stats.prompts,
+      conversations: stats.conversations,
+      agents: stats.agents,
+      flags: stats.flags,
+    }).toEqual(model.stats())
     expect(model.stats()).toMatchObject({ prompts: 64, conversations: 56, agents: 9 })
   })
 
-  it.each([1, 2, 3])('on generated traffic (seed %i), any batch cut, then replayed', async (seed) => {
-    const fresh = await createTestDatabase()
-    const d = indexerDeps(fresh)
-    try {
-      const gen = createGenerator({ seed, dids: 12, contentBytes: { min: 1024, max: 2048 }, realCids: false })
-      const raw = gen.generate(2500)
-      const model = createReferenceModel(MODEL_NSIDS)
-      for (const e of raw) model.apply(e)
-      const events = normalize(raw)
-      let rnd = seed * 7919
-      for (let i = 0; i < events.length; ) {
-        rnd = (rnd * 1103515245 + 12345) % 2147483648
-        const n = 1 + (rnd % 250)
-        await applyBatch(d, events.slice(i, i + n), null)
-        i += n
+  it.each([1, 2, 3])(
+    'on generated traffic (seed %i), any batch cut, then replayed',
+    async (seed) => {
+      const fresh = await createTestDatabase()
+      const d = indexerDeps(fresh)
+      try {
+        const gen = createGenerator({
+          seed,
+          dids: 12,
+          contentBytes: { min: 1024, max: 2048 },
+          realCids: false,
+        })
+        const raw = gen.generate(2500)
+        const model = createReferenceModel(MODEL_NSIDS)
+        for (const e of raw) model.apply(e)
+        const events = normalize(raw)
+        let rnd = seed * 7919
+        for (let i = 0; i < events.length; ) {
+          rnd = (rnd * 1103515245 + 12345) % 2147483648
+          const n = 1 + (rnd % 250)
+          await applyBatch(d, events.slice(i, i + n), null)
+          i += n
+        }
+        const want = model.visibleState()
+        const got = await visibleState(fresh)
+        expect(byKey(got.prompts)).toEqual(
+          byKey(want.prompts.map((p) => ({ ...p, flags: [...p.flags].sort() }))),
+        )
+        expect(byKey(got.conversations)).toEqual(byKey(want.conversations))
+        expect(byKey(got.agents)).toEqual(byKey(want.agents))
+        // A reconnect replays a stretch: nothing changes, and nothing is logged as a change.
+        const changes = await fresh.rows(sql`SELECT count(*)::int AS n FROM changes`)
+        await applyBatch(d, events.slice(events.length - 800), null)
+        expect(await visibleState(fresh)).toEqual(got)
+        expect(await fresh.rows(sql`SELECT count(*)::int AS n FROM changes`)).toEqual(changes)
+      } finally {
+        await fresh.close()
       }
-      const want = model.visibleState()
-      const got = await visibleState(fresh)
-      expect(byKey(got.prompts)).toEqual(byKey(want.prompts.map((p) => ({ ...p, flags: [...p.flags].sort() }))))
-      expect(byKey(got.conversations)).toEqual(byKey(want.conversations))
-      expect(byKey(got.agents)).toEqual(byKey(want.agents))
-      // A reconnect replays a stretch: nothing changes, and nothing is logged as a change.
-      const changes = await fresh.rows(sql`SELECT count(*)::int AS n FROM changes`)
-      await applyBatch(d, events.slice(events.length - 800), null)
-      expect(await visibleState(fresh)).toEqual(got)
-      expect(await fresh.rows(sql`SELECT count(*)::int AS n FROM changes`)).toEqual(changes)
-    } finally {
-      await fresh.close()
-    }
-  }, 120_000)
+    },
+    120_000,
+  )
 })

@@ -45,12 +45,16 @@ describe('validity rules, each broken on its own', () => {
     // 100001 characters of 2 bytes: under 200000 characters, over 200000 bytes.
     const wide = 'é'.repeat(100_001)
     expect(wide.length).toBeLessThan(200_000)
-    expect(validator.validate(rkey, { ...valid(), content: wide, coreMemory: 'é' })).toMatch(/content/)
+    expect(validator.validate(rkey, { ...valid(), content: wide, coreMemory: 'é' })).toMatch(
+      /content/,
+    )
     expect(validator.validate(rkey, { ...valid(), content: `${exact}a` })).toMatch(/content/)
   })
 
   it('memfsRevision and rawSystemHash are limited to 128 bytes', () => {
-    expect(validator.validate(rkey, { ...valid(), memfsRevision: 'x'.repeat(129) })).toMatch(/memfsRevision/)
+    expect(validator.validate(rkey, { ...valid(), memfsRevision: 'x'.repeat(129) })).toMatch(
+      /memfsRevision/,
+    )
     expect(validator.validate(rkey, { ...valid(), rawSystemHash: 'x'.repeat(128) })).toBeNull()
   })
 
@@ -58,13 +62,20 @@ describe('validity rules, each broken on its own', () => {
     expect(validator.validate(rkey, { ...valid(), agent: uri })).toMatch(/agent/)
   })
 
-  it.each(['yesterday', '2025-13-01T00:00:00Z', '2025-01-01 00:00:00Z'])('bad datetime %j', (dt) => {
-    expect(validator.validate(rkey, { ...valid(), compiledAt: dt })).toMatch(/compiledAt/)
-  })
+  it.each(['yesterday', '2025-13-01T00:00:00Z', '2025-01-01 00:00:00Z'])(
+    'bad datetime %j',
+    (dt) => {
+      expect(validator.validate(rkey, { ...valid(), compiledAt: dt })).toMatch(/compiledAt/)
+    },
+  )
 
   it('a datetime without a timezone is invalid (the lexicon package alone accepts it)', () => {
-    expect(validator.validate(rkey, { ...valid(), compiledAt: '2025-11-30T00:00:00' })).toMatch(/compiledAt/)
-    expect(validator.validate(rkey, { ...valid(), compiledAt: '2025-11-30T00:00:00+01:00' })).toBeNull()
+    expect(validator.validate(rkey, { ...valid(), compiledAt: '2025-11-30T00:00:00' })).toMatch(
+      /compiledAt/,
+    )
+    expect(
+      validator.validate(rkey, { ...valid(), compiledAt: '2025-11-30T00:00:00+01:00' }),
+    ).toBeNull()
   })
 
   it('a record key that is not a TID is invalid', () => {
@@ -73,10 +84,19 @@ describe('validity rules, each broken on its own', () => {
   })
 
   it('the lexicon shipped in the repo is the published one', () => {
-    const ours = readFileSync(new URL('../../lexicons/xyz/quasigod/lab/letta/compiledPrompt.json', import.meta.url), 'utf8')
+    const ours = readFileSync(
+      new URL('../../lexicons/xyz/quasigod/lab/letta/compiledPrompt.json', import.meta.url),
+      'utf8',
+    )
     let published: string
     try {
-      published = readFileSync(new URL('../../../shared/lexicons/xyz/quasigod/lab/letta/compiledPrompt.json', import.meta.url), 'utf8')
+      published = readFileSync(
+        new URL(
+          '../../../shared/lexicons/xyz/quasigod/lab/letta/compiledPrompt.json',
+          import.meta.url,
+        ),
+        'utf8',
+      )
     } catch {
       // Outside the project workspace there is no shared/ beside the repo to compare with.
       published = ours
@@ -87,8 +107,12 @@ describe('validity rules, each broken on its own', () => {
 
 describe('datetimes compare as instants below the millisecond', () => {
   it('keeps microseconds and honours offsets', () => {
-    expect(datetimeToMicros('2025-01-01T00:00:00.000001Z')! - datetimeToMicros('2025-01-01T00:00:00Z')!).toBe(1)
-    expect(datetimeToMicros('2025-01-01T01:00:00+01:00')).toBe(datetimeToMicros('2025-01-01T00:00:00Z'))
+    expect(
+      datetimeToMicros('2025-01-01T00:00:00.000001Z')! - datetimeToMicros('2025-01-01T00:00:00Z')!,
+    ).toBe(1)
+    expect(datetimeToMicros('2025-01-01T01:00:00+01:00')).toBe(
+      datetimeToMicros('2025-01-01T00:00:00Z'),
+    )
     expect(datetimeToMicros('2025-01-01T00:00:00')).toBeNull()
   })
 })
@@ -104,7 +128,11 @@ describe('invalid prompts are stored, flagged and served, never dropped', () => 
 
   it('stores the record with its validationError and computes the other flags', async () => {
     const r = w.tid()
-    const record = { ...w.promptRecord(did, r), compiledAt: '2025-11-30T00:00:00', content: 'no memory' }
+    const record = {
+      ...w.promptRecord(did, r),
+      compiledAt: '2025-11-30T00:00:00',
+      content: 'no memory',
+    }
     const res = await apply(deps, [w.commit(did, NSIDS.prompt, r, 'create', record)])
     expect(res.outcomes).toEqual([{ collection: NSIDS.prompt, op: 'create', outcome: 'invalid' }])
     const p = await getPrompt(db, NSIDS, did, r)

@@ -4,14 +4,22 @@
 // broken expression fails here, not in front of an operator.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type CliProcess, getJson, startCli, waitFor } from '../helpers/cli.ts'
-import { DASHBOARD_FILE, dashboardTargets, type PrometheusServer, startPrometheus } from '../helpers/prometheus.ts'
+import {
+  DASHBOARD_FILE,
+  dashboardTargets,
+  type PrometheusServer,
+  startPrometheus,
+} from '../helpers/prometheus.ts'
 
 let app: CliProcess
 let prom: PrometheusServer
 
 beforeAll(async () => {
   app = await startCli(['demo', '--rate', '400', '--dids', '20'], { LOG_LEVEL: 'warn' })
-  await waitFor('the demo to index something', async () => (await getJson(`${app.url}/v1/stats`)).prompts > 0)
+  await waitFor(
+    'the demo to index something',
+    async () => (await getJson(`${app.url}/v1/stats`)).prompts > 0,
+  )
   prom = await startPrometheus({ target: `127.0.0.1:${app.port}` })
 }, 120_000)
 
@@ -38,7 +46,11 @@ describe('Prometheus against a live instance', () => {
       await getJson(`${app.url}/v1/stats`)
       await new Promise((r) => setTimeout(r, 200))
     }
-    const targets = dashboardTargets(DASHBOARD_FILE, { rateInterval: '1m', interval: '15s', range: '5m' })
+    const targets = dashboardTargets(DASHBOARD_FILE, {
+      rateInterval: '1m',
+      interval: '15s',
+      range: '5m',
+    })
     expect(targets.length).toBeGreaterThan(10)
     const empty: string[] = []
     for (const t of targets) {
