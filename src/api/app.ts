@@ -1,7 +1,23 @@
-import Fastify, { type FastifyInstance } from 'fastify'
+import { constants as zlib } from 'node:zlib'
+import compress from '@fastify/compress'
+import cors from '@fastify/cors'
+import rateLimit from '@fastify/rate-limit'
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  LogController,
+} from 'fastify'
 import type { AppContext } from '../context.ts'
+import { addCacheHeaders } from './http-cache.ts'
+import { errorNameOf, HttpError, validationMessage } from './http-errors.ts'
+import { adminRoutes } from './routes/admin.ts'
+import { changesRoutes } from './routes/changes.ts'
+import { registerDocs } from './routes/docs.ts'
 import { healthRoutes } from './routes/health.ts'
 import { metricsRoutes } from './routes/metrics.ts'
+import { promptRoutes } from './routes/prompts.ts'
+import { recordRoutes } from './routes/records.ts'
 import { statsRoutes } from './routes/stats.ts'
 
 export interface ApiOptions {
@@ -9,8 +25,15 @@ export interface ApiOptions {
   ingest: { source: string; key: string } | null
   /** True once migrations ran; /readyz also checks the database answers. */
   isReady: () => boolean
-  /** False for an ingest-only process: health and metrics, no read API. Default true. */
+  /** Re-fetches and reconciles one repo (POST /admin/repos/{did}/resync); absent: not offered. */
+  resyncRepo?: (did: string) => Promise<void>
+  /**
+   * Serve the read API (/v1, /openapi.json, /docs, /admin). False for an ingest-only
+   * process, which still answers /healthz, /readyz and /metrics. Default true.
+   */
   readApi?: boolean
+  /** Change rows read per query while streaming /v1/changes. */
+  changesPageSize?: number
 }
 
 declare module 'fastify' {
@@ -24,12 +47,22 @@ declare module 'fastify' {
 export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.logger,
-    disableRequestLogging: true,
+    // Per-request lines would dominate the log; the duration histogram covers requests.
+    logController: new LogController({ disableRequestLogging: true }),
     trustProxy: ctx.config.trustProxy,
     bodyLimit: 64 * 1024,
+    // Socket-level limits for slow or idle clients, and an application-level one for
+    // handlers stuck on the database (routes that stream or resync raise their own).
     requestTimeout: 30_000,
     connectionTimeout: 60_000,
-  })
+    handlerTimeout: 15_000,
+    // A DID may be 2048 characters: long parameters get a 400 from the handler that
+    // names them, not a route miss.
+    routerOptions: { maxParamLength: 4096 },
+    frameworkErrors: (err, _request, reply) => {
+      ;(reply as FastifyReply).status(400).send({ error: 'InvalidRequest', message: err.message })
+    },
+  }) as unknown as FastifyInstance
   app.decorate('ctx', ctx)
   app.decorate('apiOptions', opts)
 
@@ -43,18 +76,62 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
     )
   })
 
-  app.setErrorHandler((err: { statusCode?: number; message: string }, request, reply) => {
-    const status = err.statusCode ?? 500
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (err.validation) {
+      return reply.status(400).send({
+        error: 'InvalidRequest',
+        message: validationMessage(err.validation, err.validationContext),
+      })
+    }
+    const status =
+      err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
     if (status >= 500) request.log.error({ err }, 'request failed')
-    const error = status === 400 ? 'InvalidRequest' : status === 404 ? 'NotFound' : status === 401 ? 'AuthRequired' : status === 429 ? 'RateLimitExceeded' : 'InternalServerError'
-    return reply.status(status >= 500 ? 500 : status).send({ error, message: status >= 500 ? 'internal error' : err.message })
+    // Our own errors say what went wrong; anything else that failed stays private.
+    const message =
+      status < 500 || err instanceof HttpError
+        ? err.message
+        : status === 503
+          ? 'request timed out'
+          : 'internal error'
+    return reply.status(status).send({ error: errorNameOf(status), message })
   })
   app.setNotFoundHandler((request, reply) =>
-    reply.status(404).send({ error: 'NotFound', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
+    reply.status(404).send({
+      error: 'NotFound',
+      message: `no route ${request.method} ${request.url.split('?')[0]}`,
+    }),
   )
+
+  // Before compress: the ETag is computed on the uncompressed body.
+  addCacheHeaders(app)
+  // Reads are public, so any origin may make them; admin POSTs get no CORS grant.
+  await app.register(cors, {
+    origin: '*',
+    methods: ['GET', 'HEAD'],
+    maxAge: 600,
+    strictPreflight: false,
+  })
+  await app.register(compress, {
+    global: true,
+    threshold: 1024,
+    encodings: ['br', 'gzip', 'deflate'],
+    // Brotli's default quality (11) costs far more CPU than its bytes save on JSON.
+    brotliOptions: { params: { [zlib.BROTLI_PARAM_QUALITY]: 4 } },
+  })
+  // Keyed by request.ip, which honours TRUST_PROXY (Fastify's trustProxy above).
+  await app.register(rateLimit, { max: ctx.config.rateLimitPerMinute, timeWindow: 60_000 })
+  const readApi = opts.readApi ?? true
+  if (readApi) await registerDocs(app)
 
   await app.register(healthRoutes)
   await app.register(metricsRoutes)
-  if (opts.readApi !== false) await app.register(statsRoutes)
-  return app as unknown as FastifyInstance
+  if (!readApi) return app
+  await app.register(statsRoutes)
+  await app.register(promptRoutes)
+  await app.register(recordRoutes)
+  await app.register(changesRoutes, { pageSize: opts.changesPageSize ?? 500 })
+  if (ctx.config.adminToken) {
+    await app.register(adminRoutes, { token: ctx.config.adminToken, resyncRepo: opts.resyncRepo })
+  }
+  return app
 }

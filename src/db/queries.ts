@@ -37,9 +37,15 @@ export interface PromptRow {
   content_bytes: number | null
 }
 
+// Lists leave out the bulky fields; the guard keeps a non-object record (never valid, but
+// stored all the same) from failing the whole page.
+const LIST_RECORD = sql.raw(
+  `CASE WHEN jsonb_typeof(p.record) = 'object' THEN p.record - 'content' - 'coreMemory' ELSE p.record END AS record`,
+)
+
 /** Columns and joins that make a PromptView; `p` is the prompts table. */
-export const promptSelect = (nsids: Nsids, withRecord = true) => sql`
-  p.did, p.rkey, p.rev, p.cid, ${withRecord ? sql`p.record` : sql`p.record - 'content' - 'coreMemory' AS record`},
+export const promptSelect = (_nsids: Nsids, withRecord = true) => sql`
+  p.did, p.rkey, p.rev, p.cid, ${withRecord ? sql`p.record` : LIST_RECORD},
   p.flags, p.recompiles, p.indexed_at, p.validation_error, p.agent_uri, p.content_bytes,
   EXISTS (SELECT 1 FROM conversations c WHERE c.did = p.did AND c.rkey = p.rkey AND NOT c.deleted AND NOT c.hidden) AS conversation_exists,
   EXISTS (SELECT 1 FROM agents a WHERE a.did = p.agent_did AND a.rkey = p.agent_rkey AND NOT a.deleted AND NOT a.hidden) AS agent_exists`
@@ -53,7 +59,10 @@ export function toPromptView(row: PromptRow, nsids: Nsids): PromptView {
     rev: row.rev,
     record: row.record,
     flags: flagsToNames(Number(row.flags)),
-    conversation: { uri: `at://${row.did}/${nsids.conversation}/${row.rkey}`, exists: row.conversation_exists },
+    conversation: {
+      uri: `at://${row.did}/${nsids.conversation}/${row.rkey}`,
+      exists: row.conversation_exists,
+    },
     agent: { uri: row.agent_uri, exists: row.agent_exists },
     recompiles: Number(row.recompiles),
     indexedAt: new Date(row.indexed_at).toISOString(),
@@ -61,7 +70,12 @@ export function toPromptView(row: PromptRow, nsids: Nsids): PromptView {
   }
 }
 
-export async function getPrompt(db: Database, nsids: Nsids, did: string, rkey: string): Promise<PromptView | null> {
+export async function getPrompt(
+  db: Database,
+  nsids: Nsids,
+  did: string,
+  rkey: string,
+): Promise<PromptView | null> {
   const rows = await db.rows<PromptRow>(sql`SELECT ${promptSelect(nsids)} FROM prompts p
     WHERE p.did = ${did} AND p.rkey = ${rkey} AND NOT p.deleted AND NOT p.hidden`)
   return rows[0] ? toPromptView(rows[0], nsids) : null
@@ -69,13 +83,19 @@ export async function getPrompt(db: Database, nsids: Nsids, did: string, rkey: s
 
 export type FlagCounts = Record<(typeof FLAG_NAMES)[number] | 'ok', number>
 
-export async function countPromptsByFlag(db: Database): Promise<{ total: number; flags: FlagCounts }> {
-  const cols = FLAG_NAMES.map((f) => sql`count(*) FILTER (WHERE (flags & ${FLAG_BITS[f]}) <> 0)::int AS ${sql.identifier(f)}`)
+export async function countPromptsByFlag(
+  db: Database,
+): Promise<{ total: number; flags: FlagCounts }> {
+  const cols = FLAG_NAMES.map(
+    (f) => sql`count(*) FILTER (WHERE (flags & ${FLAG_BITS[f]}) <> 0)::int AS ${sql.identifier(f)}`,
+  )
   const rows = await db.rows<Record<string, number>>(sql`SELECT count(*)::int AS total,
       count(*) FILTER (WHERE flags = 0)::int AS ok, ${sql.join(cols, sql`, `)}
     FROM prompts WHERE NOT deleted AND NOT hidden`)
   const r = rows[0] ?? {}
-  const flags = Object.fromEntries([...FLAG_NAMES, 'ok'].map((f) => [f, Number(r[f] ?? 0)])) as FlagCounts
+  const flags = Object.fromEntries(
+    [...FLAG_NAMES, 'ok'].map((f) => [f, Number(r[f] ?? 0)]),
+  ) as FlagCounts
   return { total: Number(r.total ?? 0), flags }
 }
 
@@ -86,9 +106,17 @@ export interface IngestStatus {
   lastEventAt: string | null
 }
 
-export async function getIngestStatus(db: Database, source: string | null, key: string | null): Promise<IngestStatus> {
+export async function getIngestStatus(
+  db: Database,
+  source: string | null,
+  key: string | null,
+): Promise<IngestStatus> {
   const filter = source && key ? sql`WHERE source = ${source} AND key = ${key}` : sql``
-  const rows = await db.rows<{ source: string; cursor: string | number; last_event_us: string | number | null }>(
+  const rows = await db.rows<{
+    source: string
+    cursor: string | number
+    last_event_us: string | number | null
+  }>(
     sql`SELECT source, cursor, last_event_us FROM ingest_cursors ${filter} ORDER BY updated_at DESC LIMIT 1`,
   )
   const r = rows[0]
@@ -102,7 +130,10 @@ export async function getIngestStatus(db: Database, source: string | null, key: 
   }
 }
 
-export async function getStats(db: Database, ingest: { source: string | null; key: string | null }) {
+export async function getStats(
+  db: Database,
+  ingest: { source: string | null; key: string | null },
+) {
   const [prompts, counts, status] = await Promise.all([
     countPromptsByFlag(db),
     db.rows<{ conversations: number; agents: number }>(sql`SELECT

@@ -1,9 +1,22 @@
 import type { FastifyPluginAsync } from 'fastify'
 
 export const metricsRoutes: FastifyPluginAsync = async (app) => {
-  app.get('/metrics', async (_request, reply) => {
-    const registry = app.ctx.metrics.registry
-    reply.header('content-type', registry.contentType)
-    return registry.metrics()
-  })
+  app.get(
+    '/metrics',
+    {
+      config: { rateLimit: false },
+      schema: {
+        tags: ['ops'],
+        summary: 'Prometheus metrics (text format)',
+        produces: ['text/plain'],
+        response: { 200: { description: 'Prometheus text exposition format', type: 'string' } },
+      },
+    },
+    async (_request, reply) => {
+      const registry = app.ctx.metrics.registry
+      reply.header('content-type', registry.contentType)
+      reply.header('cache-control', 'no-store')
+      return registry.metrics()
+    },
+  )
 }

@@ -1,9 +1,22 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { getStats } from '../../db/queries.ts'
+import { LIST_CACHE } from '../http-cache.ts'
+import { errorResponses, statsSchema } from '../schemas.ts'
 
 export const statsRoutes: FastifyPluginAsync = async (app) => {
-  app.get('/v1/stats', async () => {
-    const ingest = app.apiOptions.ingest
-    return getStats(app.ctx.db, { source: ingest?.source ?? null, key: ingest?.key ?? null })
-  })
+  app.get(
+    '/v1/stats',
+    {
+      config: LIST_CACHE,
+      schema: {
+        tags: ['stats'],
+        summary: 'Counts of visible records and flags, and the ingestion cursor',
+        response: { 200: statsSchema, ...errorResponses },
+      },
+    },
+    async () => {
+      const ingest = app.apiOptions.ingest
+      return getStats(app.ctx.db, { source: ingest?.source ?? null, key: ingest?.key ?? null })
+    },
+  )
 }

@@ -1,0 +1,45 @@
+import { createHash } from 'node:crypto'
+import type { FastifyInstance } from 'fastify'
+
+// Conditional GETs for JSON answers. The ETag hashes the serialized body, so it changes
+// exactly when the answer does (a new CID, a flag, a conversation appearing) and never
+// needs to know which fields matter. It is weak because compression re-encodes the bytes.
+// Max-ages are short: ingestion changes answers every second, and a takedown must not
+// linger in caches.
+
+export interface CachePolicy {
+  maxAge: number
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    cache?: CachePolicy
+  }
+}
+
+export const LOOKUP_CACHE = { cache: { maxAge: 10 } }
+export const LIST_CACHE = { cache: { maxAge: 5 } }
+
+function matches(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false
+  if (ifNoneMatch.trim() === '*') return true
+  const bare = etag.replace(/^W\//, '')
+  return ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === bare)
+}
+
+/** Must be added before @fastify/compress registers, so it sees the uncompressed body. */
+export function addCacheHeaders(app: FastifyInstance): void {
+  app.addHook('onSend', async (request, reply, payload) => {
+    const policy = request.routeOptions.config?.cache
+    if (!policy || (request.method !== 'GET' && request.method !== 'HEAD')) return payload
+    if (reply.statusCode !== 200 || typeof payload !== 'string') return payload
+    const etag = `W/"${createHash('sha1').update(payload).digest('base64url')}"`
+    reply.header('etag', etag)
+    reply.header('cache-control', `public, max-age=${policy.maxAge}`)
+    if (matches(request.headers['if-none-match'], etag)) {
+      reply.code(304)
+      return ''
+    }
+    return payload
+  })
+}

@@ -1,0 +1,118 @@
+import { isValidDid, isValidHandle, isValidRecordKey } from '@atproto/syntax'
+import { FILTER_NAMES } from '../indexer/flags.ts'
+import { badRequest } from './http-errors.ts'
+
+// Every parameter is checked here, before any query runs: a malformed value is a 400
+// naming the parameter, and whatever reaches SQL is syntactically a DID, handle, record
+// key or TID (and travels as a bound parameter anyway).
+
+/** A repo named by its DID, or by a handle the index still has to resolve. */
+export type Actor = { kind: 'did'; did: string } | { kind: 'handle'; handle: string }
+
+export function parseActor(value: string, param: string): Actor {
+  if (value.startsWith('did:')) {
+    if (value.length <= 2048 && isValidDid(value)) return { kind: 'did', did: value }
+    throw badRequest(`${param} is not a valid DID`)
+  }
+  if (isValidHandle(value)) return { kind: 'handle', handle: value.toLowerCase() }
+  throw badRequest(`${param} must be a DID or a handle`)
+}
+
+export function parseRkey(value: string, param = 'rkey'): string {
+  if (isValidRecordKey(value)) return value
+  throw badRequest(`${param} is not a valid record key`)
+}
+
+export interface RecordRef {
+  actor: Actor
+  collection: string
+  rkey: string
+}
+
+const AT_URI = /^at:\/\/([^/?#]+)\/([^/?#]+)\/([^/?#]+)$/
+
+/** An at-uri naming one record of one of `collections`, e.g. at://did:plc:x/coll/rkey. */
+export function parseRecordUri(value: string, param: string, collections: string[]): RecordRef {
+  const m = AT_URI.exec(value)
+  const expect = `an at-uri of a ${collections.join(' or ')} record (at://{did}/{collection}/{rkey})`
+  if (!m) throw badRequest(`${param} must be ${expect}`)
+  const [, host, collection, rkey] = m
+  if (!collections.includes(collection)) throw badRequest(`${param} must be ${expect}`)
+  let actor: Actor
+  try {
+    actor = parseActor(host, param)
+  } catch {
+    throw badRequest(`${param} has an invalid authority: it must be a DID or a handle`)
+  }
+  return { actor, collection, rkey: parseRkey(rkey, param) }
+}
+
+export type FilterName = (typeof FILTER_NAMES)[number]
+
+export function parseFlag(value: string): FilterName {
+  if ((FILTER_NAMES as readonly string[]).includes(value)) return value as FilterName
+  throw badRequest(`flag must be one of: ${FILTER_NAMES.join(', ')}`)
+}
+
+export function parseLimit(
+  value: number | undefined,
+  def: number,
+  max: number,
+  param = 'limit',
+): number {
+  if (value === undefined) return def
+  if (!Number.isInteger(value) || value < 1 || value > max)
+    throw badRequest(`${param} must be an integer from 1 to ${max}`)
+  return value
+}
+
+/** A change-feed position. Ajv lets Infinity through an integer schema; this does not. */
+export function parseSince(value: number | undefined): number {
+  if (value === undefined) return 0
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw badRequest('since must be an integer >= 0 (the last seq read)')
+  return value
+}
+
+/** Position after the last item of a page: (rkey, did), the list's sort key. */
+export interface PageKey {
+  rkey: string
+  did: string
+}
+
+const BASE64URL = /^[A-Za-z0-9_-]{1,2048}$/
+
+export function encodeCursor(key: PageKey): string {
+  return Buffer.from(JSON.stringify([key.rkey, key.did]), 'utf8').toString('base64url')
+}
+
+export function decodeCursor(value: string, param = 'cursor'): PageKey {
+  const fail = () =>
+    badRequest(`${param} is malformed: pass back the cursor of the previous page unchanged`)
+  if (!BASE64URL.test(value)) throw fail()
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(Buffer.from(value, 'base64url').toString('utf8'))
+  } catch {
+    throw fail()
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 2) throw fail()
+  const [rkey, did] = parsed as unknown[]
+  if (!isValidRecordKey(rkey) || typeof did !== 'string' || !isValidDid(did)) throw fail()
+  return { rkey, did }
+}
+
+/** Revision pages continue below the rev of the last revision served. */
+export function encodeRevCursor(rev: string): string {
+  return Buffer.from(rev, 'utf8').toString('base64url')
+}
+
+export function decodeRevCursor(value: string, param = 'cursor'): string {
+  const fail = () =>
+    badRequest(`${param} is malformed: pass back the cursor of the previous page unchanged`)
+  if (!BASE64URL.test(value)) throw fail()
+  const rev = Buffer.from(value, 'base64url').toString('utf8')
+  // Revs are TIDs; the record-key charset is checked so a stored odd rev still pages.
+  if (!isValidRecordKey(rev)) throw fail()
+  return rev
+}

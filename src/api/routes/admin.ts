@@ -1,0 +1,117 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import { applyBatch } from '../../indexer/apply.ts'
+import { PromptValidator } from '../../indexer/prompt-record.ts'
+import { badRequest, HttpError, notFound } from '../http-errors.ts'
+import { parseActor } from '../params.ts'
+import { resolveActor } from '../reads.ts'
+import { errorResponses, repoParam } from '../schemas.ts'
+
+export interface AdminOptions {
+  token: string
+  resyncRepo?: (did: string) => Promise<void>
+}
+
+const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest()
+
+/**
+ * Compares SHA-256 digests, not the tokens: timingSafeEqual needs equal lengths, and
+ * digests have them whatever was sent, so a wrong token of any length costs the same.
+ */
+export function bearerMatches(header: string | undefined, expected: Buffer): boolean {
+  const m = /^Bearer[ \t]+(\S.*)$/i.exec(header ?? '')
+  const ok = timingSafeEqual(digest(m?.[1]?.trim() ?? ''), expected)
+  return m !== null && ok
+}
+
+const repoActionSchema = (summary: string) => ({
+  tags: ['admin'],
+  summary,
+  security: [{ bearer: [] }],
+  params: { type: 'object', properties: { did: repoParam }, required: ['did'] },
+  response: {
+    200: {
+      type: 'object',
+      properties: {
+        did: { type: 'string' },
+        hidden: { type: 'boolean' },
+        resynced: { type: 'boolean' },
+        changes: { type: 'integer' },
+      },
+      required: ['did'],
+    },
+    ...errorResponses,
+  },
+})
+
+// Operator endpoints. Registered only when ADMIN_TOKEN is set: without it they do not
+// exist (404), rather than exist and refuse. Hide and unhide go through applyBatch like
+// any event, so they take the writers' lock and the change log records them.
+export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, opts) => {
+  const expected = digest(opts.token)
+  const { db, config } = app.ctx
+  const deps = {
+    db,
+    nsids: {
+      prompt: config.promptNsid,
+      conversation: config.conversationNsid,
+      agent: config.agentNsid,
+    },
+    validator: new PromptValidator(config.promptNsid),
+  }
+
+  // onRequest runs before parameter validation: without the token, nothing about the
+  // request is answered, not even that its DID is malformed.
+  app.addHook('onRequest', async (request, reply) => {
+    if (!bearerMatches(request.headers.authorization, expected)) {
+      reply.header('www-authenticate', 'Bearer')
+      throw new HttpError(401, 'admin endpoints need Authorization: Bearer <ADMIN_TOKEN>')
+    }
+  })
+
+  const didOf = async (request: FastifyRequest<{ Params: { did: string } }>): Promise<string> => {
+    const actor = parseActor(request.params.did, 'did')
+    const did = await resolveActor(db, actor)
+    if (did === null)
+      throw notFound(`handle ${request.params.did} is not known to this index; use the DID`)
+    return did
+  }
+
+  for (const hidden of [true, false]) {
+    app.post<{ Params: { did: string } }>(
+      `/admin/repos/:did/${hidden ? 'hide' : 'unhide'}`,
+      {
+        schema: repoActionSchema(
+          hidden
+            ? "Hide a repo (the operator's takedown list)"
+            : 'Show a repo hidden by the operator again',
+        ),
+      },
+      async (request) => {
+        const did = await didOf(request)
+        const result = await applyBatch(deps, [{ kind: 'operator-hide', did, hidden }], null)
+        request.log.info({ did, hidden }, 'operator visibility change')
+        return { did, hidden, changes: result.changes }
+      },
+    )
+  }
+
+  app.post<{ Params: { did: string } }>(
+    '/admin/repos/:did/resync',
+    { handlerTimeout: 600_000, schema: repoActionSchema('Re-fetch one repo and reconcile it') },
+    async (request) => {
+      const did = await didOf(request)
+      if (!opts.resyncRepo)
+        throw badRequest(
+          'resync is not available in this process: run it where the indexer runs (prompt-appview run)',
+        )
+      try {
+        await opts.resyncRepo(did)
+      } catch (err) {
+        request.log.error({ err, did }, 'resync failed')
+        throw new HttpError(500, `resync of ${did} failed: ${(err as Error).message}`)
+      }
+      return { did, resynced: true }
+    },
+  )
+}

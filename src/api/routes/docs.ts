@@ -1,0 +1,33 @@
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { FastifyInstance } from 'fastify'
+import { VERSION } from '../../version.ts'
+
+// The OpenAPI document is generated from the routes' own schemas, so it cannot drift from
+// what the API validates and serializes. Call it on the root instance before the routes
+// it describes: swagger collects routes as they are added.
+export async function registerDocs(app: FastifyInstance): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'prompt-appview',
+        version: VERSION,
+        description:
+          'AppView for Letta compiled prompts (xyz.quasigod.lab.letta.compiledPrompt): lookups, lists, change feed. Errors are {"error","message"}.',
+      },
+      tags: [
+        { name: 'prompts' },
+        { name: 'conversations' },
+        { name: 'agents' },
+        { name: 'changes' },
+        { name: 'stats' },
+        { name: 'ops' },
+        { name: 'admin', description: 'Present only when ADMIN_TOKEN is set' },
+      ],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    },
+  })
+  await app.register(swaggerUi, { routePrefix: '/docs' })
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+}

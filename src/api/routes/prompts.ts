@@ -1,0 +1,186 @@
+import type { FastifyPluginAsync, FastifyReply } from 'fastify'
+import { FILTER_NAMES } from '../../indexer/flags.ts'
+import type { Nsids } from '../../indexer/prompt-record.ts'
+import { LIST_CACHE, LOOKUP_CACHE } from '../http-cache.ts'
+import { badRequest, notFound } from '../http-errors.ts'
+import {
+  type Actor,
+  decodeCursor,
+  decodeRevCursor,
+  parseActor,
+  parseFlag,
+  parseLimit,
+  parseRecordUri,
+  parseRkey,
+} from '../params.ts'
+import { getPromptView, getRevisions, listPrompts, resolveActor } from '../reads.ts'
+import {
+  cursorParam,
+  errorResponses,
+  limitParam,
+  promptPageSchema,
+  promptSchema,
+  repoRkeyParams,
+  revisionPageSchema,
+} from '../schemas.ts'
+
+interface RepoRkey {
+  did: string
+  rkey: string
+}
+interface ListQuery {
+  uri?: string
+  flag?: string
+  did?: string
+  agent?: string
+  limit?: number
+  cursor?: string
+}
+
+const tags = ['prompts']
+
+export const promptRoutes: FastifyPluginAsync = async (app) => {
+  const { db, config } = app.ctx
+  const nsids: Nsids = {
+    prompt: config.promptNsid,
+    conversation: config.conversationNsid,
+    agent: config.agentNsid,
+  }
+
+  /** A lookup's repo: a handle the index does not know is as absent as a missing record. */
+  const repoOf = async (actor: Actor, what: string): Promise<string> => {
+    const did = await resolveActor(db, actor)
+    if (did === null)
+      throw notFound(
+        `${what}: handle ${actor.kind === 'handle' ? actor.handle : ''} is not known to this index`,
+      )
+    return did
+  }
+
+  const lookup = async (actor: Actor, rkey: string) => {
+    const did = await repoOf(actor, 'no such prompt')
+    const view = await getPromptView(db, nsids, did, rkey)
+    if (!view) throw notFound(`no prompt at at://${did}/${nsids.prompt}/${rkey}`)
+    return view
+  }
+
+  app.get<{ Params: RepoRkey }>(
+    '/v1/prompts/:did/:rkey',
+    {
+      config: LOOKUP_CACHE,
+      schema: {
+        tags,
+        summary: 'One prompt by repo and record key',
+        params: repoRkeyParams,
+        response: { 200: promptSchema, ...errorResponses },
+      },
+    },
+    async (request) =>
+      lookup(parseActor(request.params.did, 'did'), parseRkey(request.params.rkey)),
+  )
+
+  app.get<{ Querystring: ListQuery }>(
+    '/v1/prompts',
+    {
+      config: LIST_CACHE,
+      schema: {
+        tags,
+        summary: 'One prompt by at-uri, or a filtered page of prompts',
+        description:
+          "With `uri` (the prompt's at-uri or its conversation's): that prompt. Otherwise a page ordered by rkey descending, then did; items leave out content and coreMemory and carry contentBytes.",
+        querystring: {
+          type: 'object',
+          properties: {
+            uri: {
+              type: 'string',
+              maxLength: 8192,
+              description: 'at-uri of a prompt or of its conversation',
+            },
+            flag: {
+              type: 'string',
+              enum: [...FILTER_NAMES],
+              description: 'a flag name, or ok for none',
+            },
+            did: { type: 'string', maxLength: 2048, description: 'DID or handle of the repo' },
+            agent: {
+              type: 'string',
+              maxLength: 8192,
+              description: 'at-uri of the agent record the prompts name',
+            },
+            limit: limitParam(100, 50),
+            cursor: cursorParam,
+          },
+        },
+        response: { 200: { oneOf: [promptSchema, promptPageSchema] }, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const q = request.query
+      if (q.uri !== undefined) {
+        const listParams = (['flag', 'did', 'agent', 'limit', 'cursor'] as const).filter(
+          (k) => q[k] !== undefined,
+        )
+        if (listParams.length > 0)
+          throw badRequest(`uri cannot be combined with ${listParams.join(', ')}`)
+        const ref = parseRecordUri(q.uri, 'uri', [nsids.prompt, nsids.conversation])
+        return serializeWith(reply, promptSchema, await lookup(ref.actor, ref.rkey))
+      }
+      const flag = q.flag === undefined ? null : parseFlag(q.flag)
+      const limit = parseLimit(q.limit, 50, 100)
+      const after = q.cursor === undefined ? null : decodeCursor(q.cursor)
+      const repo = q.did === undefined ? null : parseActor(q.did, 'did')
+      const agentRef =
+        q.agent === undefined ? null : parseRecordUri(q.agent, 'agent', [nsids.agent])
+      const did = repo ? await resolveActor(db, repo) : null
+      const agentDid = agentRef ? await resolveActor(db, agentRef.actor) : null
+      // A handle nobody here has names no prompts: an empty page, like an unknown DID.
+      if ((repo && did === null) || (agentRef && agentDid === null))
+        return serializeWith(reply, promptPageSchema, { items: [] })
+      const agent = agentRef && agentDid ? { did: agentDid, rkey: agentRef.rkey } : null
+      return serializeWith(
+        reply,
+        promptPageSchema,
+        await listPrompts(db, nsids, { flag, did, agent, after }, limit),
+      )
+    },
+  )
+
+  app.get<{ Params: RepoRkey; Querystring: { limit?: number; cursor?: string } }>(
+    '/v1/prompts/:did/:rkey/revisions',
+    {
+      config: LOOKUP_CACHE,
+      schema: {
+        tags,
+        summary: 'Revision history of one prompt, newest first',
+        params: repoRkeyParams,
+        querystring: {
+          type: 'object',
+          properties: { limit: limitParam(100, 50), cursor: cursorParam },
+        },
+        response: { 200: revisionPageSchema, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const actor = parseActor(request.params.did, 'did')
+      const rkey = parseRkey(request.params.rkey)
+      const limit = parseLimit(request.query.limit, 50, 100)
+      const before =
+        request.query.cursor === undefined ? null : decodeRevCursor(request.query.cursor)
+      const did = await repoOf(actor, 'no such prompt')
+      const page = await getRevisions(db, did, rkey, before, limit)
+      if (!page) throw notFound(`no prompt at at://${did}/${nsids.prompt}/${rkey}`)
+      return { uri: `at://${did}/${nsids.prompt}/${rkey}`, ...page }
+    },
+  )
+}
+
+/**
+ * `/v1/prompts` answers two shapes; the route's `oneOf` documents both, and each answer is
+ * serialized with its own compiled schema rather than by trying the branches in turn.
+ */
+function serializeWith(reply: FastifyReply, schema: object, payload: unknown): FastifyReply {
+  return reply
+    .type('application/json; charset=utf-8')
+    .serializer(reply.compileSerializationSchema(schema as Record<string, unknown>))
+    .send(payload)
+}

@@ -1,0 +1,76 @@
+import type { FastifyPluginAsync } from 'fastify'
+import type { Nsids } from '../../indexer/prompt-record.ts'
+import { LOOKUP_CACHE } from '../http-cache.ts'
+import { notFound } from '../http-errors.ts'
+import { parseActor, parseRkey } from '../params.ts'
+import { getAgentSummary, getConversation, resolveActor } from '../reads.ts'
+import {
+  agentSummarySchema,
+  conversationSchema,
+  errorResponses,
+  repoRkeyParams,
+} from '../schemas.ts'
+
+interface RepoRkey {
+  did: string
+  rkey: string
+}
+
+// Conversations and agents: the records prompts are checked against.
+export const recordRoutes: FastifyPluginAsync = async (app) => {
+  const { db, config } = app.ctx
+  const nsids: Nsids = {
+    prompt: config.promptNsid,
+    conversation: config.conversationNsid,
+    agent: config.agentNsid,
+  }
+
+  const keyOf = async (params: RepoRkey, what: string): Promise<{ did: string; rkey: string }> => {
+    const actor = parseActor(params.did, 'did')
+    const rkey = parseRkey(params.rkey)
+    const did = await resolveActor(db, actor)
+    if (did === null)
+      throw notFound(`no such ${what}: handle ${params.did} is not known to this index`)
+    return { did, rkey }
+  }
+
+  app.get<{ Params: RepoRkey }>(
+    '/v1/conversations/:did/:rkey',
+    {
+      config: LOOKUP_CACHE,
+      schema: {
+        tags: ['conversations'],
+        summary: 'One conversation, with the prompt in its slot',
+        params: repoRkeyParams,
+        response: { 200: conversationSchema, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { did, rkey } = await keyOf(request.params, 'conversation')
+      const view = await getConversation(db, nsids, did, rkey)
+      if (!view) throw notFound(`no conversation at at://${did}/${nsids.conversation}/${rkey}`)
+      return view
+    },
+  )
+
+  app.get<{ Params: RepoRkey }>(
+    '/v1/agents/:did/:rkey',
+    {
+      config: LOOKUP_CACHE,
+      schema: {
+        tags: ['agents'],
+        summary: 'One agent record and counts of the visible prompts naming it',
+        description: '404 only when the agent is neither indexed nor named by a visible prompt.',
+        params: repoRkeyParams,
+        response: { 200: agentSummarySchema, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { did, rkey } = await keyOf(request.params, 'agent')
+      const summary = await getAgentSummary(db, nsids, did, rkey)
+      if (!summary)
+        throw notFound(`no agent at at://${did}/${nsids.agent}/${rkey}, and no prompt names it`)
+      return summary
+    },
+  )
+}

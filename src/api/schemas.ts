@@ -1,0 +1,184 @@
+import { FILTER_NAMES, FLAG_NAMES } from '../indexer/flags.ts'
+
+// JSON schemas of the API: they validate input, drive fast serialization and become the
+// OpenAPI document. Records are arbitrary JSON, so their schemas are left open (`{}`
+// serializes with JSON.stringify): a closed schema would silently strip fields.
+
+const str = { type: 'string' } as const
+const nullableStr = { type: ['string', 'null'] } as const
+const int = { type: 'integer' } as const
+const record = { description: 'The record as published (arbitrary JSON)' } as const
+
+export const errorSchema = {
+  type: 'object',
+  properties: {
+    error: {
+      type: 'string',
+      description: 'InvalidRequest, NotFound, AuthRequired, RateLimitExceeded, InternalServerError',
+    },
+    message: str,
+  },
+  required: ['error', 'message'],
+} as const
+
+/** 4xx and 5xx answers of every route share the error shape. */
+export const errorResponses = { '4xx': errorSchema, '5xx': errorSchema } as const
+
+const flagList = { type: 'array', items: { type: 'string', enum: FLAG_NAMES } } as const
+
+const promptProperties = {
+  uri: str,
+  cid: str,
+  did: str,
+  rkey: str,
+  rev: str,
+  record,
+  flags: flagList,
+  conversation: {
+    type: 'object',
+    properties: { uri: str, exists: { type: 'boolean' } },
+    required: ['uri', 'exists'],
+  },
+  agent: {
+    type: 'object',
+    properties: { uri: nullableStr, exists: { type: 'boolean' } },
+    required: ['uri', 'exists'],
+  },
+  recompiles: int,
+  indexedAt: { type: 'string', format: 'date-time' },
+  validationError: nullableStr,
+} as const
+const promptRequired = Object.keys(promptProperties)
+
+export const promptSchema = {
+  type: 'object',
+  description: 'One compiledPrompt with its flags',
+  properties: promptProperties,
+  required: promptRequired,
+} as const
+
+export const promptListItemSchema = {
+  type: 'object',
+  description: 'A prompt in a list: the record without content and coreMemory',
+  properties: { ...promptProperties, contentBytes: { type: ['integer', 'null'] } },
+  required: [...promptRequired, 'contentBytes'],
+} as const
+
+export const promptPageSchema = {
+  type: 'object',
+  properties: {
+    items: { type: 'array', items: promptListItemSchema },
+    cursor: { type: 'string', description: 'Pass back for the next page; absent on the last page' },
+  },
+  required: ['items'],
+} as const
+
+const revisionSchema = {
+  type: 'object',
+  properties: {
+    rev: str,
+    cid: str,
+    compiledAt: nullableStr,
+    rawSystemHash: nullableStr,
+    memfsRevision: nullableStr,
+    contentHash: { type: ['string', 'null'], description: 'Lowercase hex SHA-256 of content' },
+    seenAt: { type: 'string', format: 'date-time' },
+  },
+  required: ['rev', 'cid', 'compiledAt', 'rawSystemHash', 'memfsRevision', 'contentHash', 'seenAt'],
+} as const
+
+export const revisionPageSchema = {
+  type: 'object',
+  properties: {
+    uri: str,
+    items: { type: 'array', items: revisionSchema },
+    cursor: {
+      type: 'string',
+      description: 'Pass back for older revisions; absent on the last page',
+    },
+  },
+  required: ['uri', 'items'],
+} as const
+
+export const conversationSchema = {
+  type: 'object',
+  properties: {
+    uri: str,
+    cid: str,
+    did: str,
+    rkey: str,
+    record,
+    prompt: {
+      type: ['object', 'null'],
+      properties: { uri: str, flags: flagList },
+      required: ['uri', 'flags'],
+    },
+  },
+  required: ['uri', 'cid', 'did', 'rkey', 'record', 'prompt'],
+} as const
+
+const flagCountProperties = Object.fromEntries([...FILTER_NAMES].map((f) => [f, int]))
+
+export const agentSummarySchema = {
+  type: 'object',
+  properties: {
+    uri: str,
+    agent: { description: 'The agent record, or null when it is not indexed' },
+    prompts: {
+      type: 'object',
+      description: 'Visible prompts naming this agent: total, per flag, and ok',
+      properties: { total: int, ...flagCountProperties },
+      required: ['total', ...FILTER_NAMES],
+    },
+  },
+  required: ['uri', 'agent', 'prompts'],
+} as const
+
+export const statsSchema = {
+  type: 'object',
+  properties: {
+    prompts: int,
+    conversations: int,
+    agents: int,
+    flags: { type: 'object', properties: flagCountProperties, required: [...FILTER_NAMES] },
+    ingest: {
+      type: 'object',
+      properties: {
+        source: nullableStr,
+        cursor: { type: ['integer', 'null'] },
+        lagSeconds: { type: ['number', 'null'] },
+        lastEventAt: nullableStr,
+      },
+      required: ['source', 'cursor', 'lagSeconds', 'lastEventAt'],
+    },
+  },
+  required: ['prompts', 'conversations', 'agents', 'flags', 'ingest'],
+} as const
+
+// Path and query parameters are typed loosely here (strings with a length cap) and
+// parsed in the handlers, which know how to name what is wrong with a DID or an at-uri.
+export const repoParam = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 2048,
+  description: 'A DID, or a handle the index knows',
+} as const
+export const rkeyParam = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 512,
+  description: 'Record key',
+} as const
+export const repoRkeyParams = {
+  type: 'object',
+  properties: { did: repoParam, rkey: rkeyParam },
+  required: ['did', 'rkey'],
+} as const
+
+export const limitParam = (max: number, def: number) =>
+  ({ type: 'integer', minimum: 1, maximum: max, description: `1..${max}, default ${def}` }) as const
+export const cursorParam = {
+  type: 'string',
+  maxLength: 2048,
+  description: 'Opaque cursor of the previous page',
+} as const

@@ -1,0 +1,140 @@
+import { type SQL, sql } from 'drizzle-orm'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  agentPromptCountsQuery,
+  agentRecordQuery,
+  changesQuery,
+  conversationQuery,
+  handleQuery,
+  type ListFlag,
+  promptByKeyQuery,
+  promptListQuery,
+  promptStateQuery,
+  revisionsQuery,
+} from '../../src/db/api-queries.ts'
+import type { Database } from '../../src/db/client.ts'
+import { FILTER_NAMES } from '../../src/indexer/flags.ts'
+import { createTestDatabase, usingPostgres } from '../helpers/db.ts'
+import { NSIDS } from '../helpers/events.ts'
+
+// Every lookup and list the API issues must be served by an index. Postgres only: the
+// planner only cares once tables are large, so this one test seeds them directly with
+// generate_series (the indexing core would take minutes for 80 000 prompts) and ANALYZEs.
+
+const PROMPTS = 80_000
+const DIDS = 2_000
+const did = (i: number) => `did:plc:seed${String(i % DIDS).padStart(6, '0')}`
+const rkey = (i: number) => `3l${i.toString(16).padStart(11, '0')}`
+
+let db: Database
+
+describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () => {
+  beforeAll(async () => {
+    db = await createTestDatabase()
+    const didExpr = sql.raw(`'did:plc:seed' || lpad((i % ${DIDS})::text, 6, '0')`)
+    const rkeyExpr = sql.raw(`'3l' || lpad(to_hex(i), 11, '0')`)
+    await db.rows(sql`INSERT INTO accounts (did, active, status, handle, updated_at)
+      SELECT ${didExpr}, i % 100 <> 7, NULL, 'user' || i || '.test', now() FROM generate_series(0, ${DIDS - 1}) i`)
+    await db.rows(sql`INSERT INTO accounts (did, active, updated_at)
+      SELECT 'did:plc:other' || i, true, now() FROM generate_series(1, 30000) i`)
+    await db.rows(sql`INSERT INTO prompts (did, rkey, rev, cid, record, deleted, hidden, indexed_at, flags, base_flags,
+        content_bytes, agent_uri, agent_did, agent_rkey, compiled_us, evidence)
+      SELECT ${didExpr}, ${rkeyExpr}, ${rkeyExpr}, 'bafyseed' || i,
+        jsonb_build_object('$type', ${NSIDS.prompt}::text, 'content', repeat('x', 200), 'coreMemory', 'x'),
+        i % 50 = 0, (i % ${DIDS}) % 100 = 7, now(),
+        (ARRAY[0,0,0,0,0,0,1,2,12,48])[i % 10 + 1], 0, 200,
+        'at://' || ${didExpr} || '/' || ${NSIDS.agent}::text || '/agent' || (i % 20),
+        ${didExpr}, 'agent' || (i % 20), i, true
+      FROM generate_series(1, ${PROMPTS}) i`)
+    await db.rows(sql`INSERT INTO conversations (did, rkey, rev, cid, record, indexed_at, hidden)
+      SELECT ${didExpr}, ${rkeyExpr}, ${rkeyExpr}, 'bafyconv' || i, '{}'::jsonb, now(), (i % ${DIDS}) % 100 = 7
+      FROM generate_series(1, ${PROMPTS}) i WHERE i % 10 <> 6`)
+    await db.rows(sql`INSERT INTO agents (did, rkey, rev, cid, record, indexed_at)
+      SELECT ${didExpr}, 'agent' || (i / ${DIDS}), '3labc', 'bafyagent' || i, '{}'::jsonb, now()
+      FROM generate_series(0, ${DIDS * 20 - 1}) i`)
+    await db.rows(sql`INSERT INTO prompt_revisions (did, rkey, rev, cid, seen_at)
+      SELECT ${didExpr}, ${rkeyExpr}, ${rkeyExpr}, 'bafyseed' || i, now() FROM generate_series(1, ${PROMPTS}) i`)
+    await db.rows(sql`INSERT INTO changes (did, collection, rkey, op, cid, flags, at)
+      SELECT ${didExpr}, ${NSIDS.prompt}, ${rkeyExpr}, 'upsert', 'bafyseed' || i, 0, now()
+      FROM generate_series(1, ${PROMPTS * 2}) i`)
+    await db.rows(sql`ANALYZE`)
+  })
+  afterAll(async () => db?.close())
+
+  const plan = async (q: SQL): Promise<string> => {
+    const rows = await db.rows<Record<string, string>>(sql`EXPLAIN ${q}`)
+    return rows.map((r) => Object.values(r)[0]).join('\n')
+  }
+
+  const queries = (): Array<[string, SQL]> => {
+    const out: Array<[string, SQL]> = []
+    const mid = 40_001
+    const after = { rkey: rkey(mid), did: did(mid) }
+    out.push(['prompt by key', promptByKeyQuery(NSIDS, did(1234), rkey(1234))])
+    for (const flag of [null, ...FILTER_NAMES] as Array<ListFlag | null>) {
+      for (const withCursor of [false, true]) {
+        for (const filter of ['none', 'did', 'agent', 'did+agent'] as const) {
+          const name = `list flag=${flag ?? '-'} cursor=${withCursor} filter=${filter}`
+          out.push([
+            name,
+            promptListQuery(NSIDS, {
+              flag,
+              did: filter.includes('did') ? did(17) : null,
+              agent: filter.includes('agent') ? { did: did(17), rkey: 'agent17' } : null,
+              after: withCursor ? after : null,
+              take: 51,
+            }),
+          ])
+        }
+      }
+    }
+    out.push(['prompt state', promptStateQuery(did(5), rkey(5))])
+    out.push(['revisions', revisionsQuery(did(5), rkey(5), null, 51)])
+    out.push(['revisions before', revisionsQuery(did(5), rkey(5), rkey(5), 51)])
+    out.push(['conversation', conversationQuery(did(9), rkey(9))])
+    out.push(['agent record', agentRecordQuery(did(9), 'agent9')])
+    out.push(['agent prompt counts', agentPromptCountsQuery(did(9), 'agent9')])
+    out.push(['changes from 0', changesQuery(0, 500)])
+    out.push(['changes from the middle', changesQuery(PROMPTS, 500)])
+    out.push(['handle', handleQuery('user42.test')])
+    return out
+  }
+
+  it('no lookup or list scans a record table sequentially', async () => {
+    const failures: string[] = []
+    const all = queries()
+    expect(all.length).toBeGreaterThan(70)
+    for (const [name, q] of all) {
+      const p = await plan(q)
+      if (/Seq Scan on (prompts|conversations|agents|changes|prompt_revisions|accounts)\b/.test(p))
+        failures.push(`${name}:\n${p}`)
+    }
+    expect(failures, failures.join('\n\n')).toEqual([])
+  })
+
+  it('flag lists use their own partial index', async () => {
+    const INDEX: Record<ListFlag, string> = {
+      ok: 'prompts_ok_idx',
+      orphaned: 'prompts_orphaned_idx',
+      mismatched: 'prompts_mismatched_idx',
+      staleTemplate: 'prompts_stale_template_idx',
+      staleMemory: 'prompts_stale_memory_idx',
+      coreMemoryDetached: 'prompts_detached_idx',
+      invalid: 'prompts_invalid_idx',
+    }
+    for (const flag of FILTER_NAMES) {
+      const p = await plan(
+        promptListQuery(NSIDS, { flag, did: null, agent: null, after: null, take: 51 }),
+      )
+      expect(p, p).toContain(`Index Scan using ${INDEX[flag]}`)
+    }
+    const all = await plan(
+      promptListQuery(NSIDS, { flag: null, did: null, agent: null, after: null, take: 51 }),
+    )
+    expect(all, all).toContain('Index Scan using prompts_page_idx')
+    if (process.env.SHOW_PLANS) {
+      console.log(all)
+      console.log(await plan(changesQuery(1000, 500)))
+    }
+  })
+})

@@ -1,0 +1,138 @@
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/api/app.ts'
+import type { Database } from '../../src/db/client.ts'
+import type { IndexerDeps } from '../../src/indexer/apply.ts'
+import type { IndexEvent } from '../../src/indexer/events.ts'
+import type { BatchEvent } from '../../src/indexer/merge.ts'
+import { testContext } from '../helpers/context.ts'
+import { apply, indexerDeps, NSIDS, sha256, World } from '../helpers/events.ts'
+
+// A small realistic network for the API tests, built only through the indexing core:
+// alice (handle alice.test) with an agent record and prompts of every flag, bob whose
+// prompts name alice's agent and an agent nobody indexed, and carol, taken down.
+
+const { prompt: P, conversation: C, agent: A } = NSIDS
+
+export const ALICE = 'did:plc:aliceaaaaaaaaaaaaaaaaaaa'
+export const BOB = 'did:plc:bobbbbbbbbbbbbbbbbbbbbbb'
+export const CAROL = 'did:plc:carolcccccccccccccccccccc'
+export const AGENT_RKEY = 'agentrkey'
+
+export interface Seeded {
+  w: World
+  deps: IndexerDeps
+  /** rkey of each named alice prompt */
+  alice: Record<
+    'ok' | 'orphaned' | 'mismatched' | 'detached' | 'invalid' | 'recompiled' | 'staleTemplate',
+    string
+  >
+  /** A conversation of alice's with no prompt in its slot. */
+  lonelyConversation: string
+  bobRkeys: string[]
+  carolRkey: string
+}
+
+export const identity = (w: World, did: string, handle: string, seq: number): IndexEvent => ({
+  kind: 'identity',
+  did,
+  handle,
+  seq,
+  timeUs: w.tick(),
+})
+
+export async function seed(db: Database): Promise<Seeded> {
+  const w = new World()
+  const deps = indexerDeps(db)
+  const events: BatchEvent[] = [
+    w.commit(ALICE, A, AGENT_RKEY, 'create', { $type: A, name: 'helper', system: 'template v1' }),
+  ]
+  const pair = (
+    did: string,
+    rkey: string,
+    o: Record<string, unknown> = {},
+    withConversation = true,
+  ) => {
+    if (withConversation)
+      events.push(w.commit(did, C, rkey, 'create', { $type: C, title: `chat ${rkey}` }))
+    events.push(w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey, o)))
+  }
+  const alice = {} as Seeded['alice']
+  alice.ok = w.tid()
+  pair(ALICE, alice.ok)
+  alice.orphaned = w.tid()
+  pair(ALICE, alice.orphaned, {}, false)
+  alice.mismatched = w.tid()
+  pair(ALICE, alice.mismatched, { conversation: `at://${BOB}/${C}/${alice.mismatched}` })
+  alice.detached = w.tid()
+  pair(ALICE, alice.detached, { content: 'You are an agent.', coreMemory: '<memory>gone</memory>' })
+  alice.invalid = w.tid()
+  pair(ALICE, alice.invalid, { compiledAt: '2025-11-30T00:00:00' })
+  alice.staleTemplate = w.tid()
+  pair(ALICE, alice.staleTemplate, { rawSystemHash: sha256('template v0') })
+  alice.recompiled = w.tid()
+  pair(ALICE, alice.recompiled)
+  const lonelyConversation = w.tid()
+  events.push(w.commit(ALICE, C, lonelyConversation, 'create', { $type: C }))
+  const bobRkeys: string[] = []
+  for (let i = 0; i < 12; i++) {
+    const rkey = w.tid()
+    bobRkeys.push(rkey)
+    // Every third names an agent that is never indexed; the rest alice's agent.
+    const agent = i % 3 === 0 ? `at://${BOB}/${A}/ghost` : `at://${ALICE}/${A}/${AGENT_RKEY}`
+    pair(BOB, rkey, { agent, rawSystemHash: sha256('template v1') })
+  }
+  const carolRkey = w.tid()
+  pair(CAROL, carolRkey, { agent: `at://${ALICE}/${A}/${AGENT_RKEY}` })
+  events.push(w.commit(CAROL, A, AGENT_RKEY, 'create', { $type: A, system: 'x' }))
+  events.push(
+    identity(w, ALICE, 'alice.test', 1),
+    identity(w, BOB, 'bob.test', 2),
+    identity(w, CAROL, 'carol.test', 3),
+  )
+  await apply(deps, events)
+  // Two recompiles: three revisions, recompiles = 2.
+  for (const note of ['second', 'third']) {
+    await apply(deps, [
+      w.commit(
+        ALICE,
+        P,
+        alice.recompiled,
+        'update',
+        w.promptRecord(ALICE, alice.recompiled, { memfsRevision: 'rev-a', note }),
+      ),
+    ])
+  }
+  await apply(deps, [w.account(CAROL, false, 'takendown', 10)])
+  return { w, deps, alice, lonelyConversation, bobRkeys, carolRkey }
+}
+
+export async function makeApp(
+  db: Database,
+  env: Record<string, string> = {},
+  extra: {
+    resyncRepo?: (did: string) => Promise<void>
+    changesPageSize?: number
+    readApi?: boolean
+  } = {},
+): Promise<FastifyInstance> {
+  const ctx = testContext(db, { RATE_LIMIT_PER_MINUTE: '1000000', ...env })
+  const app = await buildApp(ctx, { ingest: null, isReady: () => true, ...extra })
+  await app.ready()
+  return app
+}
+
+export const promptUri = (did: string, rkey: string) => `at://${did}/${P}/${rkey}`
+export const conversationUri = (did: string, rkey: string) => `at://${did}/${C}/${rkey}`
+export const agentUri = (did: string, rkey: string) => `at://${did}/${A}/${rkey}`
+
+/** An error answer has exactly the SPEC's shape. */
+export function isErrorShape(body: unknown): boolean {
+  const b = body as Record<string, unknown>
+  return (
+    typeof b === 'object' &&
+    b !== null &&
+    Object.keys(b).sort().join(',') === 'error,message' &&
+    typeof b.error === 'string' &&
+    typeof b.message === 'string'
+  )
+}
