@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify'
 import { ConfigError, loadConfig } from '../config.ts'
 import { AppError } from '../errors.ts'
+import { HandleLookups } from '../indexer/handle-lookups.ts'
 import { createSource } from '../ingest/create-source.ts'
 import { parseArgs, takeOptions } from './args.ts'
 import { backfillCommand } from './backfill.ts'
@@ -54,15 +55,21 @@ async function main(argv: string[]): Promise<number> {
   const rt = await openRuntime(config, { migrate: command !== 'serve' })
   let ingest: IngestHandle | null = null
   let app: FastifyInstance | null = null
+  let handles: HandleLookups | null = null
   onShutdownSignal(rt.ctx.logger, async () => {
     // Stop reading first and commit what was read, then stop answering, then the database.
     await ingest?.stop()
+    await handles?.stop()
     await app?.close()
     await rt.close()
   })
   if (command !== 'serve') {
-    const source = createSource(rt.ctx)
-    ingest = await startIngest(rt, source)
+    const { source, verifyHandle } = createSource(rt.ctx)
+    const lookups = verifyHandle ? new HandleLookups(rt.ctx, rt.deps, verifyHandle) : null
+    handles = lookups
+    ingest = await startIngest(rt, source, {
+      onNewDids: lookups ? (dids) => lookups.enqueue(dids) : undefined,
+    })
     ingest.done.catch((err) => {
       rt.ctx.logger.error({ err }, 'ingest failed')
       process.kill(process.pid, 'SIGTERM')

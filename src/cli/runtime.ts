@@ -107,7 +107,11 @@ export interface IngestHandle {
   stop(): Promise<void>
 }
 
-export async function startIngest(rt: Runtime, source: Source): Promise<IngestHandle> {
+export async function startIngest(
+  rt: Runtime,
+  source: Source,
+  opts: { onNewDids?: (dids: string[]) => void } = {},
+): Promise<IngestHandle> {
   const { config, logger } = rt.ctx
   const part = config.partition
   // Partitions read the same upstream but each keeps its own position.
@@ -120,6 +124,7 @@ export async function startIngest(rt: Runtime, source: Source): Promise<IngestHa
     batchDelayMs: config.batchDelayMs,
     queueSize: config.queueSize,
     partition: part,
+    onNewDids: opts.onNewDids,
   })
   rt.newestEventUs = () => pipeline.newestEventUs
   logger.info({ source: source.name, key, startCursor }, 'ingest starting')

@@ -34,6 +34,8 @@ export interface IndexerDeps {
 export interface BatchResult {
   outcomes: OutcomeCount[]
   changes: number
+  /** Repos seen for the first time: their handles are worth looking up. */
+  newDids: string[]
 }
 
 // Every writer (live ingestion, backfill, admin actions, in any process) takes this lock
@@ -155,6 +157,7 @@ export async function applyBatch(
       )
     }
     if (cursor) await saveCursor(tx, cursor, now)
-    return { outcomes: plan.outcomes, changes }
+    const newDids = [...plan.accounts.keys()].filter((did) => !accounts.has(did))
+    return { outcomes: plan.outcomes, changes, newDids }
   })
 }

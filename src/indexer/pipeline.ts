@@ -20,6 +20,8 @@ export interface PipelineOptions {
   cursorIntervalMs?: number
   /** Ingest only DIDs of this hash partition. */
   partition?: { index: number; count: number } | null
+  /** Called after each commit with the repos it indexed for the first time. */
+  onNewDids?: ((dids: string[]) => void) | null
 }
 
 export class IngestPipeline implements Sink {
@@ -38,7 +40,7 @@ export class IngestPipeline implements Sink {
   constructor(ctx: AppContext, deps: IndexerDeps, opts: PipelineOptions) {
     this.#ctx = ctx
     this.#deps = deps
-    this.#opts = { cursorIntervalMs: 1000, partition: null, ...opts }
+    this.#opts = { cursorIntervalMs: 1000, partition: null, onNewDids: null, ...opts }
   }
 
   get source(): string {
@@ -152,6 +154,7 @@ export class IngestPipeline implements Sink {
     const result = await this.#applyWithRetry(events, cursor)
     this.#ctx.metrics.batchDurationSeconds.observe((performance.now() - started) / 1000)
     this.#record(result)
+    if (result.newDids.length > 0) this.#opts.onNewDids?.(result.newDids)
     this.#committed += events.length
     this.#pendingCursor = null
     this.#lastCursorWrite = Date.now()
@@ -182,12 +185,13 @@ export class IngestPipeline implements Sink {
   }
 
   async #applyOneByOne(events: BatchEvent[], cursor: CursorPosition | null): Promise<BatchResult> {
-    const total: BatchResult = { outcomes: [], changes: 0 }
+    const total: BatchResult = { outcomes: [], changes: 0, newDids: [] }
     for (const ev of events) {
       try {
         const r = await applyBatch(this.#deps, [ev], null)
         total.outcomes.push(...r.outcomes)
         total.changes += r.changes
+        total.newDids.push(...r.newDids)
       } catch (err) {
         if (isRetryableDbError(err)) throw err
         const collection = ev.kind === 'commit' ? ev.collection : 'unknown'

@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm'
+import { type SQL, sql } from 'drizzle-orm'
 import type { Database, Executor } from '../db/client.ts'
 import { FLAG_BITS } from './flags.ts'
 
@@ -27,22 +27,26 @@ export async function recomputeFlags(
   ex: Executor,
   a: AffectedPrompts,
 ): Promise<Array<{ did: string; rkey: string }>> {
-  if (a.slots.length + a.groups.length + a.agents.length + a.agentRepos.length === 0) return []
+  const j = (v: unknown) => sql`${JSON.stringify(v)}::jsonb`
+  // Only the branches with input: an empty one still costs the planner 100 guessed rows,
+  // enough to pick hash joins over whole-table scans for every other step of the statement.
+  const branches: SQL[] = []
+  if (a.slots.length > 0)
+    branches.push(sql`SELECT p.did, p.rkey, p.agent_uri FROM prompts p
+      JOIN jsonb_to_recordset(${j(a.slots)}) AS s(did text, rkey text) ON p.did = s.did AND p.rkey = s.rkey WHERE NOT p.deleted`)
+  if (a.groups.length > 0)
+    branches.push(sql`SELECT p.did, p.rkey, p.agent_uri FROM prompts p
+      JOIN jsonb_to_recordset(${j(a.groups)}) AS g(did text, agent_uri text) ON p.did = g.did AND p.agent_uri = g.agent_uri WHERE NOT p.deleted`)
+  if (a.agents.length > 0)
+    branches.push(sql`SELECT p.did, p.rkey, p.agent_uri FROM prompts p
+      JOIN jsonb_to_recordset(${j(a.agents)}) AS g(did text, rkey text) ON p.agent_did = g.did AND p.agent_rkey = g.rkey WHERE NOT p.deleted`)
+  if (a.agentRepos.length > 0)
+    branches.push(sql`SELECT p.did, p.rkey, p.agent_uri FROM prompts p
+      WHERE p.agent_did IN (SELECT jsonb_array_elements_text(${j(a.agentRepos)})) AND NOT p.deleted`)
+  if (branches.length === 0) return []
   return db.rows<{ did: string; rkey: string }>(
     sql`
-    WITH slots AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(a.slots)}::jsonb) AS x(did text, rkey text)),
-    grps AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(a.groups)}::jsonb) AS x(did text, agent_uri text)),
-    ags AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(a.agents)}::jsonb) AS x(did text, rkey text)),
-    agent_repos AS (SELECT jsonb_array_elements_text(${JSON.stringify(a.agentRepos)}::jsonb) AS did),
-    targets AS (
-      SELECT p.did, p.rkey, p.agent_uri FROM prompts p JOIN slots s ON p.did = s.did AND p.rkey = s.rkey WHERE NOT p.deleted
-      UNION
-      SELECT p.did, p.rkey, p.agent_uri FROM prompts p JOIN grps g ON p.did = g.did AND p.agent_uri = g.agent_uri WHERE NOT p.deleted
-      UNION
-      SELECT p.did, p.rkey, p.agent_uri FROM prompts p JOIN ags g ON p.agent_did = g.did AND p.agent_rkey = g.rkey WHERE NOT p.deleted
-      UNION
-      SELECT p.did, p.rkey, p.agent_uri FROM prompts p JOIN agent_repos r ON p.agent_did = r.did WHERE NOT p.deleted
-    ),
+    WITH targets AS (${sql.join(branches, sql` UNION `)}),
     tgroups AS (SELECT DISTINCT did, agent_uri FROM targets WHERE agent_uri IS NOT NULL),
     later AS (
       SELECT p.did, p.rkey,

@@ -3,7 +3,7 @@ import { collectionsOf } from '../config.ts'
 import type { AppContext } from '../context.ts'
 import { createDidResolver, type DidResolver } from './did-resolver.ts'
 import { createFirehoseSource } from './firehose.ts'
-import { createHandleVerifier } from './identity.ts'
+import { createHandleVerifier, type HandleVerifier } from './identity.ts'
 import { createJetstreamSource, jetstreamOptionsFromConfig } from './jetstream.ts'
 import { createReplaySource } from './replay.ts'
 import type { Source } from './source.ts'
@@ -26,26 +26,36 @@ function verifierForKnownDids(ctx: AppContext, resolver: DidResolver) {
   }
 }
 
+export interface CreatedSource {
+  source: Source
+  /** Verifies handles both ways, for sources that reach the network; null for replay. */
+  verifyHandle: HandleVerifier | null
+}
+
 /** The source the configuration names, wired to the context's logger and metrics. */
-export function createSource(ctx: AppContext, deps: SourceDeps = {}): Source {
+export function createSource(ctx: AppContext, deps: SourceDeps = {}): CreatedSource {
   const { config, logger, metrics } = ctx
   const collections = collectionsOf(config)
   switch (config.source) {
     case 'replay':
-      return createReplaySource({ file: config.replayFile!, collections, logger, metrics })
+      // Offline by design: a replay never reaches out to resolve anything.
+      return {
+        source: createReplaySource({ file: config.replayFile!, collections, logger, metrics }),
+        verifyHandle: null,
+      }
     case 'jetstream': {
       const resolver = deps.resolver ?? createDidResolver({ plcUrl: config.plcUrl })
-      const verifyHandle = verifierForKnownDids(ctx, resolver)
-      return createJetstreamSource({
+      const source = createJetstreamSource({
         ...jetstreamOptionsFromConfig(config),
         logger,
         metrics,
-        verifyHandle,
+        verifyHandle: verifierForKnownDids(ctx, resolver),
       })
+      return { source, verifyHandle: createHandleVerifier({ resolver }) }
     }
     case 'firehose': {
       const resolver = deps.resolver ?? createDidResolver({ plcUrl: config.plcUrl })
-      return createFirehoseSource({
+      const source = createFirehoseSource({
         url: config.relayUrl,
         collections,
         resolver,
@@ -55,6 +65,7 @@ export function createSource(ctx: AppContext, deps: SourceDeps = {}): Source {
         unauthenticated: config.firehoseUnauthenticated,
         allowPrivateNetwork: deps.allowPrivateNetwork,
       })
+      return { source, verifyHandle: createHandleVerifier({ resolver }) }
     }
   }
 }

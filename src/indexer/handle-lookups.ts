@@ -1,0 +1,94 @@
+import type { AppContext } from '../context.ts'
+import { applyBatch, type IndexerDeps } from './apply.ts'
+
+export type VerifyHandle = (did: string, claimed?: string | null) => Promise<string | null>
+
+// A repo seen for the first time has no handle until its next #identity event, which may
+// never come. Look it up once, in the background, through a bounded queue: lookups are
+// network round trips and must never slow ingestion. A full queue drops (and logs) the
+// overflow; those handles arrive with the repo's next identity event.
+
+export interface HandleLookupsOptions {
+  concurrency?: number
+  maxQueue?: number
+}
+
+export class HandleLookups {
+  readonly #ctx: AppContext
+  readonly #deps: IndexerDeps
+  readonly #verify: VerifyHandle
+  readonly #concurrency: number
+  readonly #maxQueue: number
+  #queue: string[] = []
+  #running = 0
+  #dropped = 0
+  #stopped = false
+  #idle: Array<() => void> = []
+
+  constructor(
+    ctx: AppContext,
+    deps: IndexerDeps,
+    verify: VerifyHandle,
+    opts: HandleLookupsOptions = {},
+  ) {
+    this.#ctx = ctx
+    this.#deps = deps
+    this.#verify = verify
+    this.#concurrency = opts.concurrency ?? 4
+    this.#maxQueue = opts.maxQueue ?? 10_000
+  }
+
+  enqueue(dids: string[]): void {
+    if (this.#stopped) return
+    for (const did of dids) {
+      if (this.#queue.length >= this.#maxQueue) {
+        if (this.#dropped++ % 1000 === 0)
+          this.#ctx.logger.warn({ dropped: this.#dropped }, 'handle lookup queue full')
+        continue
+      }
+      this.#queue.push(did)
+    }
+    this.#pump()
+  }
+
+  /** Resolves once no lookup is queued or running. */
+  async idle(): Promise<void> {
+    if (this.#queue.length === 0 && this.#running === 0) return
+    await new Promise<void>((resolve) => this.#idle.push(resolve))
+  }
+
+  /** Drops what is queued and waits for the lookups in flight. */
+  async stop(): Promise<void> {
+    this.#stopped = true
+    this.#queue = []
+    await this.idle()
+  }
+
+  #pump(): void {
+    while (this.#running < this.#concurrency && this.#queue.length > 0) {
+      const did = this.#queue.shift()!
+      this.#running++
+      this.#lookup(did).finally(() => {
+        this.#running--
+        this.#pump()
+        if (this.#running === 0 && this.#queue.length === 0)
+          for (const done of this.#idle.splice(0)) done()
+      })
+    }
+  }
+
+  async #lookup(did: string): Promise<void> {
+    try {
+      const handle = await this.#verify(did, null)
+      if (handle === null || this.#stopped) return
+      // Applied like an #identity event, timed now: an older upstream event cannot undo it.
+      await applyBatch(
+        this.#deps,
+        [{ kind: 'identity', did, handle, seq: null, timeUs: Date.now() * 1000 }],
+        null,
+      )
+    } catch (err) {
+      this.#ctx.logger.warn({ err, did }, 'handle lookup failed')
+    }
+  }
+}
