@@ -1,0 +1,86 @@
+import type { Logger } from 'pino'
+
+export interface BackfillProgress {
+  /** Repos found so far; final once `listingDone`. */
+  listed: number
+  listingDone: boolean
+  done: number
+  /** Already backfilled in an earlier run (isDone). */
+  skipped: number
+  failed: number
+  records: number
+  elapsedMs: number
+}
+
+export interface ProgressReporter {
+  update(p: BackfillProgress): void
+  finish(p: BackfillProgress): void
+}
+
+/**
+ * A one-line bar redrawn on a terminal; on anything else (a log file, CI, a container) a
+ * plain log line now and then, because carriage returns make logs unreadable.
+ */
+export function createProgressReporter(opts: {
+  logger: Logger
+  stream?: NodeJS.WriteStream
+  /** Between log lines when not a terminal. */
+  logIntervalMs?: number
+}): ProgressReporter {
+  const stream = opts.stream ?? process.stderr
+  const tty = stream.isTTY === true
+  const logEvery = opts.logIntervalMs ?? 10_000
+  let lastDraw = 0
+  let lastLog = Date.now()
+  return {
+    update(p) {
+      const now = Date.now()
+      if (tty) {
+        if (now - lastDraw < 100) return
+        lastDraw = now
+        stream.write(`\r\x1b[2K${renderBar(p, stream.columns ?? 100)}`)
+      } else if (now - lastLog >= logEvery) {
+        lastLog = now
+        opts.logger.info(progressFields(p), 'backfill progress')
+      }
+    },
+    finish(p) {
+      if (tty) stream.write(`\r\x1b[2K${renderBar(p, stream.columns ?? 100)}\n`)
+      opts.logger.info(progressFields(p), 'backfill finished')
+    },
+  }
+}
+
+export function renderBar(p: BackfillProgress, columns: number): string {
+  const finished = p.done + p.skipped + p.failed
+  const rate = p.elapsedMs > 0 ? (finished * 1000) / p.elapsedMs : 0
+  const total = p.listingDone ? String(p.listed) : `${p.listed}+`
+  const parts = [
+    `${finished}/${total} repos`,
+    `${p.failed} failed`,
+    `${p.records} records`,
+    `${rate.toFixed(1)}/s`,
+  ]
+  let bar = ''
+  if (p.listingDone && p.listed > 0) {
+    const frac = Math.min(1, finished / p.listed)
+    const width = Math.max(10, Math.min(30, columns - 80))
+    const full = Math.round(frac * width)
+    bar = `[${'#'.repeat(full)}${'-'.repeat(width - full)}] ${(frac * 100).toFixed(0).padStart(3)}% `
+    if (rate > 0 && finished < p.listed)
+      parts.push(`ETA ${formatDuration(((p.listed - finished) / rate) * 1000)}`)
+  }
+  return `backfill ${bar}${parts.join(' · ')}`.slice(0, Math.max(20, columns - 1))
+}
+
+function progressFields(p: BackfillProgress) {
+  return { ...p, elapsedSeconds: Math.round(p.elapsedMs / 1000), elapsedMs: undefined }
+}
+
+function formatDuration(ms: number): string {
+  const s = Math.round(ms / 1000)
+  const h = Math.floor(s / 3600)
+  const m = Math.floor((s % 3600) / 60)
+  const sec = String(s % 60).padStart(2, '0')
+  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${sec}` : `${m}:${sec}`
+}

@@ -1,0 +1,243 @@
+import type { Logger } from 'pino'
+import type { RepoSnapshotEvent } from '../indexer/events.ts'
+import type { Metrics } from '../metrics.ts'
+import { type BackfillProgress, createProgressReporter } from './backfill-progress.ts'
+import type { DidResolver } from './did-resolver.ts'
+import { fetchRepoSnapshot, isTransient, withRetries } from './repo-snapshot.ts'
+
+// Backfill: find the repos that hold the indexed collections, fetch each whole from its own
+// PDS, verify it and hand it on as one snapshot. Resumable: repos marked done are skipped.
+
+export interface BackfillOptions {
+  logger: Logger
+  metrics: Metrics
+  resolver: DidResolver
+  collections: string[]
+  /** Relay (listReposByCollection) or PDS (listRepos); ignored when `dids` is given. */
+  relayUrl?: string
+  dids?: string[]
+  concurrency: number
+  isDone(did: string): boolean | Promise<boolean>
+  markDone(did: string, rev: string): void | Promise<void>
+  /** Applies one snapshot; a rejection stops the backfill (the store is in trouble). */
+  emit(snapshot: RepoSnapshotEvent): Promise<void>
+  signal: AbortSignal
+  onProgress?: (p: BackfillProgress) => void
+  /** Tries per repo for transient failures (network, 429, 5xx). Default 3. */
+  attempts?: number
+  /** Default: a bar on a terminal stderr, log lines otherwise; false for none. */
+  progress?: boolean
+  progressStream?: NodeJS.WriteStream
+  /** Let DID documents name loopback / plain-http PDSes (local networks, tests). */
+  allowPrivateNetwork?: boolean
+  fetch?: typeof fetch
+  retryDelayMs?: number
+}
+
+export interface BackfillSummary {
+  /** Repos listed (or given). */
+  repos: number
+  /** Backfilled in this run. */
+  done: number
+  /** Already done before this run. */
+  skipped: number
+  failed: number
+  records: number
+  /** The first failures, with reasons (at most 100). */
+  failures: Array<{ did: string; reason: string }>
+}
+
+const PAGE = 1000
+const NOT_IMPLEMENTED = new Set([401, 403, 404, 405, 501])
+
+export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummary> {
+  const { logger, metrics, signal } = opts
+  const started = Date.now()
+  const state = { listed: 0, listingDone: false, done: 0, skipped: 0, failed: 0, records: 0 }
+  const failures: BackfillSummary['failures'] = []
+  const reporter =
+    opts.progress === false ? null : createProgressReporter({ logger, stream: opts.progressStream })
+  const snapshotOf = (): BackfillProgress => ({ ...state, elapsedMs: Date.now() - started })
+  const report = () => {
+    const p = snapshotOf()
+    reporter?.update(p)
+    opts.onProgress?.(p)
+  }
+
+  const source = opts.dids ? fromList(opts.dids) : listRepos(opts)
+  async function* counted(): AsyncGenerator<string> {
+    const seen = new Set<string>()
+    for await (const did of source) {
+      if (seen.has(did)) continue
+      seen.add(did)
+      state.listed++
+      yield did
+    }
+    state.listingDone = true
+  }
+  const queue = counted()
+
+  const one = async (did: string) => {
+    if (await opts.isDone(did)) {
+      state.skipped++
+      return
+    }
+    let snapshot: RepoSnapshotEvent
+    try {
+      snapshot = await withRetries(
+        (attempt) =>
+          fetchRepoSnapshot(did, {
+            resolver: opts.resolver,
+            collections: opts.collections,
+            signal,
+            fetch: opts.fetch,
+            allowPrivateNetwork: opts.allowPrivateNetwork,
+            forceRefresh: attempt > 1,
+          }),
+        opts.attempts ?? 3,
+        signal,
+        opts.retryDelayMs,
+      )
+    } catch (err) {
+      if (signal.aborted) return
+      const reason = (err as Error).message
+      state.failed++
+      if (failures.length < 100) failures.push({ did, reason })
+      metrics.eventsTotal.inc({
+        source: 'backfill',
+        collection: 'unknown',
+        op: 'unknown',
+        outcome: 'error',
+      })
+      logger.warn({ did, reason, retryable: isTransient(err) }, 'backfill: repo failed')
+      return
+    }
+    // Store failures are not the repo's fault: they stop the run (and reject below).
+    await opts.emit(snapshot)
+    await opts.markDone(did, snapshot.rev)
+    state.done++
+    state.records += snapshot.records.length
+  }
+
+  // A store failure in one worker stops the others too, instead of leaving them running.
+  const stop = new AbortController()
+  const worker = async () => {
+    try {
+      while (!signal.aborted && !stop.signal.aborted) {
+        const next = await queue.next()
+        if (next.done) return
+        await one(next.value)
+        report()
+      }
+    } catch (err) {
+      stop.abort()
+      throw err
+    }
+  }
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, opts.concurrency) }, worker))
+  } finally {
+    reporter?.finish(snapshotOf())
+    opts.onProgress?.(snapshotOf())
+  }
+  const { listed, done, skipped, failed, records } = state
+  return { repos: listed, done, skipped, failed, records, failures }
+}
+
+async function* fromList(dids: string[]): AsyncGenerator<string> {
+  yield* dids
+}
+
+/** listReposByCollection (a relay), falling back to listRepos (a PDS has only that). */
+async function* listRepos(opts: BackfillOptions): AsyncGenerator<string> {
+  if (!opts.relayUrl) throw new Error('backfill needs relayUrl or a DID list')
+  const base = httpBase(opts.relayUrl)
+  const get = (method: string, params: Record<string, string>) =>
+    xrpcGet(base, method, params, opts)
+  let byCollection = true
+  for (const collection of opts.collections) {
+    let cursor: string | undefined
+    do {
+      const params: Record<string, string> = { collection, limit: String(PAGE) }
+      if (cursor) params.cursor = cursor
+      const res = await get('com.atproto.sync.listReposByCollection', params)
+      if (res.notImplemented) {
+        byCollection = false
+        break
+      }
+      const body = res.body as { repos?: Array<{ did?: unknown }>; cursor?: unknown }
+      for (const r of body.repos ?? []) if (typeof r.did === 'string') yield r.did
+      cursor = typeof body.cursor === 'string' && body.repos?.length ? body.cursor : undefined
+    } while (cursor && !opts.signal.aborted)
+    if (!byCollection) break
+  }
+  if (byCollection) return
+  opts.logger.info(
+    { url: base },
+    'no listReposByCollection here (a PDS?): listing every repo with listRepos',
+  )
+  let cursor: string | undefined
+  do {
+    const params: Record<string, string> = { limit: String(PAGE) }
+    if (cursor) params.cursor = cursor
+    const res = await get('com.atproto.sync.listRepos', params)
+    if (res.notImplemented)
+      throw new Error(`${base} implements neither listReposByCollection nor listRepos`)
+    const body = res.body as {
+      repos?: Array<{ did?: unknown; active?: unknown }>
+      cursor?: unknown
+    }
+    // Inactive repos cannot be fetched; their account state comes from the live stream.
+    for (const r of body.repos ?? [])
+      if (typeof r.did === 'string' && r.active !== false) yield r.did
+    cursor = typeof body.cursor === 'string' && body.repos?.length ? body.cursor : undefined
+  } while (cursor && !opts.signal.aborted)
+}
+
+async function xrpcGet(
+  base: string,
+  method: string,
+  params: Record<string, string>,
+  opts: BackfillOptions,
+): Promise<{ notImplemented: boolean; body: unknown }> {
+  const url = new URL(`${base}/xrpc/${method}`)
+  for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v)
+  return withRetries(
+    async () => {
+      const res = await (opts.fetch ?? fetch)(url, {
+        signal: AbortSignal.any([opts.signal, AbortSignal.timeout(60_000)]),
+      })
+      const text = await res.text()
+      let body: { error?: string; message?: string } = {}
+      try {
+        body = JSON.parse(text)
+      } catch {
+        // Not JSON: judged by the status alone.
+      }
+      if (res.ok) return { notImplemented: false, body }
+      // A relay answers; the reference PDS does not know the method and tries to proxy it
+      // to an AppView, which without a login is a 401 rather than a 501.
+      if (NOT_IMPLEMENTED.has(res.status) || body.error === 'MethodNotImplemented') {
+        return { notImplemented: true, body }
+      }
+      throw Object.assign(
+        new Error(`${method}: HTTP ${res.status} ${body.error ?? ''} ${body.message ?? ''}`.trim()),
+        {
+          status: res.status,
+        },
+      )
+    },
+    opts.attempts ?? 3,
+    opts.signal,
+    opts.retryDelayMs,
+  )
+}
+
+/** ws(s):// → http(s)://, without a trailing slash or an /xrpc/… path. */
+export function httpBase(url: string): string {
+  const u = new URL(url)
+  if (u.protocol === 'ws:') u.protocol = 'http:'
+  if (u.protocol === 'wss:') u.protocol = 'https:'
+  const path = u.pathname.replace(/\/xrpc(\/.*)?$/, '').replace(/\/+$/, '')
+  return `${u.protocol}//${u.host}${path}`
+}

@@ -1,0 +1,188 @@
+import {
+  type DidDocument,
+  DidPlcResolver,
+  DidWebResolver,
+  getHandle,
+  getKey,
+  getPds,
+} from '@atproto/identity'
+
+// DID documents for commit verification (signing key) and backfill (PDS endpoint). On the
+// firehose every commit needs its author's key, so lookups are cached, concurrent lookups
+// of one DID share one request, and the number of requests in flight is capped so a burst
+// of new DIDs cannot flood the PLC directory.
+
+export interface ResolvedDid {
+  did: string
+  doc: DidDocument
+  /** `did:key:…` of the atproto signing key, or null when the document has none. */
+  signingKey: string | null
+  /** The first `at://` name in alsoKnownAs, lowercased; unverified. */
+  handle: string | null
+  /** The `#atproto_pds` service endpoint, or null. */
+  pds: string | null
+}
+
+export interface DidResolver {
+  /** null when the DID does not exist (404 from PLC / did:web). Throws on transient failures. */
+  resolve(did: string, opts?: { forceRefresh?: boolean }): Promise<ResolvedDid | null>
+  /** The signing key; throws when the DID or its key is missing. */
+  resolveKey(did: string, opts?: { forceRefresh?: boolean }): Promise<string>
+  /** The PDS endpoint; throws when the DID or its endpoint is missing. */
+  resolvePds(did: string, opts?: { forceRefresh?: boolean }): Promise<string>
+  invalidate(did: string): void
+}
+
+export interface DidResolverOptions {
+  plcUrl: string
+  timeoutMs?: number
+  /** Most documents kept (least recently used go first). */
+  cacheSize?: number
+  /** A document older than this is fetched again before use. */
+  ttlMs?: number
+  /** When a refetch fails, a document up to this old is still used. */
+  maxStaleMs?: number
+  /** How long a "not found" answer is remembered. */
+  negativeTtlMs?: number
+  /** A forced refresh of a document younger than this is answered from the cache. */
+  minRefreshMs?: number
+  concurrency?: number
+  /**
+   * Fetch for did:web. The default refuses http, IP literals and private addresses (SSRF);
+   * tests and local networks pass `globalThis.fetch`. PLC_URL is operator-chosen and
+   * always fetched plainly.
+   */
+  webFetch?: typeof fetch
+  now?: () => number
+}
+
+export class DidNotFoundError extends Error {
+  readonly did: string
+  constructor(did: string, what = 'DID document') {
+    super(`${what} not found for ${did}`)
+    this.name = 'DidNotFoundError'
+    this.did = did
+  }
+}
+
+interface Entry {
+  value: ResolvedDid | null
+  fetchedAt: number
+}
+
+export function createDidResolver(opts: DidResolverOptions): DidResolver {
+  const timeoutMs = opts.timeoutMs ?? 10_000
+  const cacheSize = opts.cacheSize ?? 100_000
+  const ttlMs = opts.ttlMs ?? 60 * 60_000
+  const maxStaleMs = opts.maxStaleMs ?? 24 * 60 * 60_000
+  const negativeTtlMs = opts.negativeTtlMs ?? 60_000
+  const minRefreshMs = opts.minRefreshMs ?? 5_000
+  const now = opts.now ?? Date.now
+  const plc = new DidPlcResolver(opts.plcUrl, timeoutMs, undefined, globalThis.fetch)
+  const web = new DidWebResolver(timeoutMs, undefined, opts.webFetch)
+  const cache = new Map<string, Entry>()
+  const inFlight = new Map<string, Promise<ResolvedDid | null>>()
+  const limit = createLimiter(opts.concurrency ?? 16)
+
+  const remember = (did: string, entry: Entry) => {
+    cache.delete(did)
+    cache.set(did, entry)
+    // Map iteration is insertion order, so the first key is the least recently used.
+    while (cache.size > cacheSize) cache.delete(cache.keys().next().value as string)
+  }
+
+  const fetchDoc = async (did: string): Promise<ResolvedDid | null> => {
+    let doc: DidDocument | null
+    if (did.startsWith('did:plc:')) doc = await limit(() => plc.resolveNoCache(did))
+    else if (did.startsWith('did:web:')) doc = await limit(() => web.resolveNoCache(did))
+    else throw new Error(`unsupported DID method: ${did}`)
+    return doc ? toResolved(did, doc) : null
+  }
+
+  const load = (did: string, stale: Entry | undefined): Promise<ResolvedDid | null> => {
+    const pending = inFlight.get(did)
+    if (pending) return pending
+    const p = fetchDoc(did)
+      .then((value) => {
+        remember(did, { value, fetchedAt: now() })
+        return value
+      })
+      .catch((err) => {
+        // Stale-if-error: a PLC hiccup should not fail every commit of known authors.
+        if (stale?.value && now() - stale.fetchedAt < maxStaleMs) return stale.value
+        throw err
+      })
+      .finally(() => inFlight.delete(did))
+    inFlight.set(did, p)
+    return p
+  }
+
+  const resolve: DidResolver['resolve'] = async (did, o) => {
+    const entry = cache.get(did)
+    if (entry) {
+      const age = now() - entry.fetchedAt
+      const fresh = age < (entry.value ? ttlMs : negativeTtlMs)
+      if (fresh && (!o?.forceRefresh || age < minRefreshMs)) {
+        remember(did, entry)
+        return entry.value
+      }
+    }
+    return load(did, entry)
+  }
+
+  return {
+    resolve,
+    async resolveKey(did, o) {
+      if (did.startsWith('did:key:')) return did
+      const r = await resolve(did, o)
+      if (!r) throw new DidNotFoundError(did)
+      if (!r.signingKey) throw new DidNotFoundError(did, 'atproto signing key')
+      return r.signingKey
+    },
+    async resolvePds(did, o) {
+      const r = await resolve(did, o)
+      if (!r) throw new DidNotFoundError(did)
+      if (!r.pds) throw new DidNotFoundError(did, 'PDS endpoint')
+      return r.pds
+    },
+    invalidate(did) {
+      cache.delete(did)
+    },
+  }
+}
+
+function toResolved(did: string, doc: DidDocument): ResolvedDid {
+  let signingKey: string | null = null
+  try {
+    signingKey = getKey(doc) ?? null
+  } catch {
+    // An unparseable key is the same as none: commits of this DID cannot be verified.
+  }
+  const handle = getHandle(doc)
+  return {
+    did,
+    doc,
+    signingKey,
+    handle: handle ? handle.toLowerCase() : null,
+    pds: getPds(doc) ?? null,
+  }
+}
+
+/** Runs at most `max` of the given tasks at once, the rest wait in arrival order. */
+export function createLimiter(max: number): <T>(task: () => Promise<T>) => Promise<T> {
+  let active = 0
+  const waiting: Array<() => void> = []
+  return async (task) => {
+    // A finishing task hands its slot straight to the next waiter, so a caller arriving in
+    // between cannot slip past the limit.
+    if (active >= max) await new Promise<void>((r) => waiting.push(r))
+    else active++
+    try {
+      return await task()
+    } finally {
+      const next = waiting.shift()
+      if (next) next()
+      else active--
+    }
+  }
+}

@@ -1,0 +1,254 @@
+import type { Logger } from 'pino'
+import WebSocket from 'ws'
+import type { RepoSnapshotEvent } from '../indexer/events.ts'
+import type { Metrics } from '../metrics.ts'
+import { pushUnlessAborted, sleepUnlessAborted } from './abortable.ts'
+import type { DidResolver } from './did-resolver.ts'
+import { createFrameProcessor, type FrameProcessor, type FrameResult } from './firehose-frame.ts'
+import type { HandleVerifier } from './identity.ts'
+import { fetchRepoSnapshot, withRetries } from './repo-snapshot.ts'
+import type { Sink, Source, SourceItem } from './source.ts'
+
+// com.atproto.sync.subscribeRepos of a relay or a single PDS. The stock @atproto/sync
+// Firehose neither awaits its handler nor stops at a failed event, so the socket is read
+// here: frames are processed concurrently (DID lookups overlap) but handed to the sink
+// strictly in order, and reading pauses while too many are waiting (backpressure).
+
+export interface FirehoseSourceOptions {
+  /** Relay or PDS: ws(s):// or http(s)://, with or without the /xrpc/… path. */
+  url: string
+  collections: string[]
+  resolver: DidResolver
+  verifyHandle: HandleVerifier
+  logger: Logger
+  metrics: Metrics
+  unauthenticated?: boolean
+  /** For `#sync`: default getRepo from the DID's PDS, verified, up to 3 tries. */
+  fetchSnapshot?: (did: string, signal: AbortSignal) => Promise<RepoSnapshotEvent>
+  /** See FrameProcessorOptions.isKnownDid: on a relay, spares a getRepo / handle lookup per DID. */
+  isKnownDid?: (did: string) => boolean | Promise<boolean>
+  /** Passed to the default fetchSnapshot: lets DID documents name loopback PDSes. */
+  allowPrivateNetwork?: boolean
+  /** Frames read but not yet handed to the sink before reading pauses. */
+  maxInFlight?: number
+  reconnectMinMs?: number
+  reconnectMaxMs?: number
+  /** No frame or pong for this long: the connection is presumed dead. */
+  idleTimeoutMs?: number
+}
+
+export function subscribeReposUrl(base: string, cursor: number | null): string {
+  const u = new URL(base)
+  if (u.protocol === 'http:') u.protocol = 'ws:'
+  if (u.protocol === 'https:') u.protocol = 'wss:'
+  if (!u.pathname.endsWith('/xrpc/com.atproto.sync.subscribeRepos')) {
+    u.pathname = `${u.pathname.replace(/\/+$/, '')}/xrpc/com.atproto.sync.subscribeRepos`
+  }
+  if (cursor === null) u.searchParams.delete('cursor')
+  else u.searchParams.set('cursor', String(cursor))
+  return u.toString()
+}
+
+export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
+  const maxInFlight = opts.maxInFlight ?? 256
+  const minMs = opts.reconnectMinMs ?? 1_000
+  const maxMs = opts.reconnectMaxMs ?? 60_000
+  const idleTimeoutMs = opts.idleTimeoutMs ?? 60_000
+  const { logger, metrics } = opts
+
+  const makeProcessor = (signal: AbortSignal): FrameProcessor => {
+    const fetchSnapshot =
+      opts.fetchSnapshot ??
+      ((did: string, s: AbortSignal) =>
+        withRetries(
+          (attempt) =>
+            fetchRepoSnapshot(did, {
+              resolver: opts.resolver,
+              collections: opts.collections,
+              signal: s,
+              allowPrivateNetwork: opts.allowPrivateNetwork,
+              forceRefresh: attempt > 1,
+            }),
+          3,
+          s,
+        ))
+    return createFrameProcessor({
+      collections: opts.collections,
+      resolver: opts.resolver,
+      verifyHandle: opts.verifyHandle,
+      logger,
+      metrics,
+      unauthenticated: opts.unauthenticated,
+      isKnownDid: opts.isKnownDid,
+      fetchSnapshot: (did) => fetchSnapshot(did, signal),
+    })
+  }
+
+  return {
+    name: 'firehose',
+    key: opts.url,
+    async run(sink: Sink, startCursor: number | null, signal: AbortSignal) {
+      const processFrame = makeProcessor(signal)
+      let cursor = startCursor
+      let failures = 0
+      for (let first = true; !signal.aborted; first = false) {
+        if (!first) {
+          metrics.sourceReconnectsTotal.inc({ source: 'firehose' })
+          // Capped exponential with jitter: a relay restart is not met by every consumer
+          // at the same instant.
+          const ceiling = Math.min(maxMs, minMs * 2 ** Math.min(failures, 16))
+          const delay = ceiling / 2 + (Math.random() * ceiling) / 2
+          logger.info({ delayMs: Math.round(delay), cursor }, 'firehose reconnecting')
+          await sleepUnlessAborted(delay, signal)
+          if (signal.aborted) break
+        }
+        const conn = await connectOnce({
+          url: subscribeReposUrl(opts.url, cursor),
+          processFrame,
+          sink,
+          metrics,
+          signal,
+          maxInFlight,
+          idleTimeoutMs,
+          logger,
+          onItem: (item) => {
+            cursor = item.cursor
+          },
+        })
+        failures = conn.frames > 0 ? 0 : failures + 1
+        if (conn.errorFrame === 'FutureCursor') {
+          // The upstream never reached this cursor (reset, or another host behind the URL):
+          // waiting will not help. Start at the tip and tell the operator to backfill.
+          metrics.resumeGapsTotal.inc({ source: 'firehose' })
+          logger.error(
+            { cursor },
+            'firehose cursor is ahead of the upstream; restarting at the live tip, run backfill to close the gap',
+          )
+          cursor = null
+        }
+      }
+    },
+  }
+}
+
+interface ConnectParams {
+  url: string
+  processFrame: FrameProcessor
+  sink: Sink
+  metrics: Metrics
+  signal: AbortSignal
+  maxInFlight: number
+  idleTimeoutMs: number
+  logger: Logger
+  onItem: (item: SourceItem) => void
+}
+
+/** One connection, until it closes or `signal` aborts; every frame read is handed on. */
+async function connectOnce(p: ConnectParams): Promise<{ frames: number; errorFrame?: string }> {
+  const { logger } = p
+  const ws = new WebSocket(p.url, { perMessageDeflate: false })
+  const queue: Array<Promise<FrameResult>> = []
+  let closed = false
+  let paused = false
+  let frames = 0
+  let errorFrame: string | undefined
+  let lastActivity = Date.now()
+  let wake: (() => void) | null = null
+  const notify = () => {
+    wake?.()
+    wake = null
+  }
+  const abort = () => {
+    ws.terminate()
+    notify()
+  }
+  p.signal.addEventListener('abort', abort, { once: true })
+
+  ws.on('open', () => logger.info({ url: p.url }, 'firehose connected'))
+  ws.on('message', (data: Buffer, isBinary: boolean) => {
+    lastActivity = Date.now()
+    if (!isBinary) return
+    frames++
+    queue.push(
+      p.processFrame(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)).catch((err) => {
+        logger.error({ err }, 'firehose frame processing failed')
+        return { items: [], seq: null }
+      }),
+    )
+    if (queue.length >= p.maxInFlight && !paused) {
+      ws.pause()
+      paused = true
+    }
+    notify()
+  })
+  ws.on('pong', () => {
+    lastActivity = Date.now()
+  })
+  ws.on('error', (err) =>
+    logger.warn({ err: err.message, url: p.url }, 'firehose connection error'),
+  )
+  ws.on('close', (code, reason) => {
+    closed = true
+    logger.info({ code, reason: reason.toString() }, 'firehose disconnected')
+    notify()
+  })
+  const heartbeat = setInterval(
+    () => {
+      // While paused the socket is not read, so silence then is our own doing.
+      if (paused) lastActivity = Date.now()
+      else if (Date.now() - lastActivity > p.idleTimeoutMs) {
+        logger.warn({ idleMs: Date.now() - lastActivity }, 'firehose connection idle, dropping it')
+        ws.terminate()
+      } else if (ws.readyState === WebSocket.OPEN) ws.ping()
+    },
+    Math.max(100, Math.floor(p.idleTimeoutMs / 3)),
+  )
+
+  try {
+    while (!p.signal.aborted) {
+      const head = queue[0]
+      if (!head) {
+        if (closed) break
+        await new Promise<void>((r) => {
+          wake = r
+        })
+        continue
+      }
+      const result = await head
+      queue.shift()
+      if (paused && queue.length <= p.maxInFlight / 2 && !closed) {
+        ws.resume()
+        paused = false
+      }
+      if (result.error) {
+        errorFrame = result.error.error
+        logger.error({ error: result.error }, 'firehose error frame')
+      }
+      if (result.info) logInfoFrame(result.info, logger, p.metrics)
+      for (const item of result.items) {
+        if (p.signal.aborted) break
+        if (!(await pushUnlessAborted(p.sink, item, p.signal))) break
+        p.onItem(item)
+      }
+    }
+  } finally {
+    clearInterval(heartbeat)
+    p.signal.removeEventListener('abort', abort)
+    if (!closed) ws.terminate()
+  }
+  return { frames, errorFrame }
+}
+
+function logInfoFrame(
+  info: NonNullable<FrameResult['info']>,
+  logger: Logger,
+  metrics: Metrics,
+): void {
+  if (info.name === 'OutdatedCursor') {
+    metrics.resumeGapsTotal.inc({ source: 'firehose' })
+    logger.warn(
+      { info },
+      'firehose cursor is older than the upstream keeps: events were missed, run backfill',
+    )
+  } else logger.info({ info }, 'firehose info frame')
+}

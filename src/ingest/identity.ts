@@ -1,0 +1,42 @@
+import { HandleResolver } from '@atproto/identity'
+import { isValidHandle, normalizeHandle } from '@atproto/syntax'
+import type { DidResolver } from './did-resolver.ts'
+
+// A handle is only worth showing when both sides agree: the DID document claims it
+// (alsoKnownAs at://handle) and the handle points back at the DID. Anyone can put any
+// handle in an #identity event or a DID document, so neither side alone is proof.
+
+/** Verified handle of `did`, or null. `claimed` is the handle an event announced, if any. */
+export type HandleVerifier = (did: string, claimed?: string | null) => Promise<string | null>
+
+export interface HandleVerifierOptions {
+  resolver: DidResolver
+  /** Handle → DID, or null. Default: DNS TXT `_atproto` then `https://{handle}/.well-known/atproto-did`. */
+  resolveHandle?: (handle: string) => Promise<string | null>
+  timeoutMs?: number
+  onError?: (did: string, err: unknown) => void
+}
+
+export function createHandleVerifier(opts: HandleVerifierOptions): HandleVerifier {
+  const resolveHandle = opts.resolveHandle ?? defaultHandleResolution(opts.timeoutMs ?? 5_000)
+  // The claimed handle is not used: the document is authoritative, and a claim that differs
+  // from it is stale (the event raced a later change).
+  return async (did) => {
+    try {
+      // An identity change is exactly when the cached document is out of date.
+      const resolved = await opts.resolver.resolve(did, { forceRefresh: true })
+      const handle = resolved?.handle ? normalizeHandle(resolved.handle) : null
+      if (!handle || !isValidHandle(handle) || handle === 'handle.invalid') return null
+      const back = await resolveHandle(handle)
+      return back === did ? handle : null
+    } catch (err) {
+      opts.onError?.(did, err)
+      return null
+    }
+  }
+}
+
+function defaultHandleResolution(timeoutMs: number): (handle: string) => Promise<string | null> {
+  const resolver = new HandleResolver({ timeout: timeoutMs })
+  return async (handle) => (await resolver.resolve(handle)) ?? null
+}

@@ -1,0 +1,158 @@
+import { cborEncode } from '@atproto/common'
+import { CID } from 'multiformats/cid'
+import { describe, expect, it } from 'vitest'
+import type { DidResolver } from '../../src/ingest/did-resolver.ts'
+import { createFrameProcessor } from '../../src/ingest/firehose-frame.ts'
+import {
+  COLLECTIONS,
+  counterValue,
+  PROMPT,
+  silentLogger,
+  testMetrics,
+} from '../helpers/ingest-kit.ts'
+
+// Frame-level behaviour that needs no network; commits against a real PDS are covered in
+// firehose.test.ts.
+
+const DID = 'did:plc:aaaaaaaaaaaaaaaaaaaaaaaa'
+const TIME = '2026-01-01T00:00:00.000Z'
+const TIME_US = Date.parse(TIME) * 1000
+const CID_A = CID.parse('bafyreifp3j6zvzq5nzg3qg6e2juazrury2xlpmyuasy7zym5xgbmoqwo5a')
+
+const frame = (header: object, body: object) =>
+  Buffer.concat([cborEncode(header), cborEncode(body)])
+const noResolver = {
+  resolve: async () => null,
+  resolveKey: async () => {
+    throw new Error('no keys here')
+  },
+  resolvePds: async () => {
+    throw new Error('no PDS here')
+  },
+  invalidate: () => {},
+} satisfies DidResolver
+
+function make(handle: string | null = null, isKnownDid?: (did: string) => boolean) {
+  const metrics = testMetrics()
+  const process = createFrameProcessor({
+    isKnownDid,
+    collections: COLLECTIONS,
+    resolver: noResolver,
+    verifyHandle: async () => handle,
+    logger: silentLogger(),
+    metrics,
+    fetchSnapshot: async () => {
+      throw new Error('RepoTakendown')
+    },
+  })
+  const errors = (collection = 'unknown', op = 'unknown') =>
+    counterValue(metrics, { source: 'firehose', collection, op, outcome: 'error' })
+  return { process, errors }
+}
+
+const commitBody = (ops: object[]) => ({
+  seq: 7,
+  rebase: false,
+  tooBig: false,
+  repo: DID,
+  commit: CID_A,
+  rev: '3m6sm7ncxdj2b',
+  since: null,
+  blocks: new Uint8Array(),
+  ops,
+  blobs: [],
+  time: TIME,
+})
+
+describe('frame processor', () => {
+  it('counts an undecodable frame as an error and yields nothing', async () => {
+    const { process, errors } = make()
+    const res = await process(new Uint8Array([0xff, 0x00, 0x13]))
+    expect(res.items).toEqual([])
+    expect(await errors()).toBe(1)
+  })
+
+  it('surfaces error frames and info frames', async () => {
+    const { process } = make()
+    const err = await process(frame({ op: -1 }, { error: 'FutureCursor', message: 'x' }))
+    expect(err.error).toEqual({ error: 'FutureCursor', message: 'x' })
+    const info = await process(frame({ op: 1, t: '#info' }, { name: 'OutdatedCursor' }))
+    expect(info.info?.name).toBe('OutdatedCursor')
+  })
+
+  it('moves the cursor past an unknown message type', async () => {
+    const { process } = make()
+    const res = await process(frame({ op: 1, t: '#future' }, { seq: 42, time: TIME }))
+    expect(res.items).toEqual([{ event: null, cursor: 42, timeUs: TIME_US }])
+  })
+
+  it('moves the cursor past a commit of other collections without verifying it', async () => {
+    const { process, errors } = make()
+    const ops = [{ action: 'create', path: 'app.bsky.feed.post/3m6sm7ncql52b', cid: CID_A }]
+    const res = await process(frame({ op: 1, t: '#commit' }, commitBody(ops)))
+    expect(res.items).toEqual([{ event: null, cursor: 7, timeUs: TIME_US }])
+    expect(await errors()).toBe(0)
+  })
+
+  it('counts a matching commit it cannot verify, per op, and moves on', async () => {
+    const { process, errors } = make()
+    const ops = [
+      { action: 'create', path: `${PROMPT}/3m6sm7ncql52b`, cid: CID_A },
+      { action: 'delete', path: `${PROMPT}/3m6sm7ncql52c`, cid: null },
+    ]
+    const res = await process(frame({ op: 1, t: '#commit' }, commitBody(ops)))
+    expect(res.items).toEqual([{ event: null, cursor: 7, timeUs: TIME_US }])
+    expect(await errors(PROMPT, 'create')).toBe(1)
+    expect(await errors(PROMPT, 'delete')).toBe(1)
+  })
+
+  it('passes every account status through, including ones newer than @atproto/sync knows', async () => {
+    const { process } = make()
+    const body = { seq: 9, did: DID, time: TIME, active: false, status: 'desynchronized' }
+    const res = await process(frame({ op: 1, t: '#account' }, body))
+    expect(res.items[0].event).toEqual({
+      kind: 'account',
+      did: DID,
+      active: false,
+      status: 'desynchronized',
+      seq: 9,
+      timeUs: TIME_US,
+    })
+  })
+
+  it('carries the verified handle of an identity event, or null', async () => {
+    const body = { seq: 10, did: DID, time: TIME, handle: 'claimed.test' }
+    const verified = await make('real.test').process(frame({ op: 1, t: '#identity' }, body))
+    expect(verified.items[0].event).toMatchObject({
+      kind: 'identity',
+      handle: 'real.test',
+      seq: 10,
+    })
+    const unverified = await make(null).process(frame({ op: 1, t: '#identity' }, body))
+    expect(unverified.items[0].event).toMatchObject({ kind: 'identity', handle: null })
+  })
+
+  it('counts a #sync whose repo cannot be fetched, and moves on', async () => {
+    const { process, errors } = make()
+    const body = { seq: 11, did: DID, time: TIME, rev: '3m6sm7ncxdj2b', blocks: new Uint8Array() }
+    const res = await process(frame({ op: 1, t: '#sync' }, body))
+    expect(res.items).toEqual([{ event: null, cursor: 11, timeUs: TIME_US }])
+    expect(await errors()).toBe(1)
+  })
+
+  it('counts a malformed account message as an account error', async () => {
+    const { process, errors } = make()
+    const res = await process(frame({ op: 1, t: '#account' }, { seq: 12, did: DID, time: TIME }))
+    expect(res.items).toEqual([{ event: null, cursor: 12, timeUs: TIME_US }])
+    expect(await errors('unknown', 'account')).toBe(1)
+  })
+
+  it('spends no lookups on #sync and #identity of DIDs that do not matter here', async () => {
+    const { process, errors } = make('real.test', () => false)
+    const sync = { seq: 13, did: DID, time: TIME, rev: '3m6sm7ncxdj2b', blocks: new Uint8Array() }
+    const identity = { seq: 14, did: DID, time: TIME, handle: 'x.test' }
+    expect((await process(frame({ op: 1, t: '#sync' }, sync))).items[0].event).toBeNull()
+    expect((await process(frame({ op: 1, t: '#identity' }, identity))).items[0].event).toBeNull()
+    expect(await errors()).toBe(0)
+  })
+})
