@@ -27,6 +27,7 @@ export interface Config {
   batchDelayMs: number
   queueSize: number
   firehoseUnauthenticated: boolean
+  allowPrivateNetwork: boolean
   jetstreamRewindSeconds: number
   rateLimitPerMinute: number
   partition: { index: number; count: number } | null
@@ -220,6 +221,13 @@ export const SETTINGS = [
     'Skip signature and MST verification of firehose commits',
   ),
   setting(
+    'allowPrivateNetwork',
+    'ALLOW_PRIVATE_NETWORK',
+    false,
+    bool,
+    'Let DID documents name loopback or plain-http PDSes (local networks only)',
+  ),
+  setting(
     'jetstreamRewindSeconds',
     'JETSTREAM_REWIND_SECONDS',
     5,
@@ -241,6 +249,11 @@ export const SETTINGS = [
     'Ingest only DIDs of hash partition i of n (i/n)',
   ),
 ] as const
+
+// Every Config field must have a setting: a field without one would silently stay undefined.
+type Unset = Exclude<keyof Config, (typeof SETTINGS)[number]['key']>
+const everyFieldHasASetting: [Unset] extends [never] ? true : Unset = true
+void everyFieldHasASetting
 
 export class ConfigError extends Error {
   readonly problems: string[]

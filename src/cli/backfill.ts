@@ -4,7 +4,7 @@ import { collectionsOf } from '../config.ts'
 import { applyBatch } from '../indexer/apply.ts'
 import { countOutcomes } from '../indexer/pipeline.ts'
 import { runBackfill } from '../ingest/backfill.ts'
-import { createDidResolver } from '../ingest/did-resolver.ts'
+import { resolverFor } from '../ingest/create-source.ts'
 import { onShutdownSignal, openRuntime } from './runtime.ts'
 
 export interface BackfillCommandOptions {
@@ -12,9 +12,6 @@ export interface BackfillCommandOptions {
   concurrency: number
   reset: boolean
 }
-
-const isLoopback = (url: string) =>
-  ['127.0.0.1', 'localhost', '[::1]'].includes(new URL(url).hostname)
 
 export async function backfillCommand(
   config: Config,
@@ -29,7 +26,7 @@ export async function backfillCommand(
     const summary = await runBackfill({
       logger: ctx.logger,
       metrics: ctx.metrics,
-      resolver: createDidResolver({ plcUrl: config.plcUrl }),
+      resolver: resolverFor(config),
       collections: collectionsOf(config),
       relayUrl: config.relayUrl,
       dids: opts.dids.length > 0 ? opts.dids : undefined,
@@ -45,7 +42,7 @@ export async function backfillCommand(
       emit: async (snapshot) =>
         countOutcomes(ctx.metrics, 'backfill', await applyBatch(rt.deps, [snapshot], null)),
       signal: abort.signal,
-      allowPrivateNetwork: isLoopback(config.plcUrl),
+      allowPrivateNetwork: config.allowPrivateNetwork,
     })
     ctx.logger.info(summary, 'backfill finished')
     process.stderr.write(

@@ -10,8 +10,20 @@ import type { Source } from './source.ts'
 
 export interface SourceDeps {
   resolver?: DidResolver
-  /** Lets DID documents name loopback PDSes (local networks, demo, tests). */
-  allowPrivateNetwork?: boolean
+}
+
+/** The DID resolver the configuration asks for: PLC_URL, did:web, private hosts if allowed. */
+export function resolverFor(config: AppContext['config']): DidResolver {
+  return createDidResolver({
+    plcUrl: config.plcUrl,
+    ...(config.allowPrivateNetwork ? { webFetch: fetch } : {}),
+  })
+}
+
+/** Whether this index keeps a repo: the rest of the network only moves the cursor. */
+function knownDid(ctx: AppContext) {
+  return async (did: string) =>
+    (await ctx.db.rows(sql`SELECT 1 FROM accounts WHERE did = ${did}`)).length > 0
 }
 
 /**
@@ -20,10 +32,9 @@ export interface SourceDeps {
  */
 function verifierForKnownDids(ctx: AppContext, resolver: DidResolver) {
   const verify = createHandleVerifier({ resolver })
-  return async (did: string, claimed?: string | null): Promise<string | null> => {
-    const known = await ctx.db.rows(sql`SELECT 1 FROM accounts WHERE did = ${did}`)
-    return known.length > 0 ? verify(did, claimed) : null
-  }
+  const isKnown = knownDid(ctx)
+  return async (did: string, claimed?: string | null): Promise<string | null> =>
+    (await isKnown(did)) ? verify(did, claimed) : null
 }
 
 export interface CreatedSource {
@@ -44,7 +55,7 @@ export function createSource(ctx: AppContext, deps: SourceDeps = {}): CreatedSou
         verifyHandle: null,
       }
     case 'jetstream': {
-      const resolver = deps.resolver ?? createDidResolver({ plcUrl: config.plcUrl })
+      const resolver = deps.resolver ?? resolverFor(config)
       const source = createJetstreamSource({
         ...jetstreamOptionsFromConfig(config),
         logger,
@@ -54,7 +65,7 @@ export function createSource(ctx: AppContext, deps: SourceDeps = {}): CreatedSou
       return { source, verifyHandle: createHandleVerifier({ resolver }) }
     }
     case 'firehose': {
-      const resolver = deps.resolver ?? createDidResolver({ plcUrl: config.plcUrl })
+      const resolver = deps.resolver ?? resolverFor(config)
       const source = createFirehoseSource({
         url: config.relayUrl,
         collections,
@@ -63,7 +74,8 @@ export function createSource(ctx: AppContext, deps: SourceDeps = {}): CreatedSou
         logger,
         metrics,
         unauthenticated: config.firehoseUnauthenticated,
-        allowPrivateNetwork: deps.allowPrivateNetwork,
+        allowPrivateNetwork: config.allowPrivateNetwork,
+        isKnownDid: knownDid(ctx),
       })
       return { source, verifyHandle: createHandleVerifier({ resolver }) }
     }

@@ -1,0 +1,288 @@
+import { sql } from 'drizzle-orm'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Database } from '../../src/db/client.ts'
+import { getCursor, getPrompt } from '../../src/db/queries.ts'
+import { applyBatch } from '../../src/indexer/apply.ts'
+import { countOutcomes, IngestPipeline } from '../../src/indexer/pipeline.ts'
+import { runBackfill } from '../../src/ingest/backfill.ts'
+import { createSource, resolverFor } from '../../src/ingest/create-source.ts'
+import { waitFor } from '../helpers/cli.ts'
+import { testContext } from '../helpers/context.ts'
+import { createTestDatabase } from '../helpers/db.ts'
+import { indexerDeps, NSIDS, sha256 } from '../helpers/events.ts'
+import {
+  AGENT,
+  agentRecord,
+  CONVERSATION,
+  conversationRecord,
+  PROMPT,
+  promptRecord,
+} from '../helpers/ingest-kit.ts'
+import { startNetwork, type TestAccount, type TestNetwork } from '../helpers/network.ts'
+
+// The reference PDS (in-process, SQLite) and PLC (in memory) produce a genuine signed
+// firehose and getRepo CARs. Live ingestion of the verified firehose and a backfill of the
+// same PDS from scratch must end in the same visible state.
+
+let net: TestNetwork
+let live: Database
+let alice: TestAccount
+let bob: TestAccount
+const rkeys: Record<string, string> = {}
+
+const rkeyOf = (uri: string) => uri.split('/').pop()!
+
+beforeAll(async () => {
+  net = await startNetwork()
+  live = await createTestDatabase()
+  alice = await net.createAccount('alice')
+  bob = await net.createAccount('bob')
+}, 60_000)
+afterAll(async () => {
+  await live?.close()
+  await net?.close()
+})
+
+async function writeHistory() {
+  const repo = alice.did
+  const api = alice.agent.com.atproto.repo
+  const ag = await api.createRecord({ repo, collection: AGENT, record: agentRecord('template v1') })
+  const agentUri = ag.data.uri
+  const prompt = (rkey: string, content: string, over: Record<string, unknown> = {}) => ({
+    ...promptRecord(repo, rkey, agentUri, content),
+    rawSystemHash: sha256('template v1'),
+    ...over,
+  })
+  // A sidecar with its conversation, then recompiled with putRecord.
+  const c1 = await api.createRecord({
+    repo,
+    collection: CONVERSATION,
+    record: conversationRecord(agentUri),
+  })
+  rkeys.p1 = rkeyOf(c1.data.uri)
+  await api.putRecord({
+    repo,
+    collection: PROMPT,
+    rkey: rkeys.p1,
+    record: prompt(rkeys.p1, 'memory one'),
+  })
+  await api.createRecord({
+    repo,
+    collection: 'app.bsky.feed.post',
+    record: { $type: 'app.bsky.feed.post', text: 'noise', createdAt: new Date().toISOString() },
+  })
+  await api.putRecord({
+    repo,
+    collection: PROMPT,
+    rkey: rkeys.p1,
+    record: prompt(rkeys.p1, 'memory two'),
+  })
+  // applyWrites: a conversation and its sidecar in one commit, plus a sidecar whose
+  // conversation field points elsewhere, and one with no conversation at all.
+  rkeys.p2 = '3m6sm7ncql52b'
+  rkeys.p3 = '3m6sm7ncql53b'
+  rkeys.p4 = '3m6sm7ncql54b'
+  await api.applyWrites({
+    repo,
+    writes: [
+      {
+        $type: 'com.atproto.repo.applyWrites#create',
+        collection: CONVERSATION,
+        rkey: rkeys.p2,
+        value: conversationRecord(agentUri),
+      },
+      {
+        $type: 'com.atproto.repo.applyWrites#create',
+        collection: PROMPT,
+        rkey: rkeys.p2,
+        value: prompt(rkeys.p2, 'memory x'),
+      },
+      {
+        $type: 'com.atproto.repo.applyWrites#create',
+        collection: CONVERSATION,
+        rkey: rkeys.p3,
+        value: conversationRecord(agentUri),
+      },
+      {
+        $type: 'com.atproto.repo.applyWrites#create',
+        collection: PROMPT,
+        rkey: rkeys.p3,
+        value: prompt(rkeys.p3, 'memory y', {
+          conversation: `at://${repo}/${CONVERSATION}/${rkeys.p2}`,
+        }),
+      },
+      {
+        $type: 'com.atproto.repo.applyWrites#create',
+        collection: PROMPT,
+        rkey: rkeys.p4,
+        value: prompt(rkeys.p4, 'memory z'),
+      },
+    ],
+  })
+  // The agent's template changes: every prompt compiled from v1 is now stale.
+  await api.putRecord({
+    repo,
+    collection: AGENT,
+    rkey: rkeyOf(agentUri),
+    record: agentRecord('template v2'),
+  })
+  // A conversation deleted: its sidecar becomes an orphan.
+  await api.deleteRecord({ repo, collection: CONVERSATION, rkey: rkeys.p2 })
+  // Bob writes a prompt, then is taken down.
+  const bobAgent = await bob.agent.com.atproto.repo.createRecord({
+    repo: bob.did,
+    collection: AGENT,
+    record: agentRecord('t'),
+  })
+  const bc = await bob.agent.com.atproto.repo.createRecord({
+    repo: bob.did,
+    collection: CONVERSATION,
+    record: conversationRecord(bobAgent.data.uri),
+  })
+  rkeys.bob = rkeyOf(bc.data.uri)
+  await bob.agent.com.atproto.repo.putRecord({
+    repo: bob.did,
+    collection: PROMPT,
+    rkey: rkeys.bob,
+    record: {
+      ...promptRecord(bob.did, rkeys.bob, bobAgent.data.uri, 'b'),
+      rawSystemHash: sha256('t'),
+    },
+  })
+}
+
+/** Visible records of the three collections, canonically ordered. */
+async function visible(db: Database) {
+  const out: unknown[] = []
+  for (const [table, collection] of [
+    ['prompts', PROMPT],
+    ['conversations', CONVERSATION],
+    ['agents', AGENT],
+  ]) {
+    const flags = table === 'prompts' ? sql`flags` : sql`0 AS flags`
+    const rows = await db.rows(
+      sql`SELECT did, rkey, cid, record, ${flags} FROM ${sql.raw(table)} WHERE NOT deleted AND NOT hidden ORDER BY did, rkey`,
+    )
+    for (const r of rows)
+      out.push({ collection, ...r, flags: Number((r as { flags: number }).flags) })
+  }
+  return out
+}
+
+describe('against the reference PDS', () => {
+  it('live firehose ingestion, then a backfill from scratch, agree', async () => {
+    await writeHistory()
+    // The production wiring: the firehose source the configuration names.
+    const ctx = testContext(live, {
+      SOURCE: 'firehose',
+      RELAY_URL: net.pdsUrl,
+      PLC_URL: net.plcUrl,
+      ALLOW_PRIVATE_NETWORK: 'true',
+    })
+    const deps = indexerDeps(live)
+    const { source } = createSource(ctx)
+    const resolver = resolverFor(ctx.config)
+    const pipeline = new IngestPipeline(ctx, deps, {
+      source: 'firehose',
+      key: source.key,
+      batchSize: 50,
+      batchDelayMs: 5,
+      queueSize: 200,
+      cursorIntervalMs: 20,
+    })
+    const abort = new AbortController()
+    const writer = pipeline.run()
+    // From the start of the PDS's log (a fresh index normally starts at the tip and backfills).
+    const reader = source.run(pipeline, 0, abort.signal).finally(() => pipeline.stop())
+
+    const seq = await net.currentSeq()
+    await waitFor(
+      'the firehose to catch up',
+      async () => ((await getCursor(live, 'firehose', source.key)) ?? 0) >= seq,
+    )
+    const p1 = await getPrompt(live, NSIDS, alice.did, rkeys.p1)
+    expect(p1?.flags).toEqual(['staleTemplate'])
+    expect(p1?.recompiles).toBe(1)
+    expect((await getPrompt(live, NSIDS, alice.did, rkeys.p2))?.flags).toEqual([
+      'orphaned',
+      'staleTemplate',
+    ])
+    expect((await getPrompt(live, NSIDS, alice.did, rkeys.p3))?.flags).toEqual([
+      'mismatched',
+      'staleTemplate',
+    ])
+    expect((await getPrompt(live, NSIDS, alice.did, rkeys.p4))?.flags).toEqual([
+      'orphaned',
+      'staleTemplate',
+    ])
+    expect((await getPrompt(live, NSIDS, bob.did, rkeys.bob))?.flags).toEqual([])
+
+    await net.takedown(bob.did)
+    await waitFor(
+      'the takedown to hide bob',
+      async () => (await getPrompt(live, NSIDS, bob.did, rkeys.bob)) === null,
+    )
+    abort.abort()
+    await reader
+    await writer
+
+    const fresh = await createTestDatabase()
+    try {
+      const freshDeps = indexerDeps(fresh)
+      const summary = await runBackfill({
+        logger: ctx.logger,
+        metrics: ctx.metrics,
+        resolver,
+        collections: Object.values(NSIDS),
+        relayUrl: net.pdsUrl,
+        concurrency: 2,
+        isDone: () => false,
+        markDone: () => {},
+        emit: async (snapshot) =>
+          countOutcomes(ctx.metrics, 'backfill', await applyBatch(freshDeps, [snapshot], null)),
+        signal: new AbortController().signal,
+        progress: false,
+        allowPrivateNetwork: true,
+        retryDelayMs: 10,
+      })
+      // Bob's repo is taken down: the PDS no longer serves it, as live ingestion hides it.
+      expect(summary.done).toBe(1)
+      expect(summary.failures).toEqual([])
+      expect(await visible(fresh)).toEqual(await visible(live))
+      // alice: one agent, two live conversations, four prompts; bob is hidden.
+      expect((await visible(live)).length).toBe(7)
+    } finally {
+      await fresh.close()
+    }
+  }, 120_000)
+})
+
+describe('prompt-appview backfill (the command)', () => {
+  it('indexes the PDS, and a second run resumes with nothing left to do', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs')
+    const { tmpdir } = await import('node:os')
+    const { join } = await import('node:path')
+    const { startCli } = await import('../helpers/cli.ts')
+    const dir = mkdtempSync(join(tmpdir(), 'pav-backfill-'))
+    const env = {
+      DATA_DIR: dir,
+      DATABASE_URL: '',
+      RELAY_URL: net.pdsUrl,
+      PLC_URL: net.plcUrl,
+      ALLOW_PRIVATE_NETWORK: 'true',
+      LOG_LEVEL: 'warn',
+    }
+    try {
+      const first = await startCli(['backfill', '--concurrency', '2'], env)
+      expect(await first.exited).toBe(0)
+      expect(first.output()).toMatch(
+        /backfill: \d+ repos listed, 1 done, 0 already done, 0 failed, 7 records/,
+      )
+      const second = await startCli(['backfill'], env)
+      expect(await second.exited).toBe(0)
+      expect(second.output()).toMatch(/0 done, 1 already done, 0 failed/)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 120_000)
+})
