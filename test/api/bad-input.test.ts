@@ -2,9 +2,8 @@ import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
-import { createTestDatabase } from '../helpers/db.ts'
 import { NSIDS } from '../helpers/events.ts'
-import { ALICE, isErrorShape, makeApp, type Seeded, seed } from './fixtures.ts'
+import { ALICE, isErrorShape, type Seeded, seed, useSeededApp } from './fixtures.ts'
 
 // Every parameter of every route × a list of hostile values. Nothing may be a 5xx, every
 // error has the SPEC's shape, and the data is still there afterwards.
@@ -13,15 +12,8 @@ const TOKEN = 'admin-token'
 let db: Database
 let app: FastifyInstance
 let s: Seeded
-
-beforeAll(async () => {
-  db = await createTestDatabase()
-  s = await seed(db)
-  app = await makeApp(db, { ADMIN_TOKEN: TOKEN })
-})
-afterAll(async () => {
-  await app?.close()
-  await db?.close()
+useSeededApp({ ADMIN_TOKEN: TOKEN }, (x) => {
+  ;({ db, app, s } = x)
 })
 
 const b64 = (v: string) => Buffer.from(v, 'utf8').toString('base64url')

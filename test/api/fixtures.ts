@@ -1,10 +1,12 @@
 import type { FastifyInstance } from 'fastify'
+import { afterAll, beforeAll } from 'vitest'
 import { buildApp } from '../../src/api/app.ts'
 import type { Database } from '../../src/db/client.ts'
 import type { IndexerDeps } from '../../src/indexer/apply.ts'
 import type { IndexEvent } from '../../src/indexer/events.ts'
 import type { BatchEvent } from '../../src/indexer/merge.ts'
 import { testContext } from '../helpers/context.ts'
+import { createTestDatabase } from '../helpers/db.ts'
 import { apply, indexerDeps, NSIDS, sha256, World } from '../helpers/events.ts'
 
 // A small realistic network for the API tests, built only through the indexing core:
@@ -119,6 +121,51 @@ export async function makeApp(
   const app = await buildApp(ctx, { ingest: null, isReady: () => true, ...extra })
   await app.ready()
   return app
+}
+
+export interface Seeding {
+  db: Database
+  app: FastifyInstance
+  s: Seeded
+}
+
+export interface Answer {
+  status: number
+  headers: Record<string, unknown>
+  body: any
+  raw: string
+}
+
+/**
+ * Registers the file's hooks: a fresh database seeded through the indexing core and an app
+ * over it, closed after the file. `onReady` hands them to the file's variables; the
+ * returned `get` injects a GET and parses the JSON answer.
+ */
+export function useSeededApp(
+  env: Record<string, string>,
+  onReady: (x: Seeding) => void,
+): (url: string, headers?: Record<string, string>) => Promise<Answer> {
+  let current: Seeding | null = null
+  beforeAll(async () => {
+    const db = await createTestDatabase()
+    const s = await seed(db)
+    const app = await makeApp(db, env)
+    current = { db, app, s }
+    onReady(current)
+  })
+  afterAll(async () => {
+    await current?.app.close()
+    await current?.db.close()
+  })
+  return async (url, headers = {}) => {
+    const res = await current!.app.inject({ method: 'GET', url, headers })
+    return {
+      status: res.statusCode,
+      headers: res.headers,
+      body: res.body ? JSON.parse(res.body) : null,
+      raw: res.body,
+    }
+  }
 }
 
 export const promptUri = (did: string, rkey: string) => `at://${did}/${P}/${rkey}`

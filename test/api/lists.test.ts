@@ -1,33 +1,24 @@
 import type { FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
-import { createTestDatabase } from '../helpers/db.ts'
 import { NSIDS } from '../helpers/events.ts'
-import { AGENT_RKEY, ALICE, agentUri, BOB, CAROL, makeApp, type Seeded, seed } from './fixtures.ts'
+import {
+  AGENT_RKEY,
+  ALICE,
+  agentUri,
+  BOB,
+  CAROL,
+  type Seeded,
+  seed,
+  useSeededApp,
+} from './fixtures.ts'
 
 let db: Database
 let app: FastifyInstance
 let s: Seeded
-
-beforeAll(async () => {
-  db = await createTestDatabase()
-  s = await seed(db)
-  app = await makeApp(db)
+const get = useSeededApp({}, (x) => {
+  ;({ db, app, s } = x)
 })
-afterAll(async () => {
-  await app?.close()
-  await db?.close()
-})
-
-const get = async (url: string, headers: Record<string, string> = {}) => {
-  const res = await app.inject({ method: 'GET', url, headers })
-  return {
-    status: res.statusCode,
-    headers: res.headers,
-    body: res.body ? JSON.parse(res.body) : null,
-    raw: res.body,
-  }
-}
 
 describe('GET /v1/prompts (lists)', () => {
   const visibleKeys = () => {
