@@ -4,9 +4,8 @@ import { type Config, collectionsOf } from '../config.ts'
 import type { AppContext } from '../context.ts'
 import { openDatabase } from '../db/client.ts'
 import { countPromptsByFlag, getCursor } from '../db/queries.ts'
-import type { IndexerDeps } from '../indexer/apply.ts'
+import { type IndexerDeps, indexerDepsFor } from '../indexer/apply.ts'
 import { IngestPipeline } from '../indexer/pipeline.ts'
-import { PromptValidator } from '../indexer/prompt-record.ts'
 import type { Source } from '../ingest/source.ts'
 import { createLogger } from '../logger.ts'
 import { createMetrics } from '../metrics.ts'
@@ -71,15 +70,7 @@ export async function openRuntime(
     },
   })
   rt.ctx = { config, logger, db, metrics }
-  rt.deps = {
-    db,
-    nsids: {
-      prompt: config.promptNsid,
-      conversation: config.conversationNsid,
-      agent: config.agentNsid,
-    },
-    validator: new PromptValidator(config.promptNsid),
-  }
+  rt.deps = indexerDepsFor(config, db)
   if (opts.migrate) {
     logger.info({ driver: db.kind }, 'applying migrations')
     await db.migrate()

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm'
+import type { Config } from '../config.ts'
 import { emitChanges } from '../db/change-log.ts'
 import type { Database } from '../db/client.ts'
 import {
@@ -22,13 +23,26 @@ import {
   type Role,
   splitKey,
 } from './merge.ts'
-import type { Nsids, PromptValidator } from './prompt-record.ts'
+import { type Nsids, PromptValidator } from './prompt-record.ts'
 import { recomputeFlags } from './recompute-flags.ts'
 
 export interface IndexerDeps {
   db: Database
   nsids: Nsids
   validator: PromptValidator
+}
+
+/** The indexer's dependencies as the configuration names them. */
+export function indexerDepsFor(config: Config, db: Database): IndexerDeps {
+  return {
+    db,
+    nsids: {
+      prompt: config.promptNsid,
+      conversation: config.conversationNsid,
+      agent: config.agentNsid,
+    },
+    validator: new PromptValidator(config.promptNsid),
+  }
 }
 
 export interface BatchResult {
@@ -59,7 +73,10 @@ export async function applyBatch(
     agent: nsids.agent,
   }
   return db.orm.transaction(async (tx) => {
-    await tx.execute(sql`SELECT pg_advisory_xact_lock(${WRITER_LOCK})`)
+    // Past its cost threshold JIT spends ~50 ms compiling a statement that runs in less, and a
+    // batch's rows (megabytes of JSON) spill to temp files under the default work_mem.
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(${WRITER_LOCK}),
+      set_config('jit', 'off', true), set_config('work_mem', '64MB', true)`)
     const now = new Date()
 
     // 1. Read the current state of everything the batch touches.

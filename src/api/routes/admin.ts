@@ -1,7 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
-import { applyBatch } from '../../indexer/apply.ts'
-import { PromptValidator } from '../../indexer/prompt-record.ts'
+import { applyBatch, indexerDepsFor } from '../../indexer/apply.ts'
 import { badRequest, HttpError, notFound } from '../http-errors.ts'
 import { parseActor } from '../params.ts'
 import { resolveActor } from '../reads.ts'
@@ -50,15 +49,7 @@ const repoActionSchema = (summary: string) => ({
 export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, opts) => {
   const expected = digest(opts.token)
   const { db, config } = app.ctx
-  const deps = {
-    db,
-    nsids: {
-      prompt: config.promptNsid,
-      conversation: config.conversationNsid,
-      agent: config.agentNsid,
-    },
-    validator: new PromptValidator(config.promptNsid),
-  }
+  const deps = indexerDepsFor(config, db)
 
   // onRequest runs before parameter validation: without the token, nothing about the
   // request is answered, not even that its DID is malformed.
