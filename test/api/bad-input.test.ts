@@ -1,9 +1,9 @@
 import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { NSIDS } from '../helpers/events.ts'
-import { ALICE, isErrorShape, type Seeded, seed, useSeededApp } from './fixtures.ts'
+import { ALICE, isErrorShape, type Seeded, useSeededApp } from './fixtures.ts'
 
 // Every parameter of every route × a list of hostile values. Nothing may be a 5xx, every
 // error has the SPEC's shape, and the data is still there afterwards.

@@ -1,23 +1,10 @@
-import type { FastifyInstance } from 'fastify'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Database } from '../../src/db/client.ts'
+import { describe, expect, it } from 'vitest'
 import { NSIDS } from '../helpers/events.ts'
-import {
-  AGENT_RKEY,
-  ALICE,
-  agentUri,
-  BOB,
-  CAROL,
-  type Seeded,
-  seed,
-  useSeededApp,
-} from './fixtures.ts'
+import { AGENT_RKEY, ALICE, agentUri, BOB, CAROL, type Seeded, useSeededApp } from './fixtures.ts'
 
-let db: Database
-let app: FastifyInstance
 let s: Seeded
 const get = useSeededApp({}, (x) => {
-  ;({ db, app, s } = x)
+  ;({ s } = x)
 })
 
 describe('GET /v1/prompts (lists)', () => {

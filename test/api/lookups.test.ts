@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Database } from '../../src/db/client.ts'
+import { describe, expect, it } from 'vitest'
 import { NSIDS } from '../helpers/events.ts'
 import {
   AGENT_RKEY,
@@ -11,15 +10,13 @@ import {
   isErrorShape,
   promptUri,
   type Seeded,
-  seed,
   useSeededApp,
 } from './fixtures.ts'
 
-let db: Database
 let app: FastifyInstance
 let s: Seeded
 const get = useSeededApp({}, (x) => {
-  ;({ db, app, s } = x)
+  ;({ app, s } = x)
 })
 
 describe('GET /v1/prompts/{did}/{rkey}', () => {

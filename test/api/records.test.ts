@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { NSIDS } from '../helpers/events.ts'
 import {
@@ -12,7 +12,6 @@ import {
   makeApp,
   promptUri,
   type Seeded,
-  seed,
   useSeededApp,
 } from './fixtures.ts'
 
