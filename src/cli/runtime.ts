@@ -74,8 +74,33 @@ export async function openRuntime(
   if (opts.migrate) {
     logger.info({ driver: db.kind }, 'applying migrations')
     await db.migrate()
+    rt.ready = true
+  } else {
+    // A reader (serve) never migrates: it is ready once a writer or `migrate` has.
+    rt.ready = await db.isMigrated()
+    if (!rt.ready) {
+      logger.warn(
+        'database is not migrated yet: /readyz answers 503 until `prompt-appview migrate` runs',
+      )
+      const poll = setInterval(() => {
+        db.isMigrated().then(
+          (ok) => {
+            if (ok) {
+              rt.ready = true
+              clearInterval(poll)
+            }
+          },
+          (err) => logger.warn({ err }, 'checking migrations failed'),
+        )
+      }, 5000)
+      poll.unref()
+      const close = rt.close
+      rt.close = async () => {
+        clearInterval(poll)
+        await close()
+      }
+    }
   }
-  rt.ready = true
   return rt
 }
 

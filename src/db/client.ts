@@ -2,7 +2,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
-import type { SQL } from 'drizzle-orm'
+import { type SQL, sql } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
@@ -20,6 +20,8 @@ export interface Database {
   readonly kind: 'postgres' | 'pglite'
   readonly orm: Orm
   migrate(): Promise<void>
+  /** True when every migration in drizzle/ has been applied (a `serve` process checks). */
+  isMigrated(): Promise<boolean>
   /** Runs a raw statement and returns its rows, whatever the driver. */
   rows<T = Record<string, unknown>>(query: SQL, executor?: Executor): Promise<T[]>
   ping(): Promise<boolean>
@@ -36,6 +38,22 @@ export interface DatabaseOptions {
   maxConnections?: number
   /** Postgres schema to use (tests isolate themselves with it). */
   searchPath?: string
+}
+
+const MIGRATION_COUNT: number = JSON.parse(
+  readFileSync(join(MIGRATIONS_DIR, 'meta/_journal.json'), 'utf8'),
+).entries.length
+
+async function appliedMigrations(executor: Executor, schema: string): Promise<number> {
+  try {
+    const rows = await rowsOf<{ n: number }>(
+      executor,
+      sql`SELECT count(*)::int AS n FROM ${sql.identifier(schema)}.__drizzle_migrations`,
+    )
+    return Number(rows[0]?.n ?? 0)
+  } catch {
+    return 0 // no migrations table yet
+  }
 }
 
 async function rowsOf<T>(executor: Executor, query: SQL): Promise<T[]> {
@@ -64,6 +82,8 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
         migrationsSchema: opts.searchPath ?? 'drizzle',
       }),
     rows: (q, ex) => rowsOf(ex ?? orm, q),
+    isMigrated: async () =>
+      (await appliedMigrations(orm, opts.searchPath ?? 'drizzle')) >= MIGRATION_COUNT,
     ping: async () => {
       await client`select 1`
       return true
@@ -88,6 +108,7 @@ async function openPglite(dataDir: string | null): Promise<Database> {
     orm,
     migrate: () => migratePglite(orm as never, { migrationsFolder: MIGRATIONS_DIR }),
     rows: (q, ex) => rowsOf(ex ?? orm, q),
+    isMigrated: async () => (await appliedMigrations(orm, 'drizzle')) >= MIGRATION_COUNT,
     ping: async () => {
       await pg.query('select 1')
       return true
