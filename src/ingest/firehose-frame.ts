@@ -1,7 +1,6 @@
 import { cborDecode, cborDecodeMulti } from '@atproto/common'
-import type { IdResolver } from '@atproto/identity'
 import { cborToLex } from '@atproto/repo'
-import { parseCommitAuthenticated, parseCommitUnauthenticated } from '@atproto/sync'
+import { parseCommitUnauthenticated } from '@atproto/sync'
 import type { Logger } from 'pino'
 import type {
   AccountEvent,
@@ -13,6 +12,7 @@ import type { Metrics } from '../metrics.ts'
 import type { DidResolver } from './did-resolver.ts'
 import type { HandleVerifier } from './identity.ts'
 import { lexToJson } from './lex-json.ts'
+import { type KeyLookup, parseCommitVerified } from './signature.ts'
 import type { SourceItem } from './source.ts'
 
 // One subscribeRepos frame in, the SourceItems it means out. Kept apart from the socket so
@@ -57,13 +57,8 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
   const wanted = new Set(opts.collections)
   const match = (collection: string) => wanted.has(collection)
   const { logger, metrics } = opts
-  // @atproto/sync resolves keys through an IdResolver; only this method of it is used.
-  const idResolver = {
-    did: {
-      resolveAtprotoKey: (did: string, forceRefresh?: boolean) =>
-        opts.resolver.resolveKey(did, { forceRefresh: forceRefresh ?? false }),
-    },
-  } as unknown as IdResolver
+  const resolveKey: KeyLookup = (did, forceRefresh) =>
+    opts.resolver.resolveKey(did, { forceRefresh })
   const countError = (collection: string, op: string) =>
     metrics.eventsTotal.inc({ source: SOURCE, collection, op, outcome: 'error' })
 
@@ -77,7 +72,8 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
     try {
       if (opts.unauthenticated) parsed = await parseCommitUnauthenticated(body, match)
       else {
-        parsed = await parseCommitAuthenticated(idResolver, body, match)
+        // parseCommitAuthenticated's checks, with the signature verified by OpenSSL.
+        parsed = await parseCommitVerified(resolveKey, body, match)
         // With nothing proven there is nothing to trust the rev for; the ops are counted below.
         if (parsed.length > 0)
           checkSignedCommitMatchesFrame(body, parsed[0].blocks.get(body.commit))

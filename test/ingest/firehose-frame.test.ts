@@ -1,4 +1,6 @@
 import { cborEncode } from '@atproto/common'
+import { type Keypair, Secp256k1Keypair } from '@atproto/crypto'
+import { blocksToCarFile, cidForRecord, MemoryBlockstore, Repo, WriteOpAction } from '@atproto/repo'
 import { CID } from 'multiformats/cid'
 import { describe, expect, it } from 'vitest'
 import type { DidResolver } from '../../src/ingest/did-resolver.ts'
@@ -154,5 +156,65 @@ describe('frame processor', () => {
     expect((await process(frame({ op: 1, t: '#sync' }, sync))).items[0].event).toBeNull()
     expect((await process(frame({ op: 1, t: '#identity' }, identity))).items[0].event).toBeNull()
     expect(await errors()).toBe(0)
+  })
+})
+
+describe('frame processor on signed commits', () => {
+  const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
+  // The other ECDSA signature for the same message, (r, n - s): valid maths, but atproto
+  // forbids it, so a commit signed this way must not verify.
+  const highS = (kp: Keypair): Keypair => ({
+    jwtAlg: kp.jwtAlg,
+    did: () => kp.did(),
+    sign: async (msg) => {
+      const sig = await kp.sign(msg)
+      const s = BigInt(`0x${Buffer.from(sig.subarray(32)).toString('hex')}`)
+      const twin = Buffer.from((N - s).toString(16).padStart(64, '0'), 'hex')
+      return new Uint8Array(Buffer.concat([sig.subarray(0, 32), twin]))
+    },
+  })
+
+  async function signedCommit(signer: Keypair) {
+    const repo = await Repo.create(new MemoryBlockstore(), DID, signer)
+    const record = { $type: PROMPT, content: 'hi', compiledAt: TIME }
+    const write = { action: WriteOpAction.Create, collection: PROMPT, rkey: 'a', record } as const
+    const commit = await repo.formatCommit(write, signer)
+    const blocks = await blocksToCarFile(commit.cid, commit.relevantBlocks)
+    const ops = [{ action: 'create', path: `${PROMPT}/a`, cid: await cidForRecord(record) }]
+    const body = { ...commitBody(ops), commit: commit.cid, rev: commit.rev, blocks }
+    return frame({ op: 1, t: '#commit' }, body)
+  }
+
+  function processorFor(kp: Keypair) {
+    const metrics = testMetrics()
+    const process = createFrameProcessor({
+      collections: COLLECTIONS,
+      resolver: { ...noResolver, resolveKey: async () => kp.did() },
+      verifyHandle: async () => null,
+      logger: silentLogger(),
+      metrics,
+      fetchSnapshot: async () => {
+        throw new Error('RepoTakendown')
+      },
+    })
+    const errors = () =>
+      counterValue(metrics, {
+        source: 'firehose',
+        collection: PROMPT,
+        op: 'create',
+        outcome: 'error',
+      })
+    return { process, errors }
+  }
+
+  it('indexes a correctly signed commit and skips its high-S twin', async () => {
+    const kp = await Secp256k1Keypair.create()
+    const { process, errors } = processorFor(kp)
+    const ok = await process(await signedCommit(kp))
+    expect(ok.items.map((i) => i.event?.kind)).toEqual(['commit'])
+    expect(await errors()).toBe(0)
+    const twin = await process(await signedCommit(highS(kp)))
+    expect(twin.items).toEqual([{ event: null, cursor: 7, timeUs: TIME_US }])
+    expect(await errors()).toBe(1)
   })
 })
