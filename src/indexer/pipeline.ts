@@ -17,6 +17,10 @@ export interface PipelineOptions {
   batchSize: number
   batchDelayMs: number
   queueSize: number
+  /** Input bytes buffered before the reader pauses (records vary from 1 KB to 200 KB). */
+  queueBytes?: number
+  /** Input bytes per transaction, on top of batchSize: a batch of large prompts stays small. */
+  batchBytes?: number
   cursorIntervalMs?: number
   /** Ingest only DIDs of this hash partition. */
   partition?: { index: number; count: number } | null
@@ -29,6 +33,7 @@ export class IngestPipeline implements Sink {
   readonly #deps: IndexerDeps
   readonly #opts: Required<PipelineOptions>
   #queue: SourceItem[] = []
+  #queuedBytes = 0
   #wakeWriter: (() => void) | null = null
   #wakeReaders: Array<() => void> = []
   #stopping = false
@@ -40,7 +45,14 @@ export class IngestPipeline implements Sink {
   constructor(ctx: AppContext, deps: IndexerDeps, opts: PipelineOptions) {
     this.#ctx = ctx
     this.#deps = deps
-    this.#opts = { cursorIntervalMs: 1000, partition: null, onNewDids: null, ...opts }
+    this.#opts = {
+      cursorIntervalMs: 1000,
+      queueBytes: 16 << 20,
+      batchBytes: 8 << 20,
+      partition: null,
+      onNewDids: null,
+      ...opts,
+    }
   }
 
   get source(): string {
@@ -57,7 +69,7 @@ export class IngestPipeline implements Sink {
   }
 
   async push(item: SourceItem): Promise<void> {
-    while (this.#queue.length >= this.#opts.queueSize && !this.#stopping) {
+    while (this.#isFull() && !this.#stopping) {
       await new Promise<void>((resolve) => this.#wakeReaders.push(resolve))
     }
     const part = this.#opts.partition
@@ -65,7 +77,12 @@ export class IngestPipeline implements Sink {
       item = { ...item, event: null }
     }
     this.#queue.push(item)
+    this.#queuedBytes += item.bytes ?? 0
     this.#wakeWriter?.()
+  }
+
+  #isFull(): boolean {
+    return this.#queue.length >= this.#opts.queueSize || this.#queuedBytes >= this.#opts.queueBytes
   }
 
   /** Stops after the queue is drained and the last batch (and cursor) committed. */
@@ -88,7 +105,12 @@ export class IngestPipeline implements Sink {
         }
       }
       // Give a trickle a moment to become a batch; never delay a full one.
-      if (this.#queue.length < batchSize && batchDelayMs > 0 && !this.#stopping) {
+      if (
+        !this.#isFull() &&
+        this.#queue.length < batchSize &&
+        batchDelayMs > 0 &&
+        !this.#stopping
+      ) {
         await this.#sleepUntilWoken(batchDelayMs, batchSize)
       }
       const items = this.#takeBatch(batchSize)
@@ -117,11 +139,18 @@ export class IngestPipeline implements Sink {
     // Count only events against the batch size: cursor-only frames are nearly free.
     let n = 0
     let i = 0
-    while (i < this.#queue.length && n < max) {
-      if (this.#queue[i].event) n++
+    let bytes = 0
+    while (i < this.#queue.length && n < max && (i === 0 || bytes < this.#opts.batchBytes)) {
+      const it = this.#queue[i]
+      if (it.event) {
+        n++
+        bytes += it.bytes ?? 0
+      }
       i++
     }
-    return this.#queue.splice(0, i)
+    const taken = this.#queue.splice(0, i)
+    for (const it of taken) this.#queuedBytes -= it.bytes ?? 0
+    return taken
   }
 
   async #sleepUntilWoken(ms: number, untilQueue?: number): Promise<void> {

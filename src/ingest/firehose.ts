@@ -147,7 +147,7 @@ interface ConnectParams {
 async function connectOnce(p: ConnectParams): Promise<{ frames: number; errorFrame?: string }> {
   const { logger } = p
   const ws = new WebSocket(p.url, { perMessageDeflate: false })
-  const queue: Array<Promise<FrameResult>> = []
+  const queue: Array<Promise<FrameResult & { bytes: number }>> = []
   let closed = false
   let paused = false
   let frames = 0
@@ -169,11 +169,15 @@ async function connectOnce(p: ConnectParams): Promise<{ frames: number; errorFra
     lastActivity = Date.now()
     if (!isBinary) return
     frames++
+    const bytes = data.byteLength
     queue.push(
-      p.processFrame(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)).catch((err) => {
-        logger.error({ err }, 'firehose frame processing failed')
-        return { items: [], seq: null }
-      }),
+      p
+        .processFrame(new Uint8Array(data.buffer, data.byteOffset, data.byteLength))
+        .then((r) => ({ ...r, bytes }))
+        .catch((err) => {
+          logger.error({ err }, 'firehose frame processing failed')
+          return { items: [], seq: null, bytes }
+        }),
     )
     if (queue.length >= p.maxInFlight && !paused) {
       ws.pause()
@@ -225,8 +229,10 @@ async function connectOnce(p: ConnectParams): Promise<{ frames: number; errorFra
         logger.error({ error: result.error }, 'firehose error frame')
       }
       if (result.info) logInfoFrame(result.info, logger, p.metrics)
-      for (const item of result.items) {
+      for (const [i, it] of result.items.entries()) {
         if (p.signal.aborted) break
+        // The frame's size rides on its first item: the queue downstream is bounded by it.
+        const item = i === 0 ? { ...it, bytes: result.bytes } : it
         if (!(await pushUnlessAborted(p.sink, item, p.signal))) break
         p.onItem(item)
       }

@@ -144,7 +144,8 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     }
     // Rewound replays are older than what was pushed already: the cursor must not go back.
     const cursor = Math.max(lastCursor ?? item.timeUs, item.timeUs)
-    if (!(await pushUnlessAborted(sink, { ...item, cursor }, signal))) return false
+    if (!(await pushUnlessAborted(sink, { ...item, cursor, bytes: text.length }, signal)))
+      return false
     lastCursor = cursor
     return true
   }

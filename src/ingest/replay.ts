@@ -71,7 +71,7 @@ export function createReplaySource(opts: ReplaySourceOptions): Source & {
           item = { event: null, cursor: timeUs, timeUs }
         }
         highWater = Math.max(highWater, item.timeUs)
-        if (item.cursor !== highWater) item = { ...item, cursor: highWater }
+        item = { ...item, cursor: highWater, bytes: line.length }
         if (!(await pushUnlessAborted(sink, item, signal))) break
         stats.pushed++
       }

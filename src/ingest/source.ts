@@ -10,6 +10,8 @@ export interface SourceItem {
   cursor: number
   /** Source time of this item, µs since the epoch. */
   timeUs: number
+  /** Size of the input it came from (line, message, frame): bounds queues by memory. */
+  bytes?: number
 }
 
 export interface Sink {
