@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Role } from '../indexer/merge.ts'
 import type { Database, Executor } from './client.ts'
-import { TABLE } from './writes.ts'
+import { didSet, TABLE } from './writes.ts'
 
 // Writes a change row for each touched record whose CID, flags or visibility differ from
 // what the log last said about it, and records that as the new emitted state. Replays
@@ -22,14 +22,18 @@ export async function emitChanges(
   const flagsChanged: SQL = isPrompt ? sql`OR t.flags IS DISTINCT FROM t.emitted_flags` : sql``
   const setFlags: SQL = isPrompt ? sql`, emitted_flags = t.flags` : sql``
   const flagsOut: SQL = isPrompt ? sql`t.flags` : sql`NULL::int`
+  // Only the branches with input: an empty one still costs the planner 100 guessed rows,
+  // enough to turn the update below into a hash join over the whole table.
+  const branches: SQL[] = []
+  if (keys.length > 0)
+    branches.push(sql`SELECT t.did, t.rkey FROM ${TABLE[role]} t
+      JOIN jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS k(did text, rkey text) ON t.did = k.did AND t.rkey = k.rkey`)
+  if (wholeRepos.length > 0)
+    branches.push(sql`SELECT t.did, t.rkey FROM ${TABLE[role]} t
+      WHERE t.did IN ${didSet(wholeRepos)}`)
   const rows = await db.rows<{ n: number }>(
     sql`
-    WITH keys AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS x(did text, rkey text)),
-    repos AS (SELECT jsonb_array_elements_text(${JSON.stringify(wholeRepos)}::jsonb) AS did),
-    touched AS (
-      SELECT t.did, t.rkey FROM ${TABLE[role]} t JOIN keys k ON t.did = k.did AND t.rkey = k.rkey
-      UNION SELECT t.did, t.rkey FROM ${TABLE[role]} t JOIN repos r ON t.did = r.did
-    ),
+    WITH touched AS (${sql.join(branches, sql` UNION `)}),
     changed AS (
       UPDATE ${TABLE[role]} t SET emitted_cid = t.cid, emitted_visible = ${visible} ${setFlags}
       FROM touched WHERE t.did = touched.did AND t.rkey = touched.rkey

@@ -16,6 +16,20 @@ export const TABLE: Record<Role, SQL> = {
 }
 const EVIDENCE_HORIZON_US = 5 * 60 * 1_000_000
 
+/**
+ * DIDs for `did IN ...`. A short list goes as separate parameters, so the planner sees how
+ * many there are: a jsonb array is always guessed at 100 elements, which for did-prefix
+ * lookups on a large table is enough to prefer a scan of the whole table to index probes.
+ */
+export function didSet(dids: string[]): SQL {
+  if (dids.length > 0 && dids.length <= 1000)
+    return sql`(${sql.join(
+      dids.map((d) => sql`${d}`),
+      sql`, `,
+    )})`
+  return sql`(SELECT jsonb_array_elements_text(${json(dids)}))`
+}
+
 export async function loadRecords(
   db: Database,
   ex: Executor,
@@ -24,15 +38,23 @@ export async function loadRecords(
   wholeRepos: string[],
 ): Promise<Map<string, StoredRecord>> {
   const extra =
-    role === 'prompt' ? sql`recompiles, agent_uri` : sql`0 AS recompiles, NULL AS agent_uri`
+    role === 'prompt' ? sql`t.recompiles, t.agent_uri` : sql`0 AS recompiles, NULL AS agent_uri`
+  const cols = sql`t.did, t.rkey, t.rev, t.cid, t.deleted, ${extra}`
+  // One index-driven branch per kind of input, and none for an empty one: an OR of the two
+  // (or an empty branch the planner still costs at 100 rows) turns this into a scan of the
+  // whole table per batch, which grows with the table.
+  const parts: SQL[] = []
+  if (keys.length > 0)
+    parts.push(sql`SELECT ${cols} FROM ${TABLE[role]} t
+      JOIN jsonb_to_recordset(${json(keys)}) AS x(did text, rkey text) ON t.did = x.did AND t.rkey = x.rkey`)
+  if (wholeRepos.length > 0)
+    parts.push(sql`SELECT ${cols} FROM ${TABLE[role]} t
+      WHERE t.did IN ${didSet(wholeRepos)}`)
+  if (parts.length === 0) return new Map()
+  // UNION ALL may repeat a row; the Map below keeps one per key.
   const rows = await db.rows<
     Omit<StoredRecord, 'agentUri'> & { did: string; rkey: string; agent_uri: string | null }
-  >(
-    sql`SELECT did, rkey, rev, cid, deleted, ${extra} FROM ${TABLE[role]} t
-        WHERE (t.did, t.rkey) IN (SELECT did, rkey FROM jsonb_to_recordset(${json(keys)}) AS x(did text, rkey text))
-           OR t.did IN (SELECT jsonb_array_elements_text(${json(wholeRepos)}))`,
-    ex,
-  )
+  >(sql.join(parts, sql` UNION ALL `), ex)
   return new Map(
     rows.map((r) => [
       keyOf(r.did, r.rkey),
@@ -215,9 +237,10 @@ export async function upsertAccounts(ex: Executor, rows: AccountRow[], now: Date
 /** Account status `deleted`: every record of the repo becomes a tombstone; accounts stay. */
 export async function purgeRepos(ex: Executor, dids: string[]): Promise<void> {
   if (dids.length === 0) return
-  const list = sql`(SELECT jsonb_array_elements_text(${json(dids)}))`
+  const list = didSet(dids)
   for (const role of ['prompt', 'conversation', 'agent'] as Role[]) {
-    const extra = role === 'agent' ? sql`, template_hash = NULL` : role === 'prompt' ? sql`, flags = 0` : sql``
+    const extra =
+      role === 'agent' ? sql`, template_hash = NULL` : role === 'prompt' ? sql`, flags = 0` : sql``
     await ex.execute(sql`UPDATE ${TABLE[role]} SET deleted = true, cid = NULL, record = NULL ${extra}
       WHERE did IN ${list} AND NOT deleted`)
   }
@@ -226,10 +249,13 @@ export async function purgeRepos(ex: Executor, dids: string[]): Promise<void> {
 
 export async function setHidden(ex: Executor, visibility: Map<string, boolean>): Promise<void> {
   if (visibility.size === 0) return
-  const data = json([...visibility].map(([did, visible]) => ({ did, hidden: !visible })))
+  const all = [...visibility.keys()]
+  const hide = all.filter((did) => !visibility.get(did))
+  const hidden = hide.length > 0 ? sql`t.did IN ${didSet(hide)}` : sql`false`
   for (const role of ['prompt', 'conversation', 'agent'] as Role[]) {
-    await ex.execute(sql`UPDATE ${TABLE[role]} t SET hidden = x.hidden
-      FROM jsonb_to_recordset(${data}) AS x(did text, hidden boolean) WHERE t.did = x.did`)
+    await ex.execute(
+      sql`UPDATE ${TABLE[role]} t SET hidden = ${hidden} WHERE t.did IN ${didSet(all)}`,
+    )
   }
 }
 

@@ -1,5 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Database, Executor } from '../db/client.ts'
+import { didSet } from '../db/writes.ts'
 import { FLAG_BITS } from './flags.ts'
 
 // Recomputes the data-dependent flags (orphaned, staleTemplate, staleMemory) of every live
@@ -42,39 +43,51 @@ export async function recomputeFlags(
       JOIN jsonb_to_recordset(${j(a.agents)}) AS g(did text, rkey text) ON p.agent_did = g.did AND p.agent_rkey = g.rkey WHERE NOT p.deleted`)
   if (a.agentRepos.length > 0)
     branches.push(sql`SELECT p.did, p.rkey, p.agent_uri FROM prompts p
-      WHERE p.agent_did IN (SELECT jsonb_array_elements_text(${j(a.agentRepos)})) AND NOT p.deleted`)
+      WHERE p.agent_did IN ${didSet(a.agentRepos)} AND NOT p.deleted`)
   if (branches.length === 0) return []
   return db.rows<{ did: string; rkey: string }>(
     sql`
     WITH targets AS (${sql.join(branches, sql` UNION `)}),
     tgroups AS (SELECT DISTINCT did, agent_uri FROM targets WHERE agent_uri IS NOT NULL),
-    later AS (
-      SELECT p.did, p.rkey,
+    -- Every live prompt of an affected group with the window over its group, plus the
+    -- targets in no group (nothing to infer from). Recomputing whole groups instead of
+    -- joining the window back to the targets keeps this one pass per group: that join,
+    -- misjudged as tiny, was planned as a nested loop re-running the window per target.
+    -- Rows without compiledAt sort first and are never evidence, so they add nothing to
+    -- anyone's window and get an empty one themselves.
+    scope AS (
+      SELECT p.did, p.rkey, p.flags, p.base_flags, p.raw_system_hash, p.memfs_revision,
+        p.agent_did, p.agent_rkey,
         min(CASE WHEN p.evidence THEN p.raw_system_hash END) OVER w AS hash_min,
         max(CASE WHEN p.evidence THEN p.raw_system_hash END) OVER w AS hash_max,
         min(CASE WHEN p.evidence THEN p.memfs_revision END) OVER w AS memfs_min,
         max(CASE WHEN p.evidence THEN p.memfs_revision END) OVER w AS memfs_max
       FROM prompts p JOIN tgroups g ON p.did = g.did AND p.agent_uri = g.agent_uri
-      WHERE NOT p.deleted AND p.compiled_us IS NOT NULL
+      WHERE NOT p.deleted
       WINDOW w AS (PARTITION BY p.did, p.agent_uri ORDER BY p.compiled_us DESC
                    RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW EXCLUDE GROUP)
+      UNION ALL
+      SELECT p.did, p.rkey, p.flags, p.base_flags, p.raw_system_hash, p.memfs_revision,
+        p.agent_did, p.agent_rkey, NULL, NULL, NULL, NULL
+      FROM targets t JOIN prompts p ON p.did = t.did AND p.rkey = t.rkey
+      WHERE t.agent_uri IS NULL
     ),
     computed AS (
-      SELECT p.did, p.rkey,
-        p.base_flags
-        | CASE WHEN c.did IS NULL THEN ${ORPHANED} ELSE 0 END
-        | CASE WHEN p.raw_system_hash IS NULL THEN 0
-               WHEN a.template_hash IS NOT NULL THEN CASE WHEN a.template_hash <> p.raw_system_hash THEN ${STALE_TEMPLATE} ELSE 0 END
-               WHEN l.hash_min <> p.raw_system_hash OR l.hash_max <> p.raw_system_hash THEN ${STALE_TEMPLATE}
-               ELSE 0 END
-        | CASE WHEN p.memfs_revision IS NOT NULL
-                AND (l.memfs_min <> p.memfs_revision OR l.memfs_max <> p.memfs_revision) THEN ${STALE_MEMORY}
-               ELSE 0 END AS flags
-      FROM targets t
-      JOIN prompts p ON p.did = t.did AND p.rkey = t.rkey
-      LEFT JOIN conversations c ON c.did = p.did AND c.rkey = p.rkey AND NOT c.deleted
-      LEFT JOIN agents a ON a.did = p.agent_did AND a.rkey = p.agent_rkey AND NOT a.deleted
-      LEFT JOIN later l ON l.did = p.did AND l.rkey = p.rkey
+      SELECT * FROM (
+        SELECT s.did, s.rkey, s.flags AS old_flags,
+          s.base_flags
+          | CASE WHEN c.did IS NULL THEN ${ORPHANED} ELSE 0 END
+          | CASE WHEN s.raw_system_hash IS NULL THEN 0
+                 WHEN a.template_hash IS NOT NULL THEN CASE WHEN a.template_hash <> s.raw_system_hash THEN ${STALE_TEMPLATE} ELSE 0 END
+                 WHEN s.hash_min <> s.raw_system_hash OR s.hash_max <> s.raw_system_hash THEN ${STALE_TEMPLATE}
+                 ELSE 0 END
+          | CASE WHEN s.memfs_revision IS NOT NULL
+                  AND (s.memfs_min <> s.memfs_revision OR s.memfs_max <> s.memfs_revision) THEN ${STALE_MEMORY}
+                 ELSE 0 END AS flags
+        FROM scope s
+        LEFT JOIN conversations c ON c.did = s.did AND c.rkey = s.rkey AND NOT c.deleted
+        LEFT JOIN agents a ON a.did = s.agent_did AND a.rkey = s.agent_rkey AND NOT a.deleted
+      ) x WHERE x.flags <> x.old_flags
     )
     UPDATE prompts p SET flags = computed.flags FROM computed
     WHERE p.did = computed.did AND p.rkey = computed.rkey AND p.flags <> computed.flags
