@@ -75,6 +75,7 @@ export async function runMemory(o: MemoryOptions): Promise<ScenarioResult> {
   )
   const client = rawClient(db.url)
   let stopSampling = false
+  let matchingShare = Number.NaN
   // The process's own view (prom-client's Node metrics): how much of the RSS is V8 heap.
   const heapOf = async () => {
     try {
@@ -166,6 +167,7 @@ export async function runMemory(o: MemoryOptions): Promise<ScenarioResult> {
     details.heapAt = heaps
     details.samples = samples.filter((_, i) => i % 4 === 0)
     details.traffic = t
+    matchingShare = t.matching / t.sent
     details.elapsedS = elapsedS
     details.eventsPerS = o.events / elapsedS
     const [c] = await client<{ prompts: number; changes: number }[]>`SELECT
@@ -217,8 +219,8 @@ export async function runMemory(o: MemoryOptions): Promise<ScenarioResult> {
     notes: [
       `node flags of the indexer: ${o.nodeFlags.length ? o.nodeFlags.join(' ') : 'none (V8 defaults)'}${o.nodeFlags.join(' ') === RUNTIME_NODE_FLAGS.join(' ') ? ' (what the product ships: npm scripts, Docker NODE_OPTIONS)' : ''}`,
       'RSS at N% is the highest of the samples (every 250 ms) taken while the last 5% before N% was committed, so garbage-collection saw-tooth does not decide the growth figure',
-      `the replay is what a Letta-filtered Jetstream sends: about a third commits of the three collections (records of a few KB to tens of KB), the rest other letta.* collections and account and identity events of DIDs that have no Letta records (generator noiseRatio ${o.noiseRatio})`,
-      '`prompt-appview ingest` with SOURCE=replay and the default queue (5,000) and batch (1,000) sizes, Postgres through postgres.js; RSS is the whole process as the kernel counts it',
+      `the replay is what a Letta-filtered Jetstream sends: ${Math.round(100 * matchingShare)}% commits of the three collections (records of a few KB to tens of KB), the rest other letta.* collections and account and identity events of DIDs that have no Letta records (generator noiseRatio ${o.noiseRatio})`,
+      '`prompt-appview ingest` with SOURCE=replay and the default queue and batch bounds, Postgres through postgres.js; RSS is the whole process as the kernel counts it',
     ],
   }
 }
