@@ -69,7 +69,12 @@ export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
     }
     const client = rawClient(db.url)
     const keys = await client<{ did: string; rkey: string; agent_uri: string | null }[]>`
-      SELECT did, rkey, agent_uri FROM prompts TABLESAMPLE SYSTEM (5)
+      -- Only agent at-uris that name an agent record: the API's agent filter takes no other
+      -- (the generator's invalid prompts carry malformed ones).
+      SELECT did, rkey, CASE WHEN agent_did IS NOT NULL
+        AND agent_uri ~ '^at://did:[a-z]+:[A-Za-z0-9._:%-]+/[A-Za-z0-9.-]+/[A-Za-z0-9._:~-]+$'
+        THEN agent_uri END AS agent_uri
+      FROM prompts TABLESAMPLE SYSTEM (5)
       WHERE NOT deleted AND NOT hidden LIMIT 20000`
     const [{ visible }] = await client<{ visible: number }[]>`
       SELECT count(*)::int AS visible FROM prompts WHERE NOT deleted AND NOT hidden`
