@@ -4,8 +4,10 @@ import { type Config, collectionsOf } from '../config.ts'
 import type { AppContext } from '../context.ts'
 import { openDatabase } from '../db/client.ts'
 import { countPromptsByFlag, getCursor } from '../db/queries.ts'
-import { type IndexerDeps, indexerDepsFor } from '../indexer/apply.ts'
-import { IngestPipeline } from '../indexer/pipeline.ts'
+import { applyBatch, type IndexerDeps, indexerDepsFor } from '../indexer/apply.ts'
+import { countOutcomes, IngestPipeline } from '../indexer/pipeline.ts'
+import { resolverFor } from '../ingest/create-source.ts'
+import { fetchRepoSnapshot } from '../ingest/repo-snapshot.ts'
 import type { Source } from '../ingest/source.ts'
 import { createLogger } from '../logger.ts'
 import { createMetrics } from '../metrics.ts'
@@ -109,7 +111,23 @@ export async function startServer(
   ingest: { source: string; key: string } | null,
   opts: { readApi: boolean },
 ): Promise<FastifyInstance> {
-  const app = await buildApp(rt.ctx, { ingest, isReady: () => rt.ready, readApi: opts.readApi })
+  const { config } = rt.ctx
+  const resolver = resolverFor(config)
+  const app = await buildApp(rt.ctx, {
+    ingest,
+    isReady: () => rt.ready,
+    readApi: opts.readApi,
+    // POST /admin/repos/{did}/resync: fetch the repo whole and reconcile, as backfill does.
+    resyncRepo: async (did) => {
+      const snapshot = await fetchRepoSnapshot(did, {
+        resolver,
+        collections: collectionsOf(config),
+        allowPrivateNetwork: config.allowPrivateNetwork,
+        forceRefresh: true,
+      })
+      countOutcomes(rt.ctx.metrics, 'backfill', await applyBatch(rt.deps, [snapshot], null))
+    },
+  })
   await app.listen({ host: rt.ctx.config.host, port: rt.ctx.config.port })
   return app
 }

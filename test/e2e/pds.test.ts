@@ -281,6 +281,24 @@ describe('prompt-appview backfill (the command)', () => {
       const second = await startCli(['backfill'], env)
       expect(await second.exited).toBe(0)
       expect(second.output()).toMatch(/0 done, 1 already done, 0 failed/)
+      // The operator's resync re-fetches one repo through the same path.
+      const serve = await startCli(['serve'], { ...env, ADMIN_TOKEN: 'secret' })
+      try {
+        const { waitFor } = await import('../helpers/cli.ts')
+        await waitFor('the server', async () => (await fetch(`${serve.url}/readyz`)).ok)
+        const res = await fetch(`${serve.url}/admin/repos/${alice.did}/resync`, {
+          method: 'POST',
+          headers: { authorization: 'Bearer secret' },
+        })
+        expect(res.status).toBe(200)
+        const denied = await fetch(`${serve.url}/admin/repos/${alice.did}/resync`, {
+          method: 'POST',
+        })
+        expect(denied.status).toBe(401)
+      } finally {
+        serve.child.kill('SIGTERM')
+        await serve.exited
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
