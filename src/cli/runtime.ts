@@ -137,7 +137,7 @@ export interface IngestHandle {
   key: string
   /** Resolves when the source ended (finite sources) or was stopped, and all is committed. */
   done: Promise<void>
-  /** Stops reading, commits what was read (with its cursor), then resolves. */
+  /** Stops reading, commits the batch in flight (with its cursor), then resolves. */
   stop(): Promise<void>
 }
 
@@ -173,6 +173,7 @@ export async function startIngest(
     key,
     done,
     stop: async () => {
+      pipeline.stop({ drain: false })
       abort.abort()
       await done
     },

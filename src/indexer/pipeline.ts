@@ -37,6 +37,7 @@ export class IngestPipeline implements Sink {
   #wakeWriter: (() => void) | null = null
   #wakeReaders: Array<() => void> = []
   #stopping = false
+  #drain = true
   #pendingCursor: CursorPosition | null = null
   #lastCursorWrite = 0
   #newestUs: number | null = null
@@ -72,6 +73,7 @@ export class IngestPipeline implements Sink {
     while (this.#isFull() && !this.#stopping) {
       await new Promise<void>((resolve) => this.#wakeReaders.push(resolve))
     }
+    if (this.#stopping && !this.#drain) return
     const part = this.#opts.partition
     if (part && item.event && didPartition(item.event.did, part.count) !== part.index) {
       item = { ...item, event: null }
@@ -85,9 +87,16 @@ export class IngestPipeline implements Sink {
     return this.#queue.length >= this.#opts.queueSize || this.#queuedBytes >= this.#opts.queueBytes
   }
 
-  /** Stops after the queue is drained and the last batch (and cursor) committed. */
-  stop(): void {
+  /**
+   * Ends the run. `drain` (a finite source ended): after every queued item is committed.
+   * Without (a shutdown): after the batch in flight only. Dropping the queue loses nothing,
+   * since the stored cursor never passed those items and the source reads them again on
+   * restart; it is what keeps shutdown short when a full queue holds seconds of work.
+   * Once a stop without drain is asked for, a later stop cannot bring draining back.
+   */
+  stop(opts: { drain: boolean } = { drain: true }): void {
     this.#stopping = true
+    this.#drain &&= opts.drain
     this.#wakeWriter?.()
     for (const wake of this.#wakeReaders.splice(0)) wake()
   }
@@ -96,6 +105,7 @@ export class IngestPipeline implements Sink {
   async run(): Promise<void> {
     const { batchSize, batchDelayMs } = this.#opts
     for (;;) {
+      if (this.#stopping && !this.#drain) this.#discardQueue()
       if (this.#queue.length === 0) {
         if (this.#stopping) break
         await this.#sleepUntilWoken(this.#pendingCursor ? this.#opts.cursorIntervalMs : 60_000)
@@ -133,6 +143,16 @@ export class IngestPipeline implements Sink {
       else await this.#flushCursor(false)
     }
     await this.#flushCursor(true)
+  }
+
+  #discardQueue(): void {
+    if (this.#queue.length === 0) return
+    this.#ctx.logger.info(
+      { items: this.#queue.length },
+      'shutdown: queued items dropped; the source reads them again after the stored cursor',
+    )
+    this.#queue = []
+    this.#queuedBytes = 0
   }
 
   #takeBatch(max: number): SourceItem[] {

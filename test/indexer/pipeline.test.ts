@@ -111,4 +111,27 @@ describe('IngestPipeline', () => {
     p.stop()
     await done
   })
+
+  it('a shutdown commits the batch in flight and drops the queue; the cursor stays before it', async () => {
+    const { p, key, done } = pipeline({ batchSize: 5, batchDelayMs: 0 })
+    const did = 'did:plc:pipelineshutdownaaaaaa'
+    const pushed: SourceItem[] = []
+    for (let i = 0; i < 40; i++) {
+      const it = item(
+        w.commit(did, NSIDS.conversation, w.tid(), 'create', { $type: NSIDS.conversation }),
+      )
+      pushed.push(it)
+      await p.push(it)
+    }
+    p.stop({ drain: false })
+    // A later draining stop (the source ending after the abort) must not bring the queue back.
+    p.stop()
+    const late = item(null)
+    await p.push(late)
+    await done
+    const committed = p.committedEvents
+    expect(committed).toBeGreaterThan(0)
+    expect(committed).toBeLessThan(pushed.length)
+    expect(await getCursor(db, 'replay', key)).toBe(pushed[committed - 1].cursor)
+  })
 })
