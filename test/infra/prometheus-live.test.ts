@@ -36,11 +36,13 @@ afterAll(async () => {
 describe('Prometheus against a live instance', () => {
   it('scrapes it while it ingests', async () => {
     expect((await prom.waitForTarget(30_000)).health).toBe('up')
-    const cursor1 = Number((await prom.vector('prompt_appview_ingest_cursor'))[0]?.value?.[1])
-    await new Promise((r) => setTimeout(r, 4500))
-    const cursor2 = Number((await prom.vector('prompt_appview_ingest_cursor'))[0]?.value?.[1])
-    expect(cursor2).toBeGreaterThan(cursor1)
-  })
+    // last_over_time: a scrape that timed out on a loaded machine marks the series stale,
+    // and an instant query would then see nothing.
+    const cursor = async () =>
+      Number((await prom.vector('last_over_time(prompt_appview_ingest_cursor[1m])'))[0]?.value?.[1])
+    const cursor1 = await waitFor('a scraped cursor', async () => (await cursor()) || null)
+    await waitFor('the scraped cursor to move', async () => (await cursor()) > cursor1, 60_000)
+  }, 120_000)
 
   it('every dashboard panel returns data', async () => {
     // Give rate() and histogram_quantile() a few samples, with API traffic to measure.
