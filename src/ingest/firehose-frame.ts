@@ -10,6 +10,7 @@ import type {
 } from '../indexer/events.ts'
 import type { Metrics } from '../metrics.ts'
 import type { DidResolver } from './did-resolver.ts'
+import { collectionNeedles, skimUnmatchedCommit } from './frame-skim.ts'
 import type { HandleVerifier } from './identity.ts'
 import { lexToJson } from './lex-json.ts'
 import { type KeyLookup, parseCommitVerified } from './signature.ts'
@@ -56,6 +57,7 @@ const SOURCE = 'firehose'
 export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcessor {
   const wanted = new Set(opts.collections)
   const match = (collection: string) => wanted.has(collection)
+  const needles = collectionNeedles(opts.collections)
   const { logger, metrics } = opts
   const resolveKey: KeyLookup = (did, forceRefresh) =>
     opts.resolver.resolveKey(did, { forceRefresh })
@@ -137,6 +139,11 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
   }
 
   return async (frame) => {
+    const skimmed = skimUnmatchedCommit(frame, needles)
+    if (skimmed) {
+      const timeUs = toTimeUs(skimmed.time)
+      return { items: [{ event: null, cursor: skimmed.seq, timeUs }], seq: skimmed.seq }
+    }
     let header: unknown
     let body: unknown
     try {

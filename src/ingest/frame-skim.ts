@@ -1,0 +1,225 @@
+// Most firehose frames (well over 95% on the network) are commits to other collections:
+// all they mean here is a new cursor. Decoding them whole costs a CBOR decode of every
+// block; this reads just enough of the frame to prove it has nothing to index and to
+// take its seq and time, skipping byte strings by their length without copying them.
+//
+// An op path is a CBOR text string, stored as raw UTF-8, so a frame whose bytes do not
+// contain a wanted collection's name cannot have an op in it. Anything unusual (another
+// frame type, a malformed body, a needle present) returns null and takes the full path,
+// which is also the one that counts and logs malformed frames.
+
+import { CID } from 'multiformats/cid'
+
+export interface SkimmedCommit {
+  seq: number
+  time: string | null
+}
+
+/**
+ * Byte patterns of which every wanted op path contains one: the wanted collections'
+ * common namespace when it is specific (three segments or more, like
+ * `xyz.quasigod.lab.letta.`), each name otherwise (`app.bsky.` is in nearly every frame).
+ */
+export function collectionNeedles(collections: string[]): Buffer[] {
+  if (collections.length === 0) return []
+  let prefix = collections[0]
+  for (const c of collections) {
+    let i = 0
+    while (i < prefix.length && i < c.length && prefix[i] === c[i]) i++
+    prefix = prefix.slice(0, i)
+  }
+  const namespace = prefix.slice(0, prefix.lastIndexOf('.') + 1)
+  const names = namespace.split('.').length > 3 ? [namespace] : collections
+  return names.map((n) => Buffer.from(n, 'utf8'))
+}
+
+/** The seq and time of a well-formed `#commit` frame that contains no needle, else null. */
+export function skimUnmatchedCommit(frame: Uint8Array, needles: Buffer[]): SkimmedCommit | null {
+  if (needles.length === 0) return null
+  const buf = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength)
+  for (const n of needles) if (buf.indexOf(n) !== -1) return null
+  try {
+    const r = new Reader(frame)
+    if (!isCommitHeader(r)) return null
+    return readCommitBody(r)
+  } catch {
+    return null // truncated or odd CBOR: the full decoder reports it
+  }
+}
+
+function isCommitHeader(r: Reader): boolean {
+  let op: number | null = null
+  let t: string | null = null
+  const keys = new Set<string>()
+  const n = r.mapLength()
+  for (let i = 0; i < n; i++) {
+    const key = r.key(keys)
+    if (key === 'op' && r.peekMajor() === 0) op = r.uint()
+    else if (key === 't' && r.peekMajor() === 3) t = r.text()
+    else r.skip()
+  }
+  return op === 1 && t === '#commit'
+}
+
+// The keys the full path requires of a commit body, with the CBOR major type each must have.
+const REQUIRED: Record<string, number> = { repo: 3, rev: 3, blocks: 2, commit: 6, ops: 4 }
+
+function readCommitBody(r: Reader): SkimmedCommit | null {
+  let seq: number | null = null
+  let time: string | null = null
+  let opsOk = false
+  const keys = new Set<string>()
+  const seen = new Set<string>()
+  const n = r.mapLength()
+  for (let i = 0; i < n; i++) {
+    const key = r.key(keys)
+    const major = r.peekMajor()
+    if (key === 'seq' && major === 0) seq = r.uint()
+    else if (key === 'time' && major === 3) time = r.text()
+    else if (key === 'ops' && major === 4) {
+      opsOk = opsWellFormed(r)
+      seen.add(key)
+    } else {
+      if (REQUIRED[key] === major) seen.add(key)
+      r.skip()
+    }
+  }
+  if (r.pos !== r.bytes.length || seq === null || !Number.isSafeInteger(seq)) return null
+  return opsOk && seen.size === Object.keys(REQUIRED).length ? { seq, time } : null
+}
+
+/** Every op is a map whose `path` and `action` are text, as the full path requires. */
+function opsWellFormed(r: Reader): boolean {
+  let ok = true
+  const n = r.arrayLength()
+  for (let i = 0; i < n; i++) {
+    if (r.peekMajor() !== 5) {
+      r.skip()
+      ok = false
+      continue
+    }
+    let path = false
+    let action = false
+    const keys = new Set<string>()
+    const m = r.mapLength()
+    for (let j = 0; j < m; j++) {
+      const key = r.key(keys)
+      const isText = r.peekMajor() === 3
+      if (key === 'path') path = isText
+      else if (key === 'action') action = isText
+      r.skip()
+    }
+    ok &&= path && action
+  }
+  return ok
+}
+
+/**
+ * Just the CBOR this needs, as strict as the full decoder (DAG-CBOR through @atproto's
+ * lex-cbor): minimal heads, no indefinite lengths, text keys without duplicates, tag 42
+ * CIDs only. What it does not handle (floats, undefined) throws and takes the full path.
+ */
+class Reader {
+  pos = 0
+  readonly bytes: Uint8Array
+  constructor(bytes: Uint8Array) {
+    this.bytes = bytes
+  }
+
+  peekMajor(): number {
+    return this.#byte(this.pos) >> 5
+  }
+
+  /** Reads a head; returns the major type and its argument. */
+  #head(): [number, number] {
+    const b = this.#byte(this.pos++)
+    const major = b >> 5
+    const info = b & 0x1f
+    if (info < 24) return [major, info]
+    if (major === 7) throw new Error('floats and extended simple values: full path')
+    const size = info === 24 ? 1 : info === 25 ? 2 : info === 26 ? 4 : info === 27 ? 8 : 0
+    if (size === 0) throw new Error('indefinite length or reserved info')
+    let v = 0
+    for (let i = 0; i < size; i++) v = v * 256 + this.#byte(this.pos++)
+    // Strict decoding refuses a value that fits a shorter head.
+    const min = size === 1 ? 24 : size === 2 ? 0x100 : size === 4 ? 0x10000 : 0x100000000
+    if (v < min) throw new Error('non-minimal head')
+    return [major, v]
+  }
+
+  #byte(i: number): number {
+    const b = this.bytes[i]
+    if (b === undefined) throw new Error('truncated')
+    return b
+  }
+
+  #expect(major: number): number {
+    const [m, v] = this.#head()
+    if (m !== major) throw new Error(`expected major type ${major}, got ${m}`)
+    return v
+  }
+
+  #take(len: number): Uint8Array {
+    const end = this.pos + len
+    if (end > this.bytes.length) throw new Error('truncated')
+    const out = this.bytes.subarray(this.pos, end)
+    this.pos = end
+    return out
+  }
+
+  uint(): number {
+    return this.#expect(0)
+  }
+  arrayLength(): number {
+    return this.#expect(4)
+  }
+  mapLength(): number {
+    return this.#expect(5)
+  }
+  text(): string {
+    const b = this.#take(this.#expect(3))
+    return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8')
+  }
+  /** A map key, refused if the map already had it. */
+  key(seen: Set<string>): string {
+    const key = this.text()
+    if (seen.has(key)) throw new Error('duplicate map key')
+    seen.add(key)
+    return key
+  }
+
+  /** Skips one whole item, checking it as the full decoder would. */
+  skip(): void {
+    const [major, v] = this.#head()
+    switch (major) {
+      case 2:
+      case 3:
+        this.#take(v)
+        return
+      case 4:
+        for (let i = 0; i < v; i++) this.skip()
+        return
+      case 5: {
+        const keys = new Set<string>()
+        for (let i = 0; i < v; i++) {
+          this.key(keys)
+          this.skip()
+        }
+        return
+      }
+      case 6: {
+        if (v !== 42) throw new Error(`tag ${v} is not a CID`)
+        const b = this.#take(this.#expect(2))
+        if (b[0] !== 0) throw new Error('CID without its 0x00 prefix')
+        CID.decode(b.subarray(1))
+        return
+      }
+      case 7:
+        // false, true, null; undefined (23) and the rest go the full way.
+        if (v < 20 || v > 22) throw new Error('unsupported simple value')
+        return
+      default:
+      // Majors 0 and 1: integers are all head.
+    }
+  }
+}
