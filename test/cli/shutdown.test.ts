@@ -5,7 +5,7 @@ import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openDatabase } from '../../src/db/client.ts'
-import { getJson, startCli, waitFor, writeReplayFile } from '../helpers/cli.ts'
+import { getJson, startServing, waitFor, writeReplayFile } from '../helpers/cli.ts'
 
 // SIGTERM in the middle of ingestion must lose nothing: the batch in flight commits with its
 // cursor, and a restart resumes after it, ending in the state of an uninterrupted run.
@@ -63,7 +63,7 @@ async function dump(env: Record<string, string>) {
 }
 
 async function runToEnd(env: Record<string, string>) {
-  const p = await startCli(['run', '--source', 'replay', '--replay-file', file], {
+  const p = await startServing(['run', '--source', 'replay', '--replay-file', file], {
     ...env,
     BATCH_SIZE: '50',
   })
@@ -82,7 +82,7 @@ describe('graceful shutdown', () => {
     await runToEnd(straight)
 
     const interrupted = await store('interrupted')
-    const p = await startCli(['run', '--source', 'replay', '--replay-file', file], {
+    const p = await startServing(['run', '--source', 'replay', '--replay-file', file], {
       ...interrupted,
       BATCH_SIZE: '50',
     })

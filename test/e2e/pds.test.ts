@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
@@ -6,7 +9,7 @@ import { applyBatch } from '../../src/indexer/apply.ts'
 import { countOutcomes, IngestPipeline } from '../../src/indexer/pipeline.ts'
 import { runBackfill } from '../../src/ingest/backfill.ts'
 import { createSource, resolverFor } from '../../src/ingest/create-source.ts'
-import { waitFor } from '../helpers/cli.ts'
+import { startCli, startServing, waitFor } from '../helpers/cli.ts'
 import { testContext } from '../helpers/context.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { indexerDeps, NSIDS, sha256 } from '../helpers/events.ts'
@@ -259,10 +262,6 @@ describe('against the reference PDS', () => {
 
 describe('prompt-appview backfill (the command)', () => {
   it('indexes the PDS, and a second run resumes with nothing left to do', async () => {
-    const { mkdtempSync, rmSync } = await import('node:fs')
-    const { tmpdir } = await import('node:os')
-    const { join } = await import('node:path')
-    const { startCli } = await import('../helpers/cli.ts')
     const dir = mkdtempSync(join(tmpdir(), 'pav-backfill-'))
     const env = {
       DATA_DIR: dir,
@@ -273,18 +272,17 @@ describe('prompt-appview backfill (the command)', () => {
       LOG_LEVEL: 'warn',
     }
     try {
-      const first = await startCli(['backfill', '--concurrency', '2'], env)
+      const first = startCli(['backfill', '--concurrency', '2'], env)
       expect(await first.exited).toBe(0)
       expect(first.output()).toMatch(
         /backfill: \d+ repos listed, 1 done, 0 already done, 0 failed, 7 records/,
       )
-      const second = await startCli(['backfill'], env)
+      const second = startCli(['backfill'], env)
       expect(await second.exited).toBe(0)
       expect(second.output()).toMatch(/0 done, 1 already done, 0 failed/)
       // The operator's resync re-fetches one repo through the same path.
-      const serve = await startCli(['serve'], { ...env, ADMIN_TOKEN: 'secret' })
+      const serve = await startServing(['serve'], { ...env, ADMIN_TOKEN: 'secret' })
       try {
-        const { waitFor } = await import('../helpers/cli.ts')
         await waitFor('the server', async () => (await fetch(`${serve.url}/readyz`)).ok)
         const res = await fetch(`${serve.url}/admin/repos/${alice.did}/resync`, {
           method: 'POST',

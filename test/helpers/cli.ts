@@ -1,36 +1,26 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { createGenerator, type GeneratorInput } from '../../src/demo/generator.ts'
 
 const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number }
-      srv.close(() => resolve(port))
-    })
-  })
-}
-
 export interface CliProcess {
   child: ChildProcess
-  port: number
-  url: string
   output: () => string
   exited: Promise<number | null>
 }
 
-/** Starts `prompt-appview <args>` as its own process, on a free port, logging to a buffer. */
-export async function startCli(args: string[], env: Record<string, string>): Promise<CliProcess> {
-  const port = await freePort()
+export interface ServingCli extends CliProcess {
+  port: number
+  url: string
+}
+
+/** Starts `prompt-appview <args>` as its own process, logging to a buffer. */
+export function startCli(args: string[], env: Record<string, string>): CliProcess {
   let out = ''
   const child = spawn(process.execPath, [MAIN, ...args], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   child.stdout?.on('data', (d) => {
@@ -42,7 +32,39 @@ export async function startCli(args: string[], env: Record<string, string>): Pro
   const exited = new Promise<number | null>((resolve) =>
     child.once('exit', (code) => resolve(code)),
   )
-  return { child, port, url: `http://127.0.0.1:${port}`, output: () => out, exited }
+  return { child, output: () => out, exited }
+}
+
+const LISTENING = /Server listening at (http:\/\/127\.0\.0\.1:(\d+))/
+
+/**
+ * Starts a command that serves HTTP on a port the OS picks (PORT=0: no window in which
+ * another process can take a port chosen in advance) and resolves once it listens, with
+ * its address read from the log. A process that exits first fails with its output.
+ */
+export async function startServing(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 120_000,
+): Promise<ServingCli> {
+  // Fastify logs the address at info; a quieter level would hide it.
+  const p = startCli(args, { ...env, PORT: '0', LOG_LEVEL: 'info' })
+  const deadline = Date.now() + timeoutMs
+  let exitCode: number | null | undefined
+  p.exited.then((code) => {
+    exitCode = code
+  })
+  for (;;) {
+    const m = LISTENING.exec(p.output())
+    if (m) return { ...p, url: m[1], port: Number(m[2]) }
+    if (exitCode !== undefined)
+      throw new Error(`prompt-appview ${args.join(' ')} exited (${exitCode}):\n${p.output()}`)
+    if (Date.now() > deadline) {
+      p.child.kill('SIGKILL')
+      throw new Error(`prompt-appview ${args.join(' ')} did not listen in time:\n${p.output()}`)
+    }
+    await new Promise((r) => setTimeout(r, 50))
+  }
 }
 
 export async function waitFor<T>(

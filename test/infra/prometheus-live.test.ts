@@ -3,7 +3,7 @@
 // then return data and every alert must evaluate without error: a renamed metric or a
 // broken expression fails here, not in front of an operator.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type CliProcess, getJson, startCli, waitFor } from '../helpers/cli.ts'
+import { getJson, type ServingCli, startServing, waitFor } from '../helpers/cli.ts'
 import {
   DASHBOARD_FILE,
   dashboardTargets,
@@ -11,11 +11,11 @@ import {
   startPrometheus,
 } from '../helpers/prometheus.ts'
 
-let app: CliProcess
+let app: ServingCli
 let prom: PrometheusServer
 
 beforeAll(async () => {
-  app = await startCli(['demo', '--rate', '400', '--dids', '20'], { LOG_LEVEL: 'warn' })
+  app = await startServing(['demo', '--rate', '400', '--dids', '20'], {})
   await waitFor(
     'the demo to index something',
     async () => (await getJson(`${app.url}/v1/stats`)).prompts > 0,
