@@ -27,14 +27,21 @@ export async function resolveActor(db: Database, actor: Actor): Promise<string |
   return rows[0]?.did ?? null
 }
 
-export async function getPromptView(
+/**
+ * One visible prompt's answer as JSON text, or null. The record goes in as Postgres stores
+ * it: parsing and re-serializing tens of KB per lookup was most of the API's own work.
+ */
+export async function getPromptJson(
   db: Database,
   nsids: Nsids,
   did: string,
   rkey: string,
-): Promise<PromptView | null> {
+): Promise<string | null> {
   const rows = await db.rows<PromptRow>(promptByKeyQuery(nsids, did, rkey))
-  return rows[0] ? toPromptView(rows[0], nsids) : null
+  if (!rows[0]) return null
+  const { record, ...rest } = toPromptView(rows[0], nsids)
+  const head = JSON.stringify(rest)
+  return `${head.slice(0, -1)},"record":${String(record)}}`
 }
 
 export type PromptListItem = PromptView & { contentBytes: number | null }

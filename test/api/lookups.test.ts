@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { NSIDS } from '../helpers/events.ts'
+import { apply, NSIDS } from '../helpers/events.ts'
 import {
   AGENT_RKEY,
   ALICE,
@@ -58,6 +58,24 @@ describe('GET /v1/prompts/{did}/{rkey}', () => {
       coreMemory: expect.any(String),
     })
     expect(new Date(r.body.indexedAt).toISOString()).toBe(r.body.indexedAt)
+  })
+
+  it('passes the stored record through byte-faithfully: escapes, unicode, numbers, nesting', async () => {
+    // The lookup sends Postgres's JSON text of the record without parsing it: whatever the
+    // record holds must come back equal to what was written.
+    const rkey = s.w.tid()
+    const record = s.w.promptRecord(ALICE, rkey, {
+      content: `quote " backslash \\ tab \t newline \n nul-free control \u0001 é 漢字 🧠 </script>`,
+      nested: { list: [1, -2, 3.5, 1e21, true, null, { deep: ['x'] }], empty: {}, none: [] },
+      'key with "quotes"': 'v',
+    })
+    await apply(s.deps, [s.w.commit(ALICE, NSIDS.prompt, rkey, 'create', record)])
+    const r = await get(`/v1/prompts/${ALICE}/${rkey}`)
+    expect(r.status).toBe(200)
+    expect(r.body.record).toEqual(record)
+    expect(r.body.uri).toBe(promptUri(ALICE, rkey))
+    const byUri = await get(`/v1/prompts?uri=${encodeURIComponent(promptUri(ALICE, rkey))}`)
+    expect(byUri.body).toEqual(r.body)
   })
 
   it('takes a handle the index knows for the DID', async () => {
