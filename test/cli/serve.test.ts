@@ -32,5 +32,5 @@ describe('migrations and readiness', () => {
     expect((await getJson(`${again.url}/v1/stats`)).prompts).toBe(0)
     again.child.kill('SIGTERM')
     expect(await again.exited).toBe(0)
-  }, 60_000)
+  }, 240_000)
 })
