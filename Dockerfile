@@ -17,7 +17,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
 FROM node:24-bookworm-slim AS runtime
 # V8 heap sizes matched to the indexer's bounded working set (src/cli/node-flags.ts).
 ENV NODE_ENV=production \
-    NODE_OPTIONS="--max-semi-space-size=16 --max-old-space-size=256" \
+    NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=256" \
     HOST=0.0.0.0 \
     PORT=3000 \
     DATA_DIR=/app/data

@@ -27,6 +27,7 @@ export interface Config {
   batchDelayMs: number
   queueSize: number
   firehoseUnauthenticated: boolean
+  verifyThreads: number
   allowPrivateNetwork: boolean
   jetstreamRewindSeconds: number
   rateLimitPerMinute: number
@@ -219,6 +220,13 @@ export const SETTINGS = [
     false,
     bool,
     'Skip signature and MST verification of firehose commits',
+  ),
+  setting(
+    'verifyThreads',
+    'VERIFY_THREADS',
+    1,
+    int(0, 64),
+    'Worker threads checking firehose commit signatures (0: on the main thread)',
   ),
   setting(
     'allowPrivateNetwork',

@@ -74,6 +74,7 @@ export function createSource(ctx: AppContext, deps: SourceDeps = {}): CreatedSou
         logger,
         metrics,
         unauthenticated: config.firehoseUnauthenticated,
+        verifyThreads: config.verifyThreads,
         allowPrivateNetwork: config.allowPrivateNetwork,
         isKnownDid: knownDid(ctx),
       })

@@ -13,7 +13,7 @@ import type { DidResolver } from './did-resolver.ts'
 import { collectionNeedles, skimUnmatchedCommit } from './frame-skim.ts'
 import type { HandleVerifier } from './identity.ts'
 import { lexToJson } from './lex-json.ts'
-import { type KeyLookup, parseCommitVerified } from './signature.ts'
+import { type KeyLookup, parseCommitVerified, type SignatureCheck } from './signature.ts'
 import type { SourceItem } from './source.ts'
 
 // One subscribeRepos frame in, the SourceItems it means out. Kept apart from the socket so
@@ -40,6 +40,8 @@ export interface FrameProcessorOptions {
   metrics: Metrics
   /** Skip signature and MST proof checks (a trusted relay, or benchmarks). */
   unauthenticated?: boolean
+  /** Where commit signatures are checked (a worker pool); default: inline. */
+  checkSignature?: SignatureCheck
   /** The repo's current state, for `#sync` (and `tooBig` commits). */
   fetchSnapshot: (did: string) => Promise<RepoSnapshotEvent>
   /**
@@ -75,7 +77,7 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
       if (opts.unauthenticated) parsed = await parseCommitUnauthenticated(body, match)
       else {
         // parseCommitAuthenticated's checks, with the signature verified by OpenSSL.
-        parsed = await parseCommitVerified(resolveKey, body, match)
+        parsed = await parseCommitVerified(resolveKey, body, match, opts.checkSignature)
         // With nothing proven there is nothing to trust the rev for; the ops are counted below.
         if (parsed.length > 0)
           checkSignedCommitMatchesFrame(body, parsed[0].blocks.get(body.commit))

@@ -8,6 +8,7 @@ import { createFrameProcessor, type FrameProcessor, type FrameResult } from './f
 import type { HandleVerifier } from './identity.ts'
 import { fetchRepoSnapshot, withRetries } from './repo-snapshot.ts'
 import type { Sink, Source, SourceItem } from './source.ts'
+import { createVerifyPool, type VerifyPool } from './verify-pool.ts'
 
 // com.atproto.sync.subscribeRepos of a relay or a single PDS. The stock @atproto/sync
 // Firehose neither awaits its handler nor stops at a failed event, so the socket is read
@@ -23,6 +24,8 @@ export interface FirehoseSourceOptions {
   logger: Logger
   metrics: Metrics
   unauthenticated?: boolean
+  /** Worker threads for commit signatures; 0 checks them on the main thread. Default 1. */
+  verifyThreads?: number
   /** For `#sync`: default getRepo from the DID's PDS, verified, up to 3 tries. */
   fetchSnapshot?: (did: string, signal: AbortSignal) => Promise<RepoSnapshotEvent>
   /** See FrameProcessorOptions.isKnownDid: on a relay, spares a getRepo / handle lookup per DID. */
@@ -56,7 +59,7 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
   const idleTimeoutMs = opts.idleTimeoutMs ?? 60_000
   const { logger, metrics } = opts
 
-  const makeProcessor = (signal: AbortSignal): FrameProcessor => {
+  const makeProcessor = (signal: AbortSignal, pool: VerifyPool): FrameProcessor => {
     const fetchSnapshot =
       opts.fetchSnapshot ??
       ((did: string, s: AbortSignal) =>
@@ -79,6 +82,7 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
       logger,
       metrics,
       unauthenticated: opts.unauthenticated,
+      checkSignature: pool.check,
       isKnownDid: opts.isKnownDid,
       fetchSnapshot: (did) => fetchSnapshot(did, signal),
     })
@@ -88,44 +92,54 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
     name: 'firehose',
     key: opts.url,
     async run(sink: Sink, startCursor: number | null, signal: AbortSignal) {
-      const processFrame = makeProcessor(signal)
-      let cursor = startCursor
-      let failures = 0
-      for (let first = true; !signal.aborted; first = false) {
-        if (!first) {
-          metrics.sourceReconnectsTotal.inc({ source: 'firehose' })
-          // Capped exponential with jitter: a relay restart is not met by every consumer
-          // at the same instant.
-          const ceiling = Math.min(maxMs, minMs * 2 ** Math.min(failures, 16))
-          const delay = ceiling / 2 + (Math.random() * ceiling) / 2
-          logger.info({ delayMs: Math.round(delay), cursor }, 'firehose reconnecting')
-          await sleepUnlessAborted(delay, signal)
-          if (signal.aborted) break
+      // Checks wait in the pool's workers while frames are decoded here; the pool lives
+      // exactly as long as this run.
+      const pool = createVerifyPool({
+        threads: opts.unauthenticated ? 0 : (opts.verifyThreads ?? 1),
+        logger,
+      })
+      try {
+        const processFrame = makeProcessor(signal, pool)
+        let cursor = startCursor
+        let failures = 0
+        for (let first = true; !signal.aborted; first = false) {
+          if (!first) {
+            metrics.sourceReconnectsTotal.inc({ source: 'firehose' })
+            // Capped exponential with jitter: a relay restart is not met by every consumer
+            // at the same instant.
+            const ceiling = Math.min(maxMs, minMs * 2 ** Math.min(failures, 16))
+            const delay = ceiling / 2 + (Math.random() * ceiling) / 2
+            logger.info({ delayMs: Math.round(delay), cursor }, 'firehose reconnecting')
+            await sleepUnlessAborted(delay, signal)
+            if (signal.aborted) break
+          }
+          const conn = await connectOnce({
+            url: subscribeReposUrl(opts.url, cursor),
+            processFrame,
+            sink,
+            metrics,
+            signal,
+            maxInFlight,
+            idleTimeoutMs,
+            logger,
+            onItem: (item) => {
+              cursor = item.cursor
+            },
+          })
+          failures = conn.frames > 0 ? 0 : failures + 1
+          if (conn.errorFrame === 'FutureCursor') {
+            // The upstream never reached this cursor (reset, or another host behind the URL):
+            // waiting will not help. Start at the tip and tell the operator to backfill.
+            metrics.resumeGapsTotal.inc({ source: 'firehose' })
+            logger.error(
+              { cursor },
+              'firehose cursor is ahead of the upstream; restarting at the live tip, run backfill to close the gap',
+            )
+            cursor = null
+          }
         }
-        const conn = await connectOnce({
-          url: subscribeReposUrl(opts.url, cursor),
-          processFrame,
-          sink,
-          metrics,
-          signal,
-          maxInFlight,
-          idleTimeoutMs,
-          logger,
-          onItem: (item) => {
-            cursor = item.cursor
-          },
-        })
-        failures = conn.frames > 0 ? 0 : failures + 1
-        if (conn.errorFrame === 'FutureCursor') {
-          // The upstream never reached this cursor (reset, or another host behind the URL):
-          // waiting will not help. Start at the tip and tell the operator to backfill.
-          metrics.resumeGapsTotal.inc({ source: 'firehose' })
-          logger.error(
-            { cursor },
-            'firehose cursor is ahead of the upstream; restarting at the live tip, run backfill to close the gap',
-          )
-          cursor = null
-        }
+      } finally {
+        await pool.close()
       }
     },
   }

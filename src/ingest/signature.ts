@@ -1,6 +1,4 @@
-import { createPublicKey, type KeyObject, verify } from 'node:crypto'
 import { cborEncode } from '@atproto/common'
-import { P256_JWT_ALG, parseDidKey, SECP256K1_JWT_ALG } from '@atproto/crypto'
 import {
   type BlockMap,
   cborToLexRecord,
@@ -14,10 +12,10 @@ import {
 } from '@atproto/repo'
 import type { CommitEvt, parseCommitUnauthenticated } from '@atproto/sync'
 import { AtUri } from '@atproto/syntax'
+import { verifySignatureNative } from './native-verify.ts'
 
 // @atproto/sync's parseCommitAuthenticated, with the commit signature checked by OpenSSL
-// (node:crypto) instead of @noble/curves: the pure-JS ECDSA verify was nearly all of the
-// per-commit cost. Neither @atproto/sync nor @atproto/repo takes a verifier, so their
+// (native-verify.ts, inline or on worker threads) instead of @noble/curves. Neither @atproto/sync nor @atproto/repo takes a verifier, so their
 // verifyProofs/formatCommitOps are reproduced here step for step, from the same library
 // pieces, with the same errors: a RepoVerificationError (bad signature, wrong DID) retries
 // once with a refreshed key, anything else (bad CAR, malformed key or signature) does not.
@@ -29,82 +27,19 @@ type Cid = NonNullable<RepoOp['cid']>
 /** The signing key for a DID; `forceRefresh` when the cached one may have rotated. */
 export type KeyLookup = (did: string, forceRefresh: boolean) => Promise<string>
 
-interface Curve {
-  crv: 'secp256k1' | 'P-256'
-  n: bigint
-  halfN: bigint
-}
+/** Checks an ECDSA signature by a did:key (see verifySignatureNative); may run elsewhere. */
+export type SignatureCheck = (didKey: string, data: Uint8Array, sig: Uint8Array) => Promise<boolean>
 
-const curve = (crv: Curve['crv'], n: bigint): Curve => ({ crv, n, halfN: n >> 1n })
-const CURVES: Record<string, Curve> = {
-  [SECP256K1_JWT_ALG]: curve(
-    'secp256k1',
-    0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n,
-  ),
-  [P256_JWT_ALG]: curve(
-    'P-256',
-    0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n,
-  ),
-}
-
-interface NativeKey {
-  key: KeyObject
-  curve: Curve
-}
-
-// Decoding a did:key decompresses the point in JS (~150 µs); a firehose sees the same few
-// authors over and over, so keep the KeyObjects. Insertion order of a Map is the LRU order.
-const KEY_CACHE_SIZE = 10_000
-const keys = new Map<string, NativeKey>()
-
-function nativeKey(didKey: string): NativeKey {
-  const hit = keys.get(didKey)
-  if (hit) {
-    keys.delete(didKey)
-    keys.set(didKey, hit)
-    return hit
-  }
-  // parseDidKey is what verifySignature itself runs first, so a malformed, unsupported or
-  // off-curve key throws exactly where and how it does in the library.
-  const parsed = parseDidKey(didKey)
-  const c = CURVES[parsed.jwtAlg]
-  if (!c) throw new Error(`Unsupported signature alg: ${parsed.jwtAlg}`)
-  const point = parsed.keyBytes // uncompressed: 0x04 || x || y
-  const b64 = (from: number) => Buffer.from(point.subarray(from, from + 32)).toString('base64url')
-  const key = createPublicKey({
-    key: { kty: 'EC', crv: c.crv, x: b64(1), y: b64(33) },
-    format: 'jwk',
-  })
-  const entry = { key, curve: c }
-  keys.set(didKey, entry)
-  if (keys.size > KEY_CACHE_SIZE) keys.delete(keys.keys().next().value as string)
-  return entry
-}
-
-const toBigInt = (bytes: Uint8Array) =>
-  BigInt(`0x${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex')}`)
-
-/**
- * @atproto/crypto's `verifySignature(didKey, data, sig)` with default options, on OpenSSL.
- * Same verdicts: only 64-byte compact r||s (DER or any other length throws), r and s in
- * [1, n-1] (else throws), high-S is false (atproto forbids malleable signatures).
- */
-export function verifySignatureNative(didKey: string, data: Uint8Array, sig: Uint8Array): boolean {
-  const { key, curve: c } = nativeKey(didKey)
-  if (!(sig instanceof Uint8Array) || sig.length !== 64)
-    throw new Error(`invalid signature: expected 64-byte compact, got ${sig?.length}`)
-  const r = toBigInt(sig.subarray(0, 32))
-  const s = toBigInt(sig.subarray(32))
-  if (r < 1n || r >= c.n) throw new Error('invalid signature r: out of range 1..n-1')
-  if (s < 1n || s >= c.n) throw new Error('invalid signature s: out of range 1..n-1')
-  if (s > c.halfN) return false
-  return verify('sha256', data, { key, dsaEncoding: 'ieee-p1363' }, sig)
-}
+const inline: SignatureCheck = async (didKey, data, sig) => verifySignatureNative(didKey, data, sig)
 
 /** @atproto/repo's verifyCommitSig: the signature covers the re-encoded commit minus `sig`. */
-function verifyCommitSigNative(commit: { sig: Uint8Array }, didKey: string): boolean {
+function verifyCommitSigNative(
+  commit: { sig: Uint8Array },
+  didKey: string,
+  check: SignatureCheck,
+): Promise<boolean> {
   const { sig, ...rest } = commit
-  return verifySignatureNative(didKey, cborEncode(rest), sig)
+  return check(didKey, cborEncode(rest), sig)
 }
 
 interface Claim {
@@ -114,12 +49,18 @@ interface Claim {
 }
 
 /** @atproto/repo's verifyProofs, returning the CAR's blocks too so they are read once. */
-async function verifyProofsNative(proofs: Uint8Array, claims: Claim[], did: string, key: string) {
+async function verifyProofsNative(
+  proofs: Uint8Array,
+  claims: Claim[],
+  did: string,
+  key: string,
+  check: SignatureCheck,
+) {
   const car = await readCarWithRoot(proofs)
   const blockstore = new MemoryBlockstore(car.blocks)
   const commit = await blockstore.readObj(car.root, def.commit)
   if (commit.did !== did) throw new RepoVerificationError(`Invalid repo did: ${commit.did}`)
-  if (!verifyCommitSigNative(commit, key))
+  if (!(await verifyCommitSigNative(commit, key, check)))
     throw new RepoVerificationError(`Invalid signature on commit: ${car.root.toString()}`)
   const mst = MST.load(blockstore, commit.data)
   const verified: Claim[] = []
@@ -140,6 +81,7 @@ export async function parseCommitVerified(
   resolveKey: KeyLookup,
   evt: CommitBody,
   matchCollection: (collection: string) => boolean,
+  check: SignatureCheck = inline,
   forceKeyRefresh = false,
 ): Promise<CommitEvt[]> {
   const did = evt.repo
@@ -153,10 +95,10 @@ export async function parseCommitVerified(
   const key = await resolveKey(did, forceKeyRefresh)
   let proven: Awaited<ReturnType<typeof verifyProofsNative>>
   try {
-    proven = await verifyProofsNative(evt.blocks, claims, did, key)
+    proven = await verifyProofsNative(evt.blocks, claims, did, key, check)
   } catch (err) {
     if (err instanceof RepoVerificationError && !forceKeyRefresh)
-      return parseCommitVerified(resolveKey, evt, matchCollection, true)
+      return parseCommitVerified(resolveKey, evt, matchCollection, check, true)
     throw err
   }
   const verifiedCids = new Map<string, Cid | null>()

@@ -162,7 +162,9 @@ describe('jetstream source', () => {
     const big = 'x'.repeat(4096)
     const n = 10_000
     const s = await server(Array.from({ length: n }, (_, i) => commit(i, { record: { big } })))
-    const { start, sink } = setup(s.url)
+    // A generous handshake timeout: on a loaded machine a 200 ms one can expire after the
+    // server has begun sending, and the reconnect's resend would blur the count below.
+    const { start, sink } = setup(s.url, { connectTimeoutMs: 10_000 })
     let release!: () => void
     const blocked = new Promise<void>((r) => {
       release = r
