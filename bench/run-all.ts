@@ -12,7 +12,8 @@ import {
 
 // `npm run bench`: every scenario in turn, each in its own process (a clean heap, and one
 // scenario's leftovers never weigh on the next), then the table of all results, printed
-// and written to bench/results/README.md. BENCH_ONLY=ingest,freshness runs a subset.
+// and written to bench/results/README.md. BENCH_ONLY=ingest,freshness runs a subset (the
+// table keeps the other scenarios' latest results, with their own dates).
 
 export const SCENARIOS = ['ingest', 'firehose', 'read-api', 'freshness', 'memory'] as const
 
@@ -43,11 +44,13 @@ for (const scenario of chosen) {
 }
 
 // A scenario that failed a correctness check still wrote its figures (the table marks it);
-// one that crashed left only an older file, which must not pass for this run's.
+// one that crashed left only an older file, which must not pass for this run's. With
+// BENCH_ONLY the table keeps the latest results of the other scenarios, each dated.
 const runStart = new Date(started).toISOString()
-const results = chosen
-  .map((s) => readResult(s))
-  .filter((r): r is ScenarioResult => r !== null && r.startedAt >= runStart)
+const results = SCENARIOS.map((s) => readResult(s)).filter(
+  (r, i): r is ScenarioResult =>
+    r !== null && (!chosen.includes(SCENARIOS[i]) || r.startedAt >= runStart),
+)
 const command = `npm run bench${process.env.BENCH_SCALE ? ` (BENCH_SCALE=${process.env.BENCH_SCALE})` : ''}`
 console.log(`\n${markdownTable(results)}\n`)
 console.log(

@@ -106,15 +106,19 @@ const gitLabel = (g: { head: string; dirtyFiles: number }) =>
 
 export function readme(results: ScenarioResult[], command: string): string {
   const m = results[0]?.machine
-  const when = results.map((r) => r.startedAt).sort()[0] ?? new Date().toISOString()
   const notes = results.flatMap((r) => r.notes.map((n) => `- ${r.title}: ${n}`))
+  const runs = results.map((r) => {
+    const git = r.machine?.git as { head: string; dirtyFiles: number } | undefined
+    return `- ${r.title}: started ${r.startedAt}${git ? `, ${gitLabel(git)}` : ''}`
+  })
   return [
     '# Benchmark results',
     '',
-    `Latest \`${command}\`, started ${when}, on ${m?.nproc ?? '?'} cores (\`nproc\`), Node ${m?.node ?? '?'}` +
+    `Latest \`${command}\` of each scenario, on ${m?.nproc ?? '?'} cores (\`nproc\`), Node ${m?.node ?? '?'}` +
       (m?.postgres ? `, Postgres ${(m.postgres as Record<string, string>).server_version}` : '') +
-      (m?.git ? `, ${gitLabel(m.git as { head: string; dirtyFiles: number })}` : '') +
-      '. Every baseline ran in the same run on the same machine. Raw figures: the JSON files beside this one.',
+      '. Every baseline ran in the same run as its scenario, on the same machine; compare ratios, since absolute figures drift between runs of a shared machine. Raw figures: the JSON files beside this one.',
+    '',
+    ...runs,
     '',
     markdownTable(results),
     '',

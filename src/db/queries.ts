@@ -37,11 +37,8 @@ export interface PromptRow {
   content_bytes: number | null
 }
 
-// Lists leave out the bulky fields; the guard keeps a non-object record (never valid, but
-// stored all the same) from failing the whole page.
-const LIST_RECORD = sql.raw(
-  `CASE WHEN jsonb_typeof(p.record) = 'object' THEN p.record - 'content' - 'coreMemory' ELSE p.record END AS record`,
-)
+// Lists leave out the bulky fields: the stored cut form (see schema.ts, prompts.listRecord).
+const LIST_RECORD = sql.raw('p.list_record AS record')
 
 /**
  * How a query returns the record: parsed; as its JSON text, which an answer can carry

@@ -53,6 +53,14 @@ export const prompts = pgTable(
     /** May serve as staleness evidence for others: valid, and compiledAt not in the future. */
     evidence: boolean('evidence').notNull().default(false),
     recompiles: integer('recompiles').notNull().default(0),
+    /**
+     * The record as lists show it, without content and coreMemory (the bulk of it), kept
+     * by Postgres on every write: a list page then never detoasts and cuts 50 full records.
+     * The guard keeps a non-object record (never valid, stored all the same) as it is.
+     */
+    listRecord: jsonb('list_record').generatedAlwaysAs(
+      sql`CASE WHEN jsonb_typeof(record) = 'object' THEN record - 'content' - 'coreMemory' ELSE record END`,
+    ),
   },
   (t) => [
     primaryKey({ columns: [t.did, t.rkey] }),

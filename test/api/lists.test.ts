@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { NSIDS } from '../helpers/events.ts'
+import { apply, NSIDS } from '../helpers/events.ts'
 import { AGENT_RKEY, ALICE, agentUri, BOB, CAROL, type Seeded, useSeededApp } from './fixtures.ts'
 
 let s: Seeded
@@ -98,5 +98,24 @@ describe('GET /v1/prompts (lists)', () => {
     // The new prompt sorts first (a newer TID), so it is not on later pages: nothing repeats or goes missing.
     expect(rest.slice(0, expected.length)).toEqual(expected)
     s.bobRkeys.push(fresh)
+  })
+
+  it('the list form follows every write: a recompile shows its new fields, a non-object stays', async () => {
+    // Last: it adds prompts the tests above would count. The cut record is a generated
+    // column: Postgres recomputes it on each upsert.
+    const byRkey = async (did: string, rkey: string) =>
+      (await get(`/v1/prompts?did=${did}&limit=100`)).body.items.find(
+        (i: { rkey: string }) => i.rkey === rkey,
+      )
+    const full = (await get(`/v1/prompts/${ALICE}/${s.alice.recompiled}`)).body.record
+    const { content: _c, coreMemory: _m, ...cut } = full
+    expect((await byRkey(ALICE, s.alice.recompiled)).record).toEqual(cut)
+    expect(cut.note).toBe('third')
+
+    const rkey = s.w.tid()
+    await apply(s.deps, [s.w.commit(ALICE, NSIDS.prompt, rkey, 'create', ['not', 'an', 'object'])])
+    const odd = await byRkey(ALICE, rkey)
+    expect(odd.record).toEqual(['not', 'an', 'object'])
+    expect(odd.flags).toContain('invalid')
   })
 })

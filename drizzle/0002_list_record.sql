@@ -1,0 +1,1 @@
+ALTER TABLE "prompts" ADD COLUMN "list_record" jsonb GENERATED ALWAYS AS (CASE WHEN jsonb_typeof(record) = 'object' THEN record - 'content' - 'coreMemory' ELSE record END) STORED;
