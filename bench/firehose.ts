@@ -34,6 +34,8 @@ export interface FirehoseOptions {
   matchingShare: number
   noiseRepos: number
   lettaDids: number
+  /** The product's VERIFY_THREADS (default: the product's default). */
+  verifyThreads?: number
   log?: (msg: string) => void
 }
 
@@ -44,8 +46,16 @@ export function firehoseOptionsFromEnv(): FirehoseOptions {
     matchingShare: 0.04,
     noiseRepos: count('BENCH_FIREHOSE_NOISE_REPOS', 2000),
     lettaDids: count('BENCH_FIREHOSE_LETTA_DIDS', 200),
+    verifyThreads: verifyThreadsFromEnv(process.env.BENCH_FIREHOSE_VERIFY_THREADS),
     log: (m) => console.log(`[firehose] ${m}`),
   }
+}
+
+function verifyThreadsFromEnv(v: string | undefined): number | undefined {
+  if (v === undefined) return undefined
+  const n = Number(v)
+  if (!Number.isInteger(n) || n < 0) throw new Error('BENCH_FIREHOSE_VERIFY_THREADS: 0 or more')
+  return n
 }
 
 async function startFrameServer(path: string) {
@@ -61,7 +71,13 @@ async function startFrameServer(path: string) {
 }
 
 /** The product's source until the item with seq `lastSeq`; returns the commit events. */
-async function runProduct(url: string, plcUrl: string, set: FrameSet, fromSeq: number) {
+async function runProduct(
+  url: string,
+  plcUrl: string,
+  set: FrameSet,
+  fromSeq: number,
+  verifyThreads: number | undefined,
+) {
   const logger = pino({ level: 'silent' })
   const metrics = createMetrics({ version: 'bench', collections: COLLECTIONS })
   const resolver = createDidResolver({ plcUrl })
@@ -73,6 +89,7 @@ async function runProduct(url: string, plcUrl: string, set: FrameSet, fromSeq: n
     verifyHandle: async () => null,
     logger,
     metrics,
+    verifyThreads,
   })
   const events: IndexEvent[] = []
   const abort = new AbortController()
@@ -171,9 +188,9 @@ export async function runFirehose(o: FirehoseOptions): Promise<ScenarioResult> {
   try {
     // A short pass over the tail of the stream first, so neither side is timed while cold.
     const warm = Math.max(0, set.lastSeq - Math.min(5000, Math.floor(set.frames.length / 5)))
-    await runProduct(server.url, plc.url, set, warm)
+    await runProduct(server.url, plc.url, set, warm, o.verifyThreads)
     await runBaseline(server.url, plc.url, set, warm)
-    const product = await runProduct(server.url, plc.url, set, 0)
+    const product = await runProduct(server.url, plc.url, set, 0, o.verifyThreads)
     log(`product: ${(set.frames.length / product.elapsedS).toFixed(0)} frames/s`)
     const baseline = await runBaseline(server.url, plc.url, set, 0)
     log(`baseline: ${(set.frames.length / baseline.elapsedS).toFixed(0)} frames/s`)

@@ -224,7 +224,7 @@ export const SETTINGS = [
   setting(
     'verifyThreads',
     'VERIFY_THREADS',
-    1,
+    0,
     int(0, 64),
     'Worker threads checking firehose commit signatures (0: on the main thread)',
   ),
