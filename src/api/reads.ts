@@ -27,21 +27,14 @@ export async function resolveActor(db: Database, actor: Actor): Promise<string |
   return rows[0]?.did ?? null
 }
 
-/**
- * One visible prompt's answer as JSON text, or null. The record goes in as Postgres stores
- * it: parsing and re-serializing tens of KB per lookup was most of the API's own work.
- */
-export async function getPromptJson(
+export async function getPromptView(
   db: Database,
   nsids: Nsids,
   did: string,
   rkey: string,
-): Promise<string | null> {
+): Promise<PromptView | null> {
   const rows = await db.rows<PromptRow>(promptByKeyQuery(nsids, did, rkey))
-  if (!rows[0]) return null
-  const { record, ...rest } = toPromptView(rows[0], nsids)
-  const head = JSON.stringify(rest)
-  return `${head.slice(0, -1)},"record":${String(record)}}`
+  return rows[0] ? toPromptView(rows[0], nsids) : null
 }
 
 export type PromptListItem = PromptView & { contentBytes: number | null }

@@ -31,7 +31,7 @@ export function flagPredicate(flag: ListFlag): SQL {
 }
 
 export function promptByKeyQuery(nsids: Nsids, did: string, rkey: string): SQL {
-  return sql`SELECT ${promptSelect(nsids, 'text')} FROM prompts p
+  return sql`SELECT ${promptSelect(nsids)} FROM prompts p
     WHERE p.did = ${did} AND p.rkey = ${rkey} AND ${VISIBLE}`
 }
 

@@ -40,15 +40,11 @@ export interface PromptRow {
 // Lists leave out the bulky fields: the stored cut form (see schema.ts, prompts.listRecord).
 const LIST_RECORD = sql.raw('p.list_record AS record')
 
-/**
- * How a query returns the record: parsed; as its JSON text, which an answer can carry
- * as is (no parse and re-stringify of tens of KB per lookup); or in the lists' cut form.
- */
-export type RecordForm = 'object' | 'text' | 'list'
+/** How a query returns the record: whole, or in the lists' cut form. */
+export type RecordForm = 'object' | 'list'
 
 const RECORD_COLUMN: Record<RecordForm, SQL> = {
   object: sql.raw('p.record'),
-  text: sql.raw('p.record::text AS record'),
   list: LIST_RECORD,
 }
 

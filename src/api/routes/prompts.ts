@@ -13,7 +13,7 @@ import {
   parseRecordUri,
   parseRkey,
 } from '../params.ts'
-import { getPromptJson, getRevisions, listPrompts, resolveActor } from '../reads.ts'
+import { getPromptView, getRevisions, listPrompts, resolveActor } from '../reads.ts'
 import {
   cursorParam,
   errorResponses,
@@ -57,12 +57,11 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
     return did
   }
 
-  /** Sends the prompt's JSON text as is: the route's schema documents it, nothing re-encodes it. */
-  const lookup = async (reply: FastifyReply, actor: Actor, rkey: string) => {
+  const lookup = async (actor: Actor, rkey: string) => {
     const did = await repoOf(actor, 'no such prompt')
-    const json = await getPromptJson(db, nsids, did, rkey)
-    if (json === null) throw notFound(`no prompt at at://${did}/${nsids.prompt}/${rkey}`)
-    return reply.type('application/json; charset=utf-8').send(json)
+    const view = await getPromptView(db, nsids, did, rkey)
+    if (!view) throw notFound(`no prompt at at://${did}/${nsids.prompt}/${rkey}`)
+    return view
   }
 
   app.get<{ Params: RepoRkey }>(
@@ -76,8 +75,8 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
         response: { 200: promptSchema, ...errorResponses },
       },
     },
-    async (request, reply) =>
-      lookup(reply, parseActor(request.params.did, 'did'), parseRkey(request.params.rkey)),
+    async (request) =>
+      lookup(parseActor(request.params.did, 'did'), parseRkey(request.params.rkey)),
   )
 
   app.get<{ Querystring: ListQuery }>(
@@ -124,7 +123,7 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
         if (listParams.length > 0)
           throw badRequest(`uri cannot be combined with ${listParams.join(', ')}`)
         const ref = parseRecordUri(q.uri, 'uri', [nsids.prompt, nsids.conversation])
-        return lookup(reply, ref.actor, ref.rkey)
+        return serializeWith(reply, promptSchema, await lookup(ref.actor, ref.rkey))
       }
       const flag = q.flag === undefined ? null : parseFlag(q.flag)
       const limit = parseLimit(q.limit, 50, 100)
