@@ -1,4 +1,5 @@
 import { isValidNsid } from '@atproto/syntax'
+import type { Nsids } from './indexer/prompt-record.ts'
 
 // One schema for every setting: flag name, environment variable, default, parser.
 // Precedence is flag > environment > default, and every problem is reported at once.
@@ -302,8 +303,7 @@ export function loadConfig(
   if (problems.length === 0) {
     if (config.source === 'replay' && !config.replayFile)
       problems.push('SOURCE=replay needs REPLAY_FILE (or --replay-file)')
-    const nsids = [config.promptNsid, config.conversationNsid, config.agentNsid]
-    if (new Set(nsids).size !== 3)
+    if (new Set(collectionsOf(config)).size !== 3)
       problems.push('PROMPT_NSID, CONVERSATION_NSID and AGENT_NSID must differ')
   }
   if (problems.length > 0) throw new ConfigError(problems)
@@ -312,4 +312,13 @@ export function loadConfig(
 
 export function collectionsOf(config: Config): string[] {
   return [config.promptNsid, config.conversationNsid, config.agentNsid]
+}
+
+/** The three collections by role, as the indexer and the API name them. */
+export function nsidsOf(config: Config): Nsids {
+  return {
+    prompt: config.promptNsid,
+    conversation: config.conversationNsid,
+    agent: config.agentNsid,
+  }
 }

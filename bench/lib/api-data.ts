@@ -23,17 +23,22 @@ export interface LoadResult {
   vacuumS: number
 }
 
+// The columns every record table has (schema.ts, recordColumns), less did and record.
+const RECORD_COLUMNS = [
+  'rkey',
+  'rev',
+  'cid',
+  'deleted',
+  'hidden',
+  'indexed_at',
+  'emitted_cid',
+  'emitted_visible',
+]
+
 const COPY_COLUMNS: Record<string, { cols: string[]; did: string[]; text: string[] }> = {
   prompts: {
     cols: [
-      'rkey',
-      'rev',
-      'cid',
-      'deleted',
-      'hidden',
-      'indexed_at',
-      'emitted_cid',
-      'emitted_visible',
+      ...RECORD_COLUMNS,
       'flags',
       'base_flags',
       'emitted_flags',
@@ -50,31 +55,12 @@ const COPY_COLUMNS: Record<string, { cols: string[]; did: string[]; text: string
     text: ['agent_uri'],
   },
   conversations: {
-    cols: [
-      'rkey',
-      'rev',
-      'cid',
-      'deleted',
-      'hidden',
-      'indexed_at',
-      'emitted_cid',
-      'emitted_visible',
-    ],
+    cols: RECORD_COLUMNS,
     did: [],
     text: [],
   },
   agents: {
-    cols: [
-      'rkey',
-      'rev',
-      'cid',
-      'deleted',
-      'hidden',
-      'indexed_at',
-      'emitted_cid',
-      'emitted_visible',
-      'template_hash',
-    ],
+    cols: [...RECORD_COLUMNS, 'template_hash'],
     did: [],
     text: [],
   },

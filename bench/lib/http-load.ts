@@ -1,4 +1,5 @@
 import autocannon, { type Result } from 'autocannon'
+import { FILTER_NAMES } from '../../src/indexer/flags.ts'
 
 // The read benchmark's load: autocannon runs over a set of paths, and the list pages to
 // request (first pages of every filter and a few pages further down each).
@@ -36,15 +37,7 @@ export async function autocannonLoad(
 export async function listPaths(base: string, dids: string[], agents: string[]): Promise<string[]> {
   const firsts = [
     '/v1/prompts?limit=50',
-    ...[
-      'ok',
-      'orphaned',
-      'mismatched',
-      'staleTemplate',
-      'staleMemory',
-      'coreMemoryDetached',
-      'invalid',
-    ].map((f) => `/v1/prompts?flag=${f}&limit=50`),
+    ...FILTER_NAMES.map((f) => `/v1/prompts?flag=${f}&limit=50`),
     ...dids.slice(0, 10).map((d) => `/v1/prompts?did=${encodeURIComponent(d)}&limit=50`),
     ...agents.slice(0, 10).map((a) => `/v1/prompts?agent=${encodeURIComponent(a)}&limit=50`),
   ]

@@ -48,7 +48,7 @@ export function promptListQuery(nsids: Nsids, q: PromptListQuery): SQL {
   // The page is cut first and the existence checks run on its rows only: left in the
   // outer query, the planner costs them for every row the scan might visit and hashes
   // the whole conversations and agents tables instead.
-  return sql`SELECT ${promptSelect(nsids, 'list')} FROM (
+  return sql`SELECT ${promptSelect(nsids, false)} FROM (
       SELECT * FROM prompts p
       WHERE ${sql.join(where, sql` AND `)}
       ORDER BY p.rkey DESC NULLS LAST, p.did ASC

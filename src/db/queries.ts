@@ -1,4 +1,4 @@
-import { type SQL, sql } from 'drizzle-orm'
+import { sql } from 'drizzle-orm'
 import { FLAG_BITS, FLAG_NAMES, flagsToNames } from '../indexer/flags.ts'
 import type { Nsids } from '../indexer/prompt-record.ts'
 import type { Database } from './client.ts'
@@ -40,17 +40,9 @@ export interface PromptRow {
 // Lists leave out the bulky fields: the stored cut form (see schema.ts, prompts.listRecord).
 const LIST_RECORD = sql.raw('p.list_record AS record')
 
-/** How a query returns the record: whole, or in the lists' cut form. */
-export type RecordForm = 'object' | 'list'
-
-const RECORD_COLUMN: Record<RecordForm, SQL> = {
-  object: sql.raw('p.record'),
-  list: LIST_RECORD,
-}
-
 /** Columns and joins that make a PromptView; `p` is the prompts table. */
-export const promptSelect = (_nsids: Nsids, record: RecordForm = 'object') => sql`
-  p.did, p.rkey, p.rev, p.cid, ${RECORD_COLUMN[record]},
+export const promptSelect = (_nsids: Nsids, withRecord = true) => sql`
+  p.did, p.rkey, p.rev, p.cid, ${withRecord ? sql`p.record` : LIST_RECORD},
   p.flags, p.recompiles, p.indexed_at, p.validation_error, p.agent_uri, p.content_bytes,
   EXISTS (SELECT 1 FROM conversations c WHERE c.did = p.did AND c.rkey = p.rkey AND NOT c.deleted AND NOT c.hidden) AS conversation_exists,
   EXISTS (SELECT 1 FROM agents a WHERE a.did = p.agent_did AND a.rkey = p.agent_rkey AND NOT a.deleted AND NOT a.hidden) AS agent_exists`

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { Config } from '../config.ts'
+import { type Config, nsidsOf } from '../config.ts'
 import { emitChanges } from '../db/change-log.ts'
 import type { Database } from '../db/client.ts'
 import {
@@ -36,11 +36,7 @@ export interface IndexerDeps {
 export function indexerDepsFor(config: Config, db: Database): IndexerDeps {
   return {
     db,
-    nsids: {
-      prompt: config.promptNsid,
-      conversation: config.conversationNsid,
-      agent: config.agentNsid,
-    },
+    nsids: nsidsOf(config),
     validator: new PromptValidator(config.promptNsid),
   }
 }

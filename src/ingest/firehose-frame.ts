@@ -13,7 +13,8 @@ import type { DidResolver } from './did-resolver.ts'
 import { collectionNeedles, skimUnmatchedCommit } from './frame-skim.ts'
 import type { HandleVerifier } from './identity.ts'
 import { lexToJson } from './lex-json.ts'
-import { type KeyLookup, parseCommitVerified, type SignatureCheck } from './signature.ts'
+import type { SignatureCheck } from './native-verify.ts'
+import { type KeyLookup, parseCommitVerified } from './signature.ts'
 import type { SourceItem } from './source.ts'
 
 // One subscribeRepos frame in, the SourceItems it means out. Kept apart from the socket so

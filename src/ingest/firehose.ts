@@ -92,6 +92,53 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
     })
   }
 
+  /** Connects, reads, and reconnects with backoff until aborted. */
+  async function readUntilAborted(
+    sink: Sink,
+    startCursor: number | null,
+    signal: AbortSignal,
+    processFrame: FrameProcessor,
+  ): Promise<void> {
+    let cursor = startCursor
+    let failures = 0
+    for (let first = true; !signal.aborted; first = false) {
+      if (!first) {
+        metrics.sourceReconnectsTotal.inc({ source: 'firehose' })
+        // Capped exponential with jitter: a relay restart is not met by every consumer
+        // at the same instant.
+        const ceiling = Math.min(maxMs, minMs * 2 ** Math.min(failures, 16))
+        const delay = ceiling / 2 + (Math.random() * ceiling) / 2
+        logger.info({ delayMs: Math.round(delay), cursor }, 'firehose reconnecting')
+        await sleepUnlessAborted(delay, signal)
+        if (signal.aborted) break
+      }
+      const conn = await connectOnce({
+        url: subscribeReposUrl(opts.url, cursor),
+        processFrame,
+        sink,
+        metrics,
+        signal,
+        maxInFlight,
+        idleTimeoutMs,
+        logger,
+        onItem: (item) => {
+          cursor = item.cursor
+        },
+      })
+      failures = conn.frames > 0 ? 0 : failures + 1
+      if (conn.errorFrame === 'FutureCursor') {
+        // The upstream never reached this cursor (reset, or another host behind the URL):
+        // waiting will not help. Start at the tip and tell the operator to backfill.
+        metrics.resumeGapsTotal.inc({ source: 'firehose' })
+        logger.error(
+          { cursor },
+          'firehose cursor is ahead of the upstream; restarting at the live tip, run backfill to close the gap',
+        )
+        cursor = null
+      }
+    }
+  }
+
   return {
     name: 'firehose',
     key: opts.url,
@@ -103,45 +150,7 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
         logger,
       })
       try {
-        const processFrame = makeProcessor(signal, pool)
-        let cursor = startCursor
-        let failures = 0
-        for (let first = true; !signal.aborted; first = false) {
-          if (!first) {
-            metrics.sourceReconnectsTotal.inc({ source: 'firehose' })
-            // Capped exponential with jitter: a relay restart is not met by every consumer
-            // at the same instant.
-            const ceiling = Math.min(maxMs, minMs * 2 ** Math.min(failures, 16))
-            const delay = ceiling / 2 + (Math.random() * ceiling) / 2
-            logger.info({ delayMs: Math.round(delay), cursor }, 'firehose reconnecting')
-            await sleepUnlessAborted(delay, signal)
-            if (signal.aborted) break
-          }
-          const conn = await connectOnce({
-            url: subscribeReposUrl(opts.url, cursor),
-            processFrame,
-            sink,
-            metrics,
-            signal,
-            maxInFlight,
-            idleTimeoutMs,
-            logger,
-            onItem: (item) => {
-              cursor = item.cursor
-            },
-          })
-          failures = conn.frames > 0 ? 0 : failures + 1
-          if (conn.errorFrame === 'FutureCursor') {
-            // The upstream never reached this cursor (reset, or another host behind the URL):
-            // waiting will not help. Start at the tip and tell the operator to backfill.
-            metrics.resumeGapsTotal.inc({ source: 'firehose' })
-            logger.error(
-              { cursor },
-              'firehose cursor is ahead of the upstream; restarting at the live tip, run backfill to close the gap',
-            )
-            cursor = null
-          }
-        }
+        await readUntilAborted(sink, startCursor, signal, makeProcessor(signal, pool))
       } finally {
         await pool.close()
       }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import { type RawData, WebSocket } from 'ws'
-import type { Config } from '../config.ts'
+import { type Config, collectionsOf } from '../config.ts'
 import type { IdentityEvent } from '../indexer/events.ts'
 import type { Metrics } from '../metrics.ts'
 import { pushUnlessAborted, sleepUnlessAborted } from './abortable.ts'
@@ -50,7 +50,7 @@ export function jetstreamOptionsFromConfig(
       .split(',')
       .map((s) => s.trim())
       .filter((s) => s !== ''),
-    collections: [config.promptNsid, config.conversationNsid, config.agentNsid],
+    collections: collectionsOf(config),
     rewindSeconds: config.jetstreamRewindSeconds,
   }
 }

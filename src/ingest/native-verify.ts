@@ -76,3 +76,10 @@ export function verifySignatureNative(didKey: string, data: Uint8Array, sig: Uin
   if (s > c.halfN) return false
   return verify('sha256', data, { key, dsaEncoding: 'ieee-p1363' }, sig)
 }
+
+/** Checks an ECDSA signature by a did:key, as verifySignatureNative does; may run elsewhere. */
+export type SignatureCheck = (didKey: string, data: Uint8Array, sig: Uint8Array) => Promise<boolean>
+
+/** The check on this thread. */
+export const checkSignatureInline: SignatureCheck = async (didKey, data, sig) =>
+  verifySignatureNative(didKey, data, sig)

@@ -12,11 +12,11 @@ import {
 } from '@atproto/repo'
 import type { CommitEvt, parseCommitUnauthenticated } from '@atproto/sync'
 import { AtUri } from '@atproto/syntax'
-import { verifySignatureNative } from './native-verify.ts'
+import { checkSignatureInline, type SignatureCheck } from './native-verify.ts'
 
 // @atproto/sync's parseCommitAuthenticated, with the commit signature checked by OpenSSL
-// (native-verify.ts, inline or on worker threads) instead of @noble/curves. Neither @atproto/sync nor @atproto/repo takes a verifier, so their
-// verifyProofs/formatCommitOps are reproduced here step for step, from the same library
+// (native-verify.ts, inline or on worker threads) instead of @noble/curves. Neither
+// @atproto/sync nor @atproto/repo takes a verifier, so their verifyProofs/formatCommitOps are reproduced here step for step, from the same library
 // pieces, with the same errors: a RepoVerificationError (bad signature, wrong DID) retries
 // once with a refreshed key, anything else (bad CAR, malformed key or signature) does not.
 
@@ -26,11 +26,6 @@ type Cid = NonNullable<RepoOp['cid']>
 
 /** The signing key for a DID; `forceRefresh` when the cached one may have rotated. */
 export type KeyLookup = (did: string, forceRefresh: boolean) => Promise<string>
-
-/** Checks an ECDSA signature by a did:key (see verifySignatureNative); may run elsewhere. */
-export type SignatureCheck = (didKey: string, data: Uint8Array, sig: Uint8Array) => Promise<boolean>
-
-const inline: SignatureCheck = async (didKey, data, sig) => verifySignatureNative(didKey, data, sig)
 
 /** @atproto/repo's verifyCommitSig: the signature covers the re-encoded commit minus `sig`. */
 function verifyCommitSigNative(
@@ -81,7 +76,7 @@ export async function parseCommitVerified(
   resolveKey: KeyLookup,
   evt: CommitBody,
   matchCollection: (collection: string) => boolean,
-  check: SignatureCheck = inline,
+  check: SignatureCheck = checkSignatureInline,
   forceKeyRefresh = false,
 ): Promise<CommitEvt[]> {
   const did = evt.repo

@@ -1,7 +1,10 @@
 import { Worker } from 'node:worker_threads'
 import type { Logger } from 'pino'
-import { verifySignatureNative } from './native-verify.ts'
-import type { SignatureCheck } from './signature.ts'
+import {
+  checkSignatureInline,
+  type SignatureCheck,
+  verifySignatureNative,
+} from './native-verify.ts'
 
 // Signature checks on worker threads. A verified commit costs one ECDSA verify (~0.3-0.5
 // ms in OpenSSL), the largest single cost of the firehose source, and the main thread has
@@ -59,7 +62,7 @@ export function createVerifyPool(opts: VerifyPoolOptions): VerifyPool {
   const { logger } = opts
   if (opts.threads <= 0) {
     return {
-      check: async (didKey, data, sig) => verifySignatureNative(didKey, data, sig),
+      check: checkSignatureInline,
       threads: 0,
       close: async () => {},
     }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
+import { nsidsOf } from '../../config.ts'
 import { FILTER_NAMES } from '../../indexer/flags.ts'
-import type { Nsids } from '../../indexer/prompt-record.ts'
 import { LIST_CACHE, LOOKUP_CACHE } from '../http-cache.ts'
 import { badRequest, notFound } from '../http-errors.ts'
 import {
@@ -41,11 +41,7 @@ const tags = ['prompts']
 
 export const promptRoutes: FastifyPluginAsync = async (app) => {
   const { db, config } = app.ctx
-  const nsids: Nsids = {
-    prompt: config.promptNsid,
-    conversation: config.conversationNsid,
-    agent: config.agentNsid,
-  }
+  const nsids = nsidsOf(config)
 
   /** A lookup's repo: a handle the index does not know is as absent as a missing record. */
   const repoOf = async (actor: Actor, what: string): Promise<string> => {

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify'
-import type { Nsids } from '../../indexer/prompt-record.ts'
+import { nsidsOf } from '../../config.ts'
 import { LOOKUP_CACHE } from '../http-cache.ts'
 import { notFound } from '../http-errors.ts'
 import { parseActor, parseRkey } from '../params.ts'
@@ -19,11 +19,7 @@ interface RepoRkey {
 // Conversations and agents: the records prompts are checked against.
 export const recordRoutes: FastifyPluginAsync = async (app) => {
   const { db, config } = app.ctx
-  const nsids: Nsids = {
-    prompt: config.promptNsid,
-    conversation: config.conversationNsid,
-    agent: config.agentNsid,
-  }
+  const nsids = nsidsOf(config)
 
   const keyOf = async (params: RepoRkey, what: string): Promise<{ did: string; rkey: string }> => {
     const actor = parseActor(params.did, 'did')
