@@ -7,9 +7,7 @@ FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
-# --ignore-scripts: no production dependency needs an install script at run time, and the
-# project's postinstall (a native rebuild against the pinned dev Node) only applies to
-# devDependencies.
+# --ignore-scripts: no production dependency needs an install script.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
   && npm cache clean --force
 

@@ -1,5 +1,4 @@
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -41,52 +40,6 @@ export interface TestNetwork {
   close(): Promise<void>
 }
 
-/**
- * Node 24's node::ObjectWrap removes a per-object cleanup hook in its destructor, and a
- * garbage collection that runs with no context entered aborts the process there
- * ("RemoveEnvironmentCleanupHook … Assertion failed: (env) != nullptr", nodejs/node#65195,
- * DataDog/pprof-nodejs#385). better-sqlite3's statements and databases are ObjectWraps, and
- * the PDS opens and closes a database per request, so a test that allocates enough after
- * some PDS traffic dies at random. Keeping every native statement (and so its database)
- * reachable means none is ever finalized by the GC; the process frees them at exit. The
- * growth is a few objects per request, which a test run can afford.
- */
-const retained = new Set<unknown>()
-// On the shared native prototype, not in this module: vitest re-imports modules per test
-// file, but the addon (and so the patch) lives once per process.
-const PATCHED = Symbol.for('prompt-appview.test.sqlite-retain')
-type Methods = Record<string | symbol, unknown>
-
-function keepSqliteObjectsAlive(): void {
-  const require = createRequire(import.meta.url)
-  const Sqlite = require('better-sqlite3') as new (path: string) => object
-  const probe = new Sqlite(':memory:')
-  const native = Object.getOwnPropertySymbols(probe)
-    .map((sym) => (probe as Methods)[sym])
-    .find(
-      (v): v is { prepare: (...a: unknown[]) => object } =>
-        typeof (v as { prepare?: unknown })?.prepare === 'function',
-    )
-  if (!native) throw new Error('better-sqlite3 internals changed: cannot apply the GC workaround')
-  const dbProto = Object.getPrototypeOf(native) as Methods
-  if (dbProto[PATCHED]) return
-  dbProto[PATCHED] = true
-  retained.add(probe)
-  const stmtProto = Object.getPrototypeOf(native.prepare('SELECT 1', probe, false)) as Methods
-  for (const [proto, method] of [
-    [dbProto, 'prepare'],
-    [stmtProto, 'iterate'],
-  ] as const) {
-    const original = proto[method] as (...a: unknown[]) => unknown
-    proto[method] = function (this: unknown, ...args: unknown[]) {
-      const made = original.apply(this, args)
-      retained.add(this)
-      retained.add(made)
-      return made
-    }
-  }
-}
-
 // The PDS bakes its own URL into DID documents, so its port must be known before it starts.
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -101,7 +54,6 @@ async function freePort(): Promise<number> {
 }
 
 export async function startNetwork(): Promise<TestNetwork> {
-  keepSqliteObjectsAlive()
   const plcServer = plc.PlcServer.create({ db: plc.Database.mock() })
   const plcListener = await plcServer.start()
   const plcAddr = plcListener.address()
