@@ -1,3 +1,4 @@
+import { parseRecordUri } from '../src/api/params.ts'
 import { loadReadDataset } from './lib/api-data.ts'
 import {
   CLI,
@@ -14,6 +15,7 @@ import { pacedLoad } from './lib/paced.ts'
 import { checkpoint, createTempDatabase, rawClient } from './lib/pg.ts'
 import { type Check, type Row, row, type ScenarioResult } from './lib/report.ts'
 import { isMain, machineInfo, runAsMain } from './lib/scenario.ts'
+import { NSIDS } from './lib/traffic.ts'
 
 // The read API at scale: `prompt-appview serve` (its own process) over a Postgres of
 // `prompts` prompts, driven by autocannon from this process. Point lookups and list pages
@@ -52,6 +54,15 @@ async function withServer<T>(child: NodeChild, base: string, fn: () => Promise<T
   }
 }
 
+function isAgentFilter(uri: string): boolean {
+  try {
+    parseRecordUri(uri, 'agent', [NSIDS.agent])
+    return true
+  } catch {
+    return false
+  }
+}
+
 export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
   const log = o.log ?? (() => {})
   const startedAt = new Date().toISOString()
@@ -69,11 +80,7 @@ export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
     }
     const client = rawClient(db.url)
     const keys = await client<{ did: string; rkey: string; agent_uri: string | null }[]>`
-      -- Only agent at-uris that name an agent record: the API's agent filter takes no other
-      -- (the generator's invalid prompts carry malformed ones).
-      SELECT did, rkey, CASE WHEN agent_did IS NOT NULL
-        AND agent_uri ~ '^at://did:[a-z]+:[A-Za-z0-9._:%-]+/[A-Za-z0-9.-]+/[A-Za-z0-9._:~-]+$'
-        THEN agent_uri END AS agent_uri
+      SELECT did, rkey, CASE WHEN agent_did IS NOT NULL THEN agent_uri END AS agent_uri
       FROM prompts TABLESAMPLE SYSTEM (5)
       WHERE NOT deleted AND NOT hidden LIMIT 20000`
     const [{ visible }] = await client<{ visible: number }[]>`
@@ -83,7 +90,11 @@ export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
     await checkpoint(o.serverUrl)
     const lookupPaths = keys.map((k) => `/v1/prompts/${k.did}/${k.rkey}`)
     const dids = [...new Set(keys.map((k) => k.did))]
-    const agents = [...new Set(keys.map((k) => k.agent_uri).filter((a): a is string => !!a))]
+    // Only agent at-uris the API's agent filter accepts: the generator's invalid prompts
+    // carry malformed ones, which would measure 400s.
+    const agents = [...new Set(keys.map((k) => k.agent_uri))].filter(
+      (a): a is string => a !== null && isAgentFilter(a),
+    )
 
     const port = await freePort()
     const base = `http://127.0.0.1:${port}`

@@ -1,11 +1,9 @@
 import { sql } from 'drizzle-orm'
 import type { Config } from '../config.ts'
 import { collectionsOf } from '../config.ts'
-import { applyBatch } from '../indexer/apply.ts'
-import { countOutcomes } from '../indexer/pipeline.ts'
 import { runBackfill } from '../ingest/backfill.ts'
 import { resolverFor } from '../ingest/create-source.ts'
-import { onShutdownSignal, openRuntime } from './runtime.ts'
+import { indexSnapshot, onShutdownSignal, openRuntime } from './runtime.ts'
 
 export interface BackfillCommandOptions {
   dids: string[]
@@ -37,10 +35,8 @@ export async function backfillCommand(
         await ctx.db.rows(sql`INSERT INTO backfill_repos (did, rev, finished_at) VALUES (${did}, ${rev}, now())
           ON CONFLICT (did) DO UPDATE SET rev = excluded.rev, finished_at = excluded.finished_at`)
       },
-      // Each repo in its own transaction, through the same indexer as live events: the rev
-      // guard settles any race with live ingestion running beside it.
-      emit: async (snapshot) =>
-        countOutcomes(ctx.metrics, 'backfill', await applyBatch(rt.deps, [snapshot], null)),
+      // Each repo in its own transaction, beside live ingestion if it runs.
+      emit: (snapshot) => indexSnapshot(rt, snapshot),
       signal: abort.signal,
       allowPrivateNetwork: config.allowPrivateNetwork,
     })

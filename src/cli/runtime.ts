@@ -5,6 +5,7 @@ import type { AppContext } from '../context.ts'
 import { openDatabase } from '../db/client.ts'
 import { countPromptsByFlag, getCursor } from '../db/queries.ts'
 import { applyBatch, type IndexerDeps, indexerDepsFor } from '../indexer/apply.ts'
+import type { RepoSnapshotEvent } from '../indexer/events.ts'
 import { countOutcomes, IngestPipeline } from '../indexer/pipeline.ts'
 import { resolverFor } from '../ingest/create-source.ts'
 import { fetchRepoSnapshot } from '../ingest/repo-snapshot.ts'
@@ -106,6 +107,14 @@ export async function openRuntime(
   return rt
 }
 
+/**
+ * Indexes a repo fetched whole (backfill, the operator's resync): one transaction through
+ * the same indexer as live events, so the rev guard settles any race with them.
+ */
+export async function indexSnapshot(rt: Runtime, snapshot: RepoSnapshotEvent): Promise<void> {
+  countOutcomes(rt.ctx.metrics, 'backfill', await applyBatch(rt.deps, [snapshot], null))
+}
+
 export async function startServer(
   rt: Runtime,
   ingest: { source: string; key: string } | null,
@@ -125,10 +134,10 @@ export async function startServer(
         allowPrivateNetwork: config.allowPrivateNetwork,
         forceRefresh: true,
       })
-      countOutcomes(rt.ctx.metrics, 'backfill', await applyBatch(rt.deps, [snapshot], null))
+      await indexSnapshot(rt, snapshot)
     },
   })
-  await app.listen({ host: rt.ctx.config.host, port: rt.ctx.config.port })
+  await app.listen({ host: config.host, port: config.port })
   return app
 }
 

@@ -16,9 +16,10 @@ import { checkSignatureInline, type SignatureCheck } from './native-verify.ts'
 
 // @atproto/sync's parseCommitAuthenticated, with the commit signature checked by OpenSSL
 // (native-verify.ts, inline or on worker threads) instead of @noble/curves. Neither
-// @atproto/sync nor @atproto/repo takes a verifier, so their verifyProofs/formatCommitOps are reproduced here step for step, from the same library
-// pieces, with the same errors: a RepoVerificationError (bad signature, wrong DID) retries
-// once with a refreshed key, anything else (bad CAR, malformed key or signature) does not.
+// @atproto/sync nor @atproto/repo takes a verifier, so their verifyProofs/formatCommitOps
+// are reproduced here step for step, from the same library pieces, with the same errors:
+// a RepoVerificationError (bad signature, wrong DID) retries once with a refreshed key,
+// anything else (bad CAR, malformed key or signature) does not.
 
 type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
 type RepoOp = CommitBody['ops'][number]

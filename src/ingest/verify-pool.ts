@@ -1,10 +1,6 @@
 import { Worker } from 'node:worker_threads'
 import type { Logger } from 'pino'
-import {
-  checkSignatureInline,
-  type SignatureCheck,
-  verifySignatureNative,
-} from './native-verify.ts'
+import { checkSignatureInline, type SignatureCheck } from './native-verify.ts'
 
 // Signature checks on worker threads. A verified commit costs one ECDSA verify (~0.3-0.5
 // ms in OpenSSL), the largest single cost of the firehose source, and the main thread has
@@ -43,11 +39,7 @@ interface Slot {
 const WORKER_URL = new URL('./verify-worker.ts', import.meta.url)
 
 function runInline(p: Pending): void {
-  try {
-    p.resolve(verifySignatureNative(p.req.didKey, p.req.data, p.req.sig))
-  } catch (err) {
-    p.reject(err as Error)
-  }
+  checkSignatureInline(p.req.didKey, p.req.data, p.req.sig).then(p.resolve, p.reject)
 }
 
 export interface VerifyPoolOptions {

@@ -60,8 +60,8 @@ describe('GET /v1/prompts/{did}/{rkey}', () => {
     expect(new Date(r.body.indexedAt).toISOString()).toBe(r.body.indexedAt)
   })
 
-  it('passes the stored record through byte-faithfully: escapes, unicode, numbers, nesting', async () => {
-    // The lookup sends Postgres's JSON text of the record without parsing it: whatever the
+  it('returns the stored record unchanged: escapes, unicode, numbers, nesting', async () => {
+    // Through jsonb storage, the driver's parse and Fastify's serializer: whatever the
     // record holds must come back equal to what was written.
     const rkey = s.w.tid()
     const record = s.w.promptRecord(ALICE, rkey, {
