@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm'
+import { expect } from 'vitest'
 import { type IngestHandle, type Runtime, startIngest } from '../../src/cli/runtime.ts'
 import type { Database } from '../../src/db/client.ts'
 import type { Source } from '../../src/ingest/source.ts'
@@ -29,11 +30,14 @@ export async function ingestToEnd(rt: Runtime, source: Source): Promise<IngestHa
   return handle
 }
 
-/**
- * Every visible and deleted record with cid, rev, flags and recompiles, the accounts' handles,
- * and the change feed as a per-uri sequence (seq values may differ between runs, order not).
- */
-export async function stateDigest(db: Database): Promise<string[]> {
+export interface StateDigest {
+  /** Every record (deleted too) with cid, rev, flags, recompiles; accounts with handle, status. */
+  records: string[]
+  /** Per record key, its changes in seq order (seq values may differ between runs). */
+  changes: Map<string, string[]>
+}
+
+export async function stateDigest(db: Database): Promise<StateDigest> {
   const records = await db.rows<{ line: string }>(sql`
     SELECT 'prompt ' || did || '/' || rkey || ' ' || coalesce(cid, '-') || ' ' || rev || ' '
       || flags || ' ' || recompiles || ' ' || deleted || ' ' || hidden AS line FROM prompts
@@ -43,11 +47,35 @@ export async function stateDigest(db: Database): Promise<string[]> {
       || ' ' || deleted || ' ' || hidden FROM agents
     UNION ALL SELECT 'account ' || did || ' ' || coalesce(handle, '-') || ' ' || active || ' '
       || coalesce(status, '-') FROM accounts`)
-  const changes = await db.rows<{ line: string }>(sql`
-    SELECT 'change ' || did || '/' || collection || '/' || rkey || ' '
-      || string_agg(op || ':' || coalesce(cid, '-') || ':' || coalesce(flags::text, '-'), ' ' ORDER BY seq) AS line
-    FROM changes GROUP BY did, collection, rkey`)
-  return [...records, ...changes].map((r) => r.line).sort()
+  const rows = await db.rows<{ k: string; change: string }>(sql`
+    SELECT did || '/' || collection || '/' || rkey AS k,
+      op || ':' || coalesce(cid, '-') || ':' || coalesce(flags::text, '-') AS change
+    FROM changes ORDER BY seq`)
+  const changes = new Map<string, string[]>()
+  for (const r of rows) changes.set(r.k, [...(changes.get(r.k) ?? []), r.change])
+  return { records: records.map((r) => r.line).sort(), changes }
+}
+
+/**
+ * The restarted run's end state is the reference run's: the same records, and each record's
+ * change sequence a subsequence of the reference's (run with one event per batch, which
+ * writes every intermediate change; bigger batches may fold some, never reorder them).
+ */
+export function expectSameEndState(got: StateDigest, reference: StateDigest): void {
+  expect(got.records).toEqual(reference.records)
+  for (const [k, seq] of got.changes) {
+    const ref = reference.changes.get(k) ?? []
+    let i = 0
+    for (const c of ref) if (c === seq[i]) i++
+    expect({ k, seq, isSubsequence: i === seq.length }).toEqual({ k, seq, isSubsequence: true })
+  }
+  // A reader of the feed ends where the reference's does: the same last change, except that a
+  // record never visible in between (created and hidden in one batch) may have none at all.
+  for (const [k, ref] of reference.changes) {
+    const last = got.changes.get(k)?.at(-1)
+    if (last !== undefined || ref.at(-1)?.startsWith('upsert'))
+      expect([k, last]).toEqual([k, ref.at(-1)])
+  }
 }
 
 export async function storedCursor(

@@ -10,6 +10,7 @@ import { createReplaySource } from '../../src/ingest/replay.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { NSIDS } from '../helpers/events.ts'
 import {
+  expectSameEndState,
   ingestToEnd,
   refusals,
   stateDigest,
@@ -45,7 +46,7 @@ beforeAll(async () => {
     realCids: false,
     startTimeUs: Date.now() * 1000 - 600_000_000,
   })
-  events = gen.generate(400)
+  events = gen.generate(250)
   const good = events.map((e) => JSON.stringify(e))
   const firstPrompt = events.find(
     (e) => e.kind === 'commit' && e.commit.collection === NSIDS.prompt,
@@ -84,7 +85,7 @@ describe('a poisoned replay line', () => {
     const whole = join(dir, 'whole.ndjson')
     await writeFile(whole, `${lines.join('\n')}\n`)
     const dbA = await freshDb()
-    const rtA = testRuntime(dbA)
+    const rtA = testRuntime(dbA, { BATCH_SIZE: '1' })
     await ingestToEnd(rtA, replay(rtA, whole))
 
     // The same file, read up to line `cut`, stopped, then read to the end after a restart.
@@ -104,7 +105,7 @@ describe('a poisoned replay line', () => {
     await writeFile(file, `${lines.join('\n')}\n`)
     const rt2 = testRuntime(dbB)
     await ingestToEnd(rt2, replay(rt2, file))
-    expect(await stateDigest(dbB)).toEqual(await stateDigest(dbA))
+    expectSameEndState(await stateDigest(dbB), await stateDigest(dbA))
     // Every generated event of the restarted run is in: its last prompt, for one.
     const last = events.at(-1)!
     expect(await storedCursor(dbB, 'replay', first.key)).toMatchObject({ cursor: last.time_us })
@@ -119,7 +120,7 @@ describe('a poisoned replay line', () => {
     const file = join(dir, 'stored.ndjson')
     await writeFile(file, `${lines.join('\n')}\n`)
     const dbA = await freshDb()
-    const rtA = testRuntime(dbA)
+    const rtA = testRuntime(dbA, { BATCH_SIZE: '1' })
     await ingestToEnd(rtA, replay(rtA, file))
 
     const dbB = await freshDb()
@@ -128,7 +129,7 @@ describe('a poisoned replay line', () => {
     const rt = testRuntime(dbB)
     await ingestToEnd(rt, replay(rt, file))
     expect(await refusals(rt.ctx.metrics, 'replay', 'stored_cursor')).toBe(1)
-    expect(await stateDigest(dbB)).toEqual(await stateDigest(dbA))
+    expectSameEndState(await stateDigest(dbB), await stateDigest(dbA))
     const last = events.at(-1)!.time_us
     expect(await storedCursor(dbB, 'replay', file)).toEqual({ cursor: last, lastEventUs: last })
   }, 120_000)
