@@ -24,7 +24,7 @@ export interface SoakFigures {
 async function heapUsedMb(metricsUrl: string | null): Promise<number | null> {
   if (!metricsUrl) return null
   try {
-    const text = await (await fetch(metricsUrl, { signal: AbortSignal.timeout(2000) })).text()
+    const text = await (await fetch(metricsUrl, { signal: AbortSignal.timeout(10_000) })).text()
     const m = /^prompt_appview_nodejs_heap_size_used_bytes(?:\{[^}]*\})? ([0-9.e+]+)/m.exec(text)
     return m ? Number(m[1]) / 2 ** 20 : null
   } catch {

@@ -96,14 +96,16 @@ async function timed(url: string) {
 }
 
 /** `wait`, failing at once with the process's last words if it dies meanwhile. */
-async function whileAlive<T>(cli: ServingCli, wait: Promise<T>): Promise<T> {
-  const died = cli.exited.then((code): never => {
-    throw new Error(`run exited (${code}) during the outages:\n${cli.output().slice(-3000)}`)
-  })
-  return Promise.race([wait, died])
+async function whileAlive<T>(procs: ServingCli[], wait: Promise<T>): Promise<T> {
+  const died = procs.map((p) =>
+    p.exited.then((code): never => {
+      throw new Error(`a process exited (${code}) during the outages:\n${p.output().slice(-3000)}`)
+    }),
+  )
+  return Promise.race([wait, ...died])
 }
 
-async function outage(cli: ServingCli, k: number): Promise<void> {
+async function outage(cli: ServingCli, serve: ServingCli, k: number): Promise<void> {
   await waitFor(`progress before outage ${k}`, async () => jetstream.sent >= (k * N) / 5, 120_000)
   await cluster.stopImmediate()
   const ready = await waitFor(
@@ -123,15 +125,22 @@ async function outage(cli: ServingCli, k: number): Promise<void> {
   })
   // An answer, not the 15 s handler timeout or a hang: the driver's connect timeout is 5 s.
   expect(read.ms).toBeLessThan(10_000)
+  // A reader on the same database (`serve`, no ingest) says the same.
+  const served = await timed(`${serve.url}/v1/stats`)
+  expect(served.status).toBe(503)
+  expect(served.body).toMatchObject({ error: 'ServiceUnavailable' })
   // Down for a while: every batch attempt fails and is retried meanwhile.
   await new Promise((r) => setTimeout(r, 2000))
   expect(cli.child.exitCode).toBeNull()
+  expect(serve.child.exitCode).toBeNull()
   await cluster.start()
-  await waitFor(
-    `/readyz 200 after outage ${k}`,
-    async () => (await timed(`${cli.url}/readyz`)).status === 200,
-    60_000,
-  )
+  for (const p of [cli, serve]) {
+    await waitFor(
+      `/readyz 200 after outage ${k}`,
+      async () => (await timed(`${p.url}/readyz`)).status === 200,
+      60_000,
+    )
+  }
 }
 
 describe('database outage mid-ingest (private cluster, pg_ctl stop -m immediate)', () => {
@@ -144,12 +153,17 @@ describe('database outage mid-ingest (private cluster, pg_ctl stop -m immediate)
       RATE_LIMIT_PER_MINUTE: '1000000',
       BATCH_SIZE: '50',
     })
+    // `run` migrated the database: a reader process beside it.
+    const serve = await startServing(['serve'], {
+      DATABASE_URL: dbUrl('outage'),
+      RATE_LIMIT_PER_MINUTE: '1000000',
+    })
     try {
       await waitFor('the connection', async () => jetstream.connections > 0)
       jetstream.append(events as unknown as JetstreamJson[])
-      for (let k = 1; k <= OUTAGES; k++) await whileAlive(cli, outage(cli, k))
+      for (let k = 1; k <= OUTAGES; k++) await whileAlive([cli, serve], outage(cli, serve, k))
       await whileAlive(
-        cli,
+        [cli, serve],
         waitFor('every event committed', async () => (await cursorOf('outage')) === last, 180_000),
       )
       expect(cli.child.exitCode).toBeNull()
@@ -157,8 +171,10 @@ describe('database outage mid-ingest (private cluster, pg_ctl stop -m immediate)
       expect(cli.output()).not.toMatch(/Cannot read properties of null/)
     } finally {
       cli.child.kill('SIGTERM')
+      serve.child.kill('SIGTERM')
     }
     expect(await cli.exited).toBe(0)
+    expect(await serve.exited).toBe(0)
 
     // The same events, uninterrupted, from a replay file into a second database.
     const file = join(dir, 'events.ndjson')
