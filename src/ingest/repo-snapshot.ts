@@ -47,6 +47,8 @@ export interface RepoFetchOptions {
 export interface VerifiedSnapshot {
   rev: string
   records: RepoSnapshotEvent['records']
+  /** The signed commit's CID and MST root: where the chain continues from. */
+  commit: { cid: string; data: string }
 }
 
 export async function fetchRepoSnapshot(
@@ -81,6 +83,8 @@ export async function fetchRepoSnapshot(
     rev: verified.rev,
     records: verified.records,
     timeUs: Date.now() * 1000,
+    commit: verified.commit,
+    provenance: { source: 'backfill', verified: true, commit: verified.commit.cid },
   }
 }
 
@@ -116,7 +120,11 @@ export async function verifyRepoSnapshot(
       })
     }
   }
-  return { rev: commit.rev, records }
+  return {
+    rev: commit.rev,
+    records,
+    commit: { cid: root.toString(), data: commit.data.toString() },
+  }
 }
 
 export async function fetchRepoCar(
