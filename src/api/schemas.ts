@@ -49,9 +49,13 @@ const promptProperties = {
   validationError: nullableStr,
   provenance: {
     type: 'object',
-    description: 'How the record was obtained: source, whether its commit was verified, commit CID and rev',
+    description:
+      'How the record was obtained: source, whether its commit was verified, commit CID and rev',
     properties: {
-      source: { type: ['string', 'null'], enum: ['firehose', 'jetstream', 'backfill', 'replay', null] },
+      source: {
+        type: ['string', 'null'],
+        enum: ['firehose', 'jetstream', 'backfill', 'replay', null],
+      },
       verified: { type: 'boolean' },
       commit: nullableStr,
       rev: str,

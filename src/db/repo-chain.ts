@@ -48,9 +48,12 @@ export async function saveChains(ex: Executor, chains: ChainEvent[], now: Date):
 }
 
 export async function loadChainHead(db: Database, did: string): Promise<ChainHead | null> {
-  const rows = await db.rows<{ did: string; rev: string | null; data: string | null; sync_state: SyncState }>(
-    sql`SELECT did, rev, data, sync_state FROM repo_chain WHERE did = ${did}`,
-  )
+  const rows = await db.rows<{
+    did: string
+    rev: string | null
+    data: string | null
+    sync_state: SyncState
+  }>(sql`SELECT did, rev, data, sync_state FROM repo_chain WHERE did = ${did}`)
   const r = rows[0]
   return r ? { did: r.did, rev: r.rev, data: r.data, state: r.sync_state } : null
 }

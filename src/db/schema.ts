@@ -198,15 +198,19 @@ export const backfillRepos = pgTable('backfill_repos', {
  * the stored records still follow the repo's chain. The upstream account status is
  * `accounts.active`/`status` (same key, same transaction).
  */
-export const repoChain = pgTable('repo_chain', {
-  did: text('did').primaryKey(),
-  rev: text('rev'),
-  data: text('data'),
-  commitCid: text('commit_cid'),
-  /** `synchronized`, `desynchronized` or `resyncing`. */
-  syncState: text('sync_state').notNull(),
-  syncReason: text('sync_reason'),
-  /** When the repo entered its current sync state. */
-  syncSince: timestamp('sync_since', { withTimezone: true, mode: 'date' }).notNull(),
-  updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
-}, (t) => [index('repo_chain_state_idx').on(t.syncState, t.syncSince)])
+export const repoChain = pgTable(
+  'repo_chain',
+  {
+    did: text('did').primaryKey(),
+    rev: text('rev'),
+    data: text('data'),
+    commitCid: text('commit_cid'),
+    /** `synchronized`, `desynchronized` or `resyncing`. */
+    syncState: text('sync_state').notNull(),
+    syncReason: text('sync_reason'),
+    /** When the repo entered its current sync state. */
+    syncSince: timestamp('sync_since', { withTimezone: true, mode: 'date' }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [index('repo_chain_state_idx').on(t.syncState, t.syncSince)],
+)

@@ -83,12 +83,7 @@ export interface RepoSnapshotEvent {
   provenance?: Provenance
 }
 
-export type IndexEvent =
-  | CommitEvent
-  | AccountEvent
-  | IdentityEvent
-  | RepoSnapshotEvent
-  | ChainEvent
+export type IndexEvent = CommitEvent | AccountEvent | IdentityEvent | RepoSnapshotEvent | ChainEvent
 
 /** Where a batch leaves the source: stored in the same transaction as its writes. */
 export interface CursorPosition {

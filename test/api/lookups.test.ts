@@ -60,7 +60,12 @@ describe('GET /v1/prompts/{did}/{rkey}', () => {
     })
     expect(new Date(r.body.indexedAt).toISOString()).toBe(r.body.indexedAt)
     // Seeded straight through applyBatch, which names no source: provenance says so.
-    expect(r.body.provenance).toEqual({ source: null, verified: false, commit: null, rev: r.body.rev })
+    expect(r.body.provenance).toEqual({
+      source: null,
+      verified: false,
+      commit: null,
+      rev: r.body.rev,
+    })
   })
 
   it('returns the stored record unchanged: escapes, unicode, numbers, nesting', async () => {
