@@ -1,10 +1,11 @@
 import { type BlockMap, MemoryBlockstore, MST } from '@atproto/repo'
-import type { CID } from 'multiformats/cid'
 
 // Sync 1.1's "inductive firehose" check: the partial MST a commit carries, with every op
 // undone, must give back the previous commit's root (prevData). @atproto/repo has no helper
 // for it; its MST does the tree work, so this only maps each op to its inverse. A node the
 // proof left out surfaces as a missing-block error from the MST, reported as a failure too.
+
+type CID = Parameters<MST['add']>[1]
 
 export interface InvertibleOp {
   action: string
