@@ -91,6 +91,11 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
   const judgeSync = async (body: SyncBody & { seq: number }, timeUs: number) => {
     const { did, seq } = body
     const head = await tracker.head(did)
+    if (head && head.state !== 'synchronized') {
+      // A resync is on its way already; it brings a state at least as new as this.
+      o.onWaiting(did)
+      return [{ event: null, cursor: seq, timeUs }]
+    }
     const v = await checkSync(o.resolveKey, body, head, timeUs)
     const log = { did, seq, rev: body.rev }
     switch (v.kind) {
