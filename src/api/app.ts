@@ -18,6 +18,7 @@ import { healthRoutes } from './routes/health.ts'
 import { metricsRoutes } from './routes/metrics.ts'
 import { promptRoutes } from './routes/prompts.ts'
 import { recordRoutes } from './routes/records.ts'
+import { repoRoutes } from './routes/repos.ts'
 import { statsRoutes } from './routes/stats.ts'
 
 export interface ApiOptions {
@@ -129,6 +130,7 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   await app.register(statsRoutes)
   await app.register(promptRoutes)
   await app.register(recordRoutes)
+  await app.register(repoRoutes)
   await app.register(changesRoutes, { pageSize: opts.changesPageSize ?? 500 })
   if (ctx.config.adminToken) {
     await app.register(adminRoutes, { token: ctx.config.adminToken, resyncRepo: opts.resyncRepo })

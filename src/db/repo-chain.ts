@@ -82,3 +82,45 @@ export async function countReposBySyncState(db: Database): Promise<Record<string
   )
   return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]))
 }
+
+export interface RepoView {
+  did: string
+  handle: string | null
+  account: { active: boolean; status: string | null; hidden: boolean }
+  sync: { state: string | null; rev: string | null; reason: string | null; since: string | null }
+  records: { prompts: number; conversations: number; agents: number }
+}
+
+/** GET /v1/repos/{did}: null when the repo is not tracked here. Counts are of visible records. */
+export async function getRepoView(db: Database, did: string): Promise<RepoView | null> {
+  const live = (table: string) =>
+    sql`(SELECT count(*) FROM ${sql.raw(table)} t WHERE t.did = a.did AND NOT t.deleted AND NOT t.hidden)`
+  const rows = await db.rows<Record<string, unknown>>(sql`
+    SELECT a.did, a.handle, a.active, a.status, a.operator_hidden,
+      c.sync_state, c.rev, c.sync_reason, c.sync_since,
+      ${live('prompts')} AS prompts, ${live('conversations')} AS conversations, ${live('agents')} AS agents
+    FROM accounts a LEFT JOIN repo_chain c ON c.did = a.did WHERE a.did = ${did}`)
+  const r = rows[0]
+  if (!r) return null
+  const since = r.sync_since == null ? null : new Date(r.sync_since as string).toISOString()
+  return {
+    did: r.did as string,
+    handle: r.handle as string | null,
+    account: {
+      active: r.active as boolean,
+      status: r.status as string | null,
+      hidden: !(r.active as boolean) || (r.operator_hidden as boolean),
+    },
+    sync: {
+      state: r.sync_state as string | null,
+      rev: r.rev as string | null,
+      reason: r.sync_reason as string | null,
+      since,
+    },
+    records: {
+      prompts: Number(r.prompts),
+      conversations: Number(r.conversations),
+      agents: Number(r.agents),
+    },
+  }
+}
