@@ -22,6 +22,7 @@ export interface ChainMetrics {
   resyncsTotal: Counter<'outcome'>
   resyncDurationSeconds: Histogram
   repos: Gauge<'sync_state'>
+  oldestUnsyncedSeconds: Gauge
 }
 
 export function createChainMetrics(
@@ -68,10 +69,19 @@ export function createChainMetrics(
       if (!collectRepos) return
       const counts = await collectRepos()
       for (const s of SYNC_STATES) this.set({ sync_state: s }, counts[s] ?? 0)
+      oldestUnsyncedSeconds.set(counts.oldestUnsyncedSeconds ?? 0)
     },
   })
   for (const s of SYNC_STATES) repos.set({ sync_state: s }, 0)
+  // Set by the repos gauge's collect (same query): it may lag one scrape behind it.
+  const oldestUnsyncedSeconds = new Gauge({
+    name: `${prefix}repos_unsynchronized_oldest_seconds`,
+    help: 'How long the longest-waiting repo has been desynchronized or resyncing (0: none)',
+    registers: [registry],
+  })
+  oldestUnsyncedSeconds.set(0)
   return {
+    oldestUnsyncedSeconds,
     chainBreaksTotal,
     legacyCommitsTotal,
     unverifiableSyncsTotal,

@@ -74,13 +74,23 @@ export async function listUnsynchronized(db: Database, limit: number): Promise<s
   return rows.map((r) => r.did)
 }
 
-/** Tracked repos by sync state, for `prompt_appview_repos{sync_state}`. */
+/**
+ * Tracked repos by sync state, for `prompt_appview_repos{sync_state}`, and under
+ * `oldestUnsyncedSeconds` how long the longest-waiting repo has been out of sync (0: none).
+ */
 export async function countReposBySyncState(db: Database): Promise<Record<string, number>> {
-  const rows = await db.rows<{ state: string; n: number | string }>(
-    sql`SELECT COALESCE(c.sync_state, 'unknown') AS state, count(*) AS n
+  const rows = await db.rows<{ state: string; n: number | string; oldest: number | string | null }>(
+    sql`SELECT COALESCE(c.sync_state, 'unknown') AS state, count(*) AS n,
+          EXTRACT(EPOCH FROM now() - min(c.sync_since)) AS oldest
         FROM accounts a LEFT JOIN repo_chain c ON c.did = a.did GROUP BY 1`,
   )
-  return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]))
+  const out: Record<string, number> = { oldestUnsyncedSeconds: 0 }
+  for (const r of rows) {
+    out[r.state] = Number(r.n)
+    if (r.state !== 'synchronized' && r.state !== 'unknown' && r.oldest != null)
+      out.oldestUnsyncedSeconds = Math.max(out.oldestUnsyncedSeconds, Number(r.oldest))
+  }
+  return out
 }
 
 export interface RepoView {
