@@ -1,8 +1,13 @@
+import { cborEncode } from '@atproto/common'
 import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
+import { getPrompt } from '../../src/db/queries.ts'
+import { getRepoView } from '../../src/db/repo-chain.ts'
 import { flagsToNames } from '../../src/indexer/flags.ts'
+import { waitFor } from '../helpers/cli.ts'
 import { createTestDatabase } from '../helpers/db.ts'
+import { NSIDS } from '../helpers/events.ts'
 import { CONVERSATION, PROMPT } from '../helpers/ingest-kit.ts'
 import { startNetwork, type TestAccount, type TestNetwork } from '../helpers/network.ts'
 import {
@@ -203,5 +208,69 @@ describe('Sync 1.1 on the verified firehose, behind a misbehaving relay', () => 
     await settled(db, acc)
     const after = (await rig.ctx.metrics.unverifiableSyncsTotal.get()).values[0]?.value ?? 0
     expect(after).toBe(before + 1)
+  }, 90_000)
+
+  it("records carry their provenance: verified firehose commits, then a resync's fetch", async () => {
+    const { acc, rkey } = await freshRepo('provenance')
+    const live = await getPrompt(db, NSIDS, acc.did, rkey)
+    const latest = await acc.agent.com.atproto.sync.getLatestCommit({ did: acc.did })
+    expect(live?.provenance).toEqual({
+      source: 'firehose',
+      verified: true,
+      commit: latest.data.cid,
+      rev: latest.data.rev,
+    })
+    // A dropped prompt update: the resync brings it, and says so.
+    const dropped = proxy.once(
+      commitOf(acc.did, (ops) => ops.some((o) => o.path.startsWith(PROMPT))),
+      'drop',
+    )
+    const agentUri = live!.agent.uri!
+    await acc.agent.com.atproto.repo.putRecord({
+      repo: acc.did,
+      collection: PROMPT,
+      rkey,
+      record: sidecarPrompt(acc.did, rkey, agentUri, 'v3'),
+    })
+    await dropped
+    await writeNoise(acc)
+    await settled(db, acc)
+    const healed = await getPrompt(db, NSIDS, acc.did, rkey)
+    expect(healed?.provenance).toMatchObject({ source: 'backfill', verified: true })
+    expect(healed?.recompiles).toBe(1)
+  }, 90_000)
+
+  // Last: its crafted frames carry seqs ahead of the PDS's.
+  it('#account throttled and desynchronized (which @atproto/sync drops) hide the repo; active shows it', async () => {
+    const { acc, rkey } = await freshRepo('throttled')
+    const seq = (await net.currentSeq()) + 1000
+    const account = (n: number, active: boolean, status?: string) =>
+      Buffer.concat([
+        cborEncode({ op: 1, t: '#account' }),
+        cborEncode({
+          seq: seq + n,
+          did: acc.did,
+          time: new Date().toISOString(),
+          active,
+          ...(status ? { status } : {}),
+        }),
+      ])
+    for (const [n, status] of [
+      [0, 'throttled'],
+      [2, 'desynchronized'],
+    ] as const) {
+      proxy.inject(account(n, false, status))
+      await waitFor(
+        `${status} to hide the repo`,
+        async () => (await getPrompt(db, NSIDS, acc.did, rkey)) === null,
+      )
+      const repo = await getRepoView(db, acc.did)
+      expect(repo?.account).toEqual({ active: false, status, hidden: true })
+      proxy.inject(account(n + 1, true))
+      await waitFor(
+        'active to show it again',
+        async () => (await getPrompt(db, NSIDS, acc.did, rkey)) !== null,
+      )
+    }
   }, 90_000)
 })
