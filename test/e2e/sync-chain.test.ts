@@ -2,7 +2,7 @@ import { cborEncode } from '@atproto/common'
 import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
-import { getPrompt } from '../../src/db/queries.ts'
+import { getCursor, getPrompt } from '../../src/db/queries.ts'
 import { getRepoView } from '../../src/db/repo-chain.ts'
 import { flagsToNames } from '../../src/indexer/flags.ts'
 import { waitFor } from '../helpers/cli.ts'
@@ -238,6 +238,24 @@ describe('Sync 1.1 on the verified firehose, behind a misbehaving relay', () => 
     const healed = await getPrompt(db, NSIDS, acc.did, rkey)
     expect(healed?.provenance).toMatchObject({ source: 'backfill', verified: true })
     expect(healed?.recompiles).toBe(1)
+  }, 90_000)
+
+  it('the chain state survives a restart: the first commit after it is checked against the stored state', async () => {
+    const { acc, rkey } = await freshRepo('restarted')
+    await rig.stop()
+    // While we are down the conversation goes; on the way back the relay loses that commit.
+    await acc.agent.com.atproto.repo.deleteRecord({ repo: acc.did, collection: CONVERSATION, rkey })
+    const dropped = proxy.once(
+      commitOf(acc.did, (ops) => ops.some((o) => o.action === 'delete')),
+      'drop',
+    )
+    // A new process: new metrics, an empty tracker; only the database remembers.
+    rig = startIngest(db, net, proxy.url, await getCursor(db, 'firehose', proxy.url))
+    await dropped
+    await writeNoise(acc)
+    await settled(db, acc)
+    expect(await counter('chainBreaksTotal', { reason: 'since' })).toBe(1)
+    expect(flagsToNames(await promptFlags(db, acc.did, rkey))).toEqual(['orphaned'])
   }, 90_000)
 
   // Last: its crafted frames carry seqs ahead of the PDS's.

@@ -25,7 +25,12 @@ export interface Rig {
   stop(): Promise<void>
 }
 
-export function startIngest(db: Database, net: TestNetwork, relayUrl: string): Rig {
+export function startIngest(
+  db: Database,
+  net: TestNetwork,
+  relayUrl: string,
+  cursor: number | null = 0,
+): Rig {
   const ctx = testContext(db, {
     SOURCE: 'firehose',
     RELAY_URL: relayUrl,
@@ -43,7 +48,7 @@ export function startIngest(db: Database, net: TestNetwork, relayUrl: string): R
   })
   const abort = new AbortController()
   const writer = pipeline.run()
-  const reader = source.run(pipeline, 0, abort.signal).finally(() => pipeline.stop())
+  const reader = source.run(pipeline, cursor, abort.signal).finally(() => pipeline.stop())
   return {
     ctx,
     async stop() {
