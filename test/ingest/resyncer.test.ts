@@ -29,7 +29,7 @@ async function repoCar(did: string) {
 /** A PDS that refuses the first `refusals` getRepo calls with 429 + retry-after: 1. */
 async function pds(car: Uint8Array, refusals: number) {
   const hits: number[] = []
-  const server = createServer((req, res) => {
+  const server = createServer((_req, res) => {
     hits.push(Date.now())
     if (hits.length <= refusals) {
       res.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' })
