@@ -61,7 +61,22 @@ export async function openRuntime(
         counting = false
       })
   }
+  // Like the prompt gauge: a scrape never waits on the database (PGlite shares this thread
+  // with ingestion), it reads the last count and starts a new one.
   let repoGauge: Record<string, number> = {}
+  let repoCounting = false
+  const refreshRepoGauge = () => {
+    if (repoCounting) return
+    repoCounting = true
+    countReposBySyncState(db)
+      .then((c) => {
+        repoGauge = c
+      })
+      .catch((err) => logger.warn({ err }, 'counting repos for the gauge failed'))
+      .finally(() => {
+        repoCounting = false
+      })
+  }
   const metrics = createMetrics({
     version: VERSION,
     collections: collectionsOf(config),
@@ -70,12 +85,7 @@ export async function openRuntime(
       return gauge
     },
     collectRepoGauge: async () => {
-      // Tracked repos are few (the Letta users): one grouped count per scrape, last value
-      // kept when the database does not answer.
-      repoGauge = await countReposBySyncState(db).catch((err) => {
-        logger.warn({ err }, 'counting repos for the gauge failed')
-        return repoGauge
-      })
+      refreshRepoGauge()
       return repoGauge
     },
     lagSeconds: () => {
