@@ -19,6 +19,7 @@ import { healthRoutes } from './routes/health.ts'
 import { metricsRoutes } from './routes/metrics.ts'
 import { promptRoutes } from './routes/prompts.ts'
 import { recordRoutes } from './routes/records.ts'
+import { repoRoutes } from './routes/repos.ts'
 import { statsRoutes } from './routes/stats.ts'
 import { answerConnect, clientErrorHandler } from './unroutable.ts'
 
@@ -142,6 +143,7 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   await app.register(statsRoutes)
   await app.register(promptRoutes)
   await app.register(recordRoutes)
+  await app.register(repoRoutes)
   await app.register(changesRoutes, { pageSize: opts.changesPageSize ?? 500 })
   if (ctx.config.adminToken) {
     await app.register(adminRoutes, { token: ctx.config.adminToken, resyncRepo: opts.resyncRepo })

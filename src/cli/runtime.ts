@@ -4,6 +4,7 @@ import { type Config, collectionsOf } from '../config.ts'
 import type { AppContext } from '../context.ts'
 import { openDatabase } from '../db/client.ts'
 import { countPromptsByFlag } from '../db/queries.ts'
+import { countReposBySyncState } from '../db/repo-chain.ts'
 import { applyBatch, type IndexerDeps, indexerDepsFor } from '../indexer/apply.ts'
 import type { RepoSnapshotEvent } from '../indexer/events.ts'
 import { countOutcomes, IngestPipeline } from '../indexer/pipeline.ts'
@@ -61,12 +62,32 @@ export async function openRuntime(
         counting = false
       })
   }
+  // Like the prompt gauge: a scrape never waits on the database (PGlite shares this thread
+  // with ingestion), it reads the last count and starts a new one.
+  let repoGauge: Record<string, number> = {}
+  let repoCounting = false
+  const refreshRepoGauge = () => {
+    if (repoCounting) return
+    repoCounting = true
+    countReposBySyncState(db)
+      .then((c) => {
+        repoGauge = c
+      })
+      .catch((err) => logger.warn({ err }, 'counting repos for the gauge failed'))
+      .finally(() => {
+        repoCounting = false
+      })
+  }
   const metrics = createMetrics({
     version: VERSION,
     collections: collectionsOf(config),
     collectPromptGauge: async () => {
       refreshGauge()
       return gauge
+    },
+    collectRepoGauge: async () => {
+      refreshRepoGauge()
+      return repoGauge
     },
     lagSeconds: () => {
       const us = rt.newestEventUs()

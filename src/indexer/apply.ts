@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm'
 import { type Config, nsidsOf } from '../config.ts'
 import { emitChanges } from '../db/change-log.ts'
 import type { Database } from '../db/client.ts'
+import { saveChains } from '../db/repo-chain.ts'
 import {
   insertRevisions,
   loadAccounts,
@@ -134,6 +135,7 @@ export async function applyBatch(
       now,
     )
     await setHidden(tx, plan.visibility)
+    await saveChains(tx, [...plan.chains.values()], now)
 
     // 4. Flags that depend on other records.
     const written = (role: Role) => [...plan.rows[role].keys()].map((k) => splitKey(k))
