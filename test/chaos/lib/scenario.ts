@@ -1,0 +1,16 @@
+import type { Shared } from './baseline.ts'
+import type { ChaosContext } from './context.ts'
+
+export interface ScenarioResult {
+  /** What failed to hold; empty when the scenario passed. */
+  failures: string[]
+  /** One line of figures for the summary. */
+  figures: string
+}
+
+export interface Scenario {
+  name: string
+  /** One line: what is injected. */
+  injects: string
+  run(ctx: ChaosContext, shared: Shared): Promise<ScenarioResult>
+}
