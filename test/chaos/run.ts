@@ -1,13 +1,15 @@
 import { randomInt } from 'node:crypto'
+import { mkdirSync } from 'node:fs'
 import { createShared } from './lib/baseline.ts'
-import { liveProcesses } from './lib/cli-proc.ts'
+import { keepLogsIn, liveProcesses } from './lib/cli-proc.ts'
 import { scenarioContext } from './lib/context.ts'
 import type { Scenario } from './lib/scenario.ts'
 import { allScenarios } from './scenarios/index.ts'
 
 // `npm run chaos [-- --short] [-- --only name,name]`: faults injected from outside into
 // the real CLI, each run compared with an uninterrupted run of the same events. The seed
-// is printed; CHAOS_SEED=<seed> reproduces the same events and the same fault points.
+// is printed; CHAOS_SEED=<seed> reproduces the same events and the same fault points;
+// CHAOS_LOG_DIR=<dir> keeps the output of every product process there.
 
 const args = process.argv.slice(2)
 const short = args.includes('--short') || process.env.CHAOS_SHORT === '1'
@@ -23,6 +25,11 @@ if (!Number.isSafeInteger(seed)) {
 
 async function main(): Promise<number> {
   const t0 = performance.now()
+  const logDir = process.env.CHAOS_LOG_DIR
+  if (logDir) {
+    mkdirSync(logDir, { recursive: true })
+    keepLogsIn(logDir)
+  }
   const scenarios = allScenarios().filter((s) => !only || only.includes(s.name))
   console.log(
     `chaos: seed ${seed} (reproduce: CHAOS_SEED=${seed} npm run chaos${short ? ' -- --short' : ''}), ${scenarios.length} scenarios${short ? ', short' : ''}`,

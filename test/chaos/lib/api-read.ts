@@ -1,13 +1,17 @@
 // Reads of the product's public API for the digest, with a bounded number in flight.
 
-export async function getJson(url: string): Promise<any> {
+/** A JSON answer, read field by field by the digest (the API's schemas are the contract). */
+// biome-ignore lint/suspicious/noExplicitAny: API answers are checked by comparison, not typed
+export type Json = any
+
+export async function getJson(url: string): Promise<Json> {
   const res = await fetch(url)
   if (!res.ok) throw new Error(`GET ${url}: ${res.status} ${await res.text()}`)
   return res.json()
 }
 
 /** The body of a GET, or null on 404. */
-export async function getOrNull(url: string): Promise<any> {
+export async function getOrNull(url: string): Promise<Json> {
   const res = await fetch(url)
   if (res.status === 404) {
     await res.arrayBuffer()

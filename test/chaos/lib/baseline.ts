@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import { type CliProc, startCli } from './cli-proc.ts'
-import { type ChaosContext } from './context.ts'
+import type { ChaosContext } from './context.ts'
 import { type DbTarget, type Driver, freshDb } from './db.ts'
 import { type Digest, readDigest } from './digest.ts'
 import { type EventSet, makeEvents, writeLines } from './events.ts'

@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { RUNTIME_NODE_FLAGS } from '../../../src/cli/node-flags.ts'
 
@@ -27,6 +29,13 @@ export interface CliProc {
 }
 
 const live = new Set<CliProc>()
+let logDir: string | null = null
+let spawned = 0
+
+/** Keep every product process's output in `dir` (CHAOS_LOG_DIR), one file per process. */
+export function keepLogsIn(dir: string | null): void {
+  logDir = dir
+}
 
 /** Every product process still running (the runner's last check before it exits). */
 export function liveProcesses(): CliProc[] {
@@ -46,9 +55,17 @@ export function startCli(args: string[], env: Record<string, string>): CliProc {
   child.stdout?.on('data', keep)
   child.stderr?.on('data', keep)
   let status: { code: number | null; signal: string | null } | null = null
+  const logFile = logDir
+    ? join(logDir, `${String(++spawned).padStart(3, '0')}-${args[0]}.log`)
+    : null
   const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
     child.once('exit', (code, signal) => {
       status = { code, signal }
+      if (logFile)
+        writeFileSync(
+          logFile,
+          `${[...args].join(' ')}\n${JSON.stringify(env)}\n${out}\nexit ${describeExit(status)}\n`,
+        )
       resolve(status)
     }),
   )

@@ -49,6 +49,7 @@ export async function startCutProxy(upstreamBase: string, plan: CutPlan): Promis
     )
     state.requests.push(new URL(req.url ?? '/', 'ws://x').search)
     const up = new WebSocket(new URL(req.url ?? '/', upstreamBase), { perMessageDeflate: false })
+    let paused = false
     const cut = () => {
       up.terminate()
       socket.destroy()
@@ -68,9 +69,14 @@ export async function startCutProxy(upstreamBase: string, plan: CutPlan): Promis
         return cut()
       }
       state.forwarded++
-      if (!socket.write(frame)) {
+      // Messages already parsed still arrive after pause(): one drain listener at a time.
+      if (!socket.write(frame) && !paused) {
+        paused = true
         up.pause()
-        socket.once('drain', () => up.resume())
+        socket.once('drain', () => {
+          paused = false
+          up.resume()
+        })
       }
     })
   })

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { type ChangeRow, getJson, getOrNull, mapLimit, readFeed } from './api-read.ts'
+import { type ChangeRow, getJson, getOrNull, type Json, mapLimit, readFeed } from './api-read.ts'
 
 // The end state a run reaches, read through the public API: every visible record (prompts
 // with cid, rev, flags, recompiles; conversations and agents by the URIs any compared
@@ -58,8 +58,8 @@ export async function readDigest(base: string, extraUris: Iterable<string> = [])
   }
 }
 
-async function listPrompts(base: string): Promise<any[]> {
-  const out: any[] = []
+async function listPrompts(base: string): Promise<Json[]> {
+  const out: Json[] = []
   let cursor: string | undefined
   do {
     const page = await getJson(

@@ -17,13 +17,16 @@ export const FAR_FUTURE_US = 9_007_199_254_740_991
 
 type Maker = (rand: Random, near: JetstreamEvent, earlier: string) => HostileLine
 
+const KEPT = 'xyz.quasigod.lab.letta.'
+const KEPT_COLLECTIONS = new Set(['compiledPrompt', 'conversation', 'agent'].map((c) => KEPT + c))
+/** A commit of a kept collection near `near` in time: refusals must be of lines we would keep. */
 const commitOf = (near: JetstreamEvent) =>
-  near.kind === 'commit'
+  near.kind === 'commit' && KEPT_COLLECTIONS.has(near.commit.collection)
     ? near.commit
     : {
         rev: '3m6sm7ncxdj2b',
         operation: 'create',
-        collection: 'xyz.quasigod.lab.letta.agent',
+        collection: `${KEPT}agent`,
         rkey: '3m6sm7ncql52b',
         record: {},
       }
@@ -43,48 +46,55 @@ export const poisonLine: Maker = (_r, near) =>
     commit: commitOf(near),
   })
 
-const MAKERS: Record<string, Maker> = {
+/** did and time_us of `near` (never its account or identity body). */
+const at = (near: JetstreamEvent) => ({ did: near.did, time_us: near.time_us })
+const TEN_YEARS_US = 10 * 365 * 86_400e6
+
+export const MAKERS: Record<string, Maker> = {
   poison: poisonLine,
   futureBadRkey: (_r, near) =>
     refused('future bad rkey', {
-      ...near,
-      time_us: Date.now() * 1000 + 10 * 365 * 86_400e6,
+      ...at(near),
+      time_us: Date.now() * 1000 + TEN_YEARS_US,
       kind: 'commit',
       commit: { ...commitOf(near), rkey: '../..' },
     }),
   truncated: (r, _n, earlier) =>
     refused('truncated JSON', earlier.slice(0, r.int(1, earlier.length - 2))),
   scalar: (r) => refused('not an object', r.pick(['null', '[]', '42', '"x"', 'true', '{}'])),
-  unknownKind: (_r, near) =>
-    refused('unknown kind', { did: near.did, time_us: near.time_us, kind: 'weird' }),
-  badNsid: (_r, near) =>
-    refused('bad nsid', {
-      ...near,
+  unknownKind: (_r, near) => refused('unknown kind', { ...at(near), kind: 'weird' }),
+  // Not a collection we keep: a commit that only moves the cursor (Jetstream filters it).
+  badNsid: (_r, near) => ({
+    ...refused('bad nsid', {
+      ...at(near),
       kind: 'commit',
       commit: { ...commitOf(near), collection: 'not an nsid' },
     }),
+    counted: false,
+  }),
   badRev: (_r, near) =>
-    refused('bad rev', { ...near, kind: 'commit', commit: { ...commitOf(near), rev: 'zz' } }),
-  badCid: (_r, near) =>
+    refused('bad rev', { ...at(near), kind: 'commit', commit: { ...commitOf(near), rev: 'zz' } }),
+  // The product checks CIDs loosely on purpose (length, no spaces): these two it refuses.
+  badCid: (r, near) =>
     refused('bad cid', {
-      ...near,
+      ...at(near),
       kind: 'commit',
       commit: {
         ...commitOf(near),
         operation: 'create',
-        cid: 'bafy-not-a-cid',
-        record: { $type: 'x' },
+        cid: r.pick(['', 'bafy not a cid']),
+        record: { $type: `${KEPT}agent` },
       },
     }),
   badOp: (_r, near) =>
     refused('bad operation', {
-      ...near,
+      ...at(near),
       kind: 'commit',
       commit: { ...commitOf(near), operation: 'upsert' },
     }),
   recordString: (_r, near) =>
     refused('record not an object', {
-      ...near,
+      ...at(near),
       kind: 'commit',
       commit: {
         ...commitOf(near),
@@ -93,8 +103,7 @@ const MAKERS: Record<string, Maker> = {
         record: 'hi',
       },
     }),
-  noCommit: (_r, near) =>
-    refused('commit missing', { did: near.did, time_us: near.time_us, kind: 'commit' }),
+  noCommit: (_r, near) => refused('commit missing', { ...at(near), kind: 'commit' }),
   badTime: (r, near) =>
     refused(
       'bad time_us',
@@ -102,8 +111,7 @@ const MAKERS: Record<string, Maker> = {
     ),
   badAccount: (r, near) =>
     refused('bad account', {
-      did: near.did,
-      time_us: near.time_us,
+      ...at(near),
       kind: 'account',
       account: {
         active: r.pick(['yes', 1, null]),
@@ -112,13 +120,15 @@ const MAKERS: Record<string, Maker> = {
         time: 'never',
       },
     }),
-  badIdentity: (_r, near) =>
-    refused('bad identity', {
-      did: near.did,
-      time_us: near.time_us,
+  // Accepted: an identity's handle is verified before use and stored as absent if it fails.
+  badIdentity: (_r, near) => ({
+    ...refused('unverifiable identity', {
+      ...at(near),
       kind: 'identity',
-      identity: { did: 'did:web:', handle: 'not a handle!!', seq: 1, time: 'x' },
+      identity: { did: near.did, handle: 'not a handle!!', seq: 1, time: 'x' },
     }),
+    counted: false,
+  }),
   controlChars: (_r, near) =>
     refused(
       'NUL and lone surrogates',

@@ -6,9 +6,9 @@ import { COMMON_ENV } from '../lib/baseline.ts'
 import { startCli } from '../lib/cli-proc.ts'
 import { compareDigests } from '../lib/compare.ts'
 import type { ChaosContext } from '../lib/context.ts'
+import { startCutProxy } from '../lib/cut-proxy.ts'
 import { type DbTarget, type Driver, freshDb } from '../lib/db.ts'
 import { type Digest, readDigest } from '../lib/digest.ts'
-import { startCutProxy } from '../lib/cut-proxy.ts'
 import { waitCaughtUp } from '../lib/progress.ts'
 import type { Scenario } from '../lib/scenario.ts'
 import { cutPlan } from './jetstream-cuts.ts'
@@ -38,7 +38,7 @@ export function firehoseCutsScenario(driver: Driver): Scenario {
   return {
     name: `firehose-cuts-${driver}`,
     injects: `local relay of signed commits behind a proxy cutting every ~1,500 frames, once mid-frame, on ${driver}`,
-    async run(ctx, shared) {
+    async run(ctx) {
       const frames = ctx.short ? 4_000 : 12_000
       const set = await loadOrBuildFrames(
         { frames, matchingShare: 0.4, noiseRepos: 40, lettaDids: 20 },
@@ -92,5 +92,3 @@ export function firehoseCutsScenario(driver: Driver): Scenario {
     },
   }
 }
-
-export type { Shared } from '../lib/baseline.ts'

@@ -1,3 +1,4 @@
+import { mapLimit } from '../lib/api-read.ts'
 import { COMMON_ENV, replayArgs } from '../lib/baseline.ts'
 import { startCli, tail } from '../lib/cli-proc.ts'
 import { compareDigests } from '../lib/compare.ts'
@@ -6,7 +7,6 @@ import { readDigest } from '../lib/digest.ts'
 import { type Route, sampleRequests } from '../lib/fuzz-gen.ts'
 import { waitCaughtUp } from '../lib/progress.ts'
 import { type RawResponse, rawRequest } from '../lib/raw-http.ts'
-import { mapLimit } from '../lib/api-read.ts'
 import type { Scenario } from '../lib/scenario.ts'
 
 // Hostile HTTP requests over every route (fast-check, seeded) while the product ingests:
