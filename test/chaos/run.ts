@@ -30,13 +30,19 @@ async function main(): Promise<number> {
     mkdirSync(logDir, { recursive: true })
     keepLogsIn(logDir)
   }
-  const scenarios = allScenarios().filter((s) => !only || only.includes(s.name))
+  const scenarios = allScenarios().filter((s) => (only ? only.includes(s.name) : !short || s.short))
   console.log(
     `chaos: seed ${seed} (reproduce: CHAOS_SEED=${seed} npm run chaos${short ? ' -- --short' : ''}), ${scenarios.length} scenarios${short ? ', short' : ''}`,
   )
   const suite = scenarioContext(seed, short, 'suite')
   const shared = createShared(seed, short, suite.ctx)
-  const results: Array<{ s: Scenario; ok: boolean; figures: string; s_: number }> = []
+  const results: Array<{
+    s: Scenario
+    ok: boolean
+    skipped: boolean
+    figures: string
+    s_: number
+  }> = []
   for (const s of scenarios) results.push(await runOne(s, shared))
   const problems = await suite.teardown()
   const stray = liveProcesses()
@@ -59,10 +65,12 @@ async function runOne(s: Scenario, shared: ReturnType<typeof createShared>) {
   console.log(`\n== ${s.name}: ${s.injects}`)
   let failures: string[]
   let figures: string
+  let skipped = false
   try {
     const r = await s.run(run.ctx, shared)
     failures = r.failures
-    figures = r.figures
+    figures = r.skipped ?? r.figures
+    skipped = r.skipped !== undefined
   } catch (err) {
     failures = [`crashed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`]
     figures = 'error'
@@ -71,8 +79,8 @@ async function runOne(s: Scenario, shared: ReturnType<typeof createShared>) {
   for (const n of run.notes) console.log(`   injected/held: ${n}`)
   for (const f of failures) console.log(`   FAILED: ${f}`)
   const secs = (performance.now() - t0) / 1000
-  console.log(`   ${failures.length ? 'FAIL' : 'PASS'} in ${secs.toFixed(1)} s`)
-  return { s, ok: failures.length === 0, figures, s_: secs }
+  console.log(`   ${skipped ? 'SKIP' : failures.length ? 'FAIL' : 'PASS'} in ${secs.toFixed(1)} s`)
+  return { s, ok: failures.length === 0, skipped, figures, s_: secs }
 }
 
 main().then(

@@ -8,6 +8,7 @@ import type { Scenario } from '../lib/scenario.ts'
 export function batchingScenario(driver: Driver): Scenario {
   return {
     name: `baseline-${driver}`,
+    short: true,
     injects: `nothing: default batching vs one event per batch on ${driver}`,
     async run(ctx, shared) {
       const b = await shared.baseline(driver)

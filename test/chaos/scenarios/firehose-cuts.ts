@@ -37,6 +37,7 @@ async function startRelay(ctx: ChaosContext, path: string): Promise<string> {
 export function firehoseCutsScenario(driver: Driver): Scenario {
   return {
     name: `firehose-cuts-${driver}`,
+    short: driver === 'postgres',
     injects: `local relay of signed commits behind a proxy cutting every ~1,500 frames, once mid-frame, on ${driver}`,
     async run(ctx) {
       const frames = ctx.short ? 4_000 : 12_000

@@ -18,6 +18,7 @@ import type { Scenario } from '../lib/scenario.ts'
 export function hostileReplayScenario(driver: Driver): Scenario {
   return {
     name: `hostile-replay-${driver}`,
+    short: true,
     injects: `hostile replay lines (far-future refused line, bad JSON, bad fields, stale copies) on ${driver}, kill -9 after the poison line`,
     async run(ctx, shared) {
       const base = await shared.baseline(driver)

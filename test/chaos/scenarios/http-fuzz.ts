@@ -70,6 +70,7 @@ export function judge(method: string, res: RawResponse): string | null {
 export function httpFuzzScenario(driver: Driver): Scenario {
   return {
     name: `http-fuzz-${driver}`,
+    short: driver === 'pglite',
     injects: `hostile HTTP requests over every route during ingestion on ${driver} (fast-check, seeded)`,
     async run(ctx, shared) {
       const base = await shared.baseline(driver)

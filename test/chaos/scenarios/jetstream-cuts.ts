@@ -29,6 +29,7 @@ export function cutPlan(ctx: ChaosContext): CutPlan {
 export function jetstreamCutsScenario(driver: Driver): Scenario {
   return {
     name: `jetstream-cuts-${driver}`,
+    short: driver === 'pglite',
     injects: `local Jetstream v1 behind a proxy cutting the socket every ~1,500 frames, once mid-frame, on ${driver}`,
     async run(ctx, shared) {
       const base = await shared.baseline(driver)

@@ -15,6 +15,7 @@ import type { Scenario } from '../lib/scenario.ts'
 export function kill9Scenario(driver: Driver): Scenario {
   return {
     name: `kill9-${driver}`,
+    short: true,
     injects: `kill -9 at random points of a replay on ${driver}, restart at once or after reaping`,
     async run(ctx, shared) {
       const base = await shared.baseline(driver)

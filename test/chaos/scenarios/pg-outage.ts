@@ -18,6 +18,7 @@ const BATCH = '25'
 
 export const pgOutageScenario: Scenario = {
   name: 'pg-outage',
+  short: true,
   injects: 'pg_ctl stop -m immediate on a private cluster mid-ingest, start it again',
   async run(ctx, shared) {
     const base = await shared.baseline('postgres')
