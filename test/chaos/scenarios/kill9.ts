@@ -23,20 +23,30 @@ export function kill9Scenario(driver: Driver): Scenario {
       const kills = ctx.short ? 4 : 10
       const env = { ...COMMON_ENV, ...db.env }
       const span = percentOf(base.set.events[0].time_us, base.set.lastTimeUs)
-      const window = base.normalMs * 0.9
+      const first = base.set.events[0].time_us
       for (let i = 1; i <= kills; i++) {
-        const delay = Math.floor(ctx.rand.next() * window)
+        // Half the kills at a random moment since spawn (migrations and start-up included),
+        // half once the stored cursor passes a random point (batches in flight); batch
+        // sizes vary between runs, as an operator's restart with new settings would.
+        const byProgress = ctx.rand.chance(0.5)
+        const delay = Math.floor(ctx.rand.next() * base.normalMs)
+        const target = first + (0.05 + 0.9 * ctx.rand.next()) * (base.set.lastTimeUs - first)
+        const batch = ctx.rand.pick(['1000', '100', '7'])
         const immediate = ctx.rand.chance(0.5)
-        const p = startCli(replayArgs(base.file), env)
-        const at = await killAfter(p, delay)
+        const p = startCli(replayArgs(base.file), { ...env, BATCH_SIZE: batch })
+        const t0 = Date.now()
+        const at = byProgress ? await killAtCursor(p, target) : await killAfter(p, delay)
+        const ms = Date.now() - t0
         if (p.exit() && p.exit()!.signal !== 'SIGKILL') {
           return fail(
             `run ${i} exited by itself (${describeExit(p.exit()!)}) before the kill:\n${tail(p.output())}`,
           )
         }
         if (!immediate) await p.exited
+        const where = at === null ? 'before the API listened' : `stored cursor at ${span(at)}`
+        const why = byProgress ? `once the cursor passed ${span(target)}` : 'at a random moment'
         ctx.note(
-          `kill -9 #${i} at ${delay} ms (${at === null ? 'before the API listened' : `cursor at ${span(at)}`}), restart ${immediate ? 'at once' : 'after reaping'}`,
+          `kill -9 #${i} ${why}, ${ms} ms after spawn (${where}; BATCH_SIZE ${batch}), restart ${immediate ? 'at once' : 'after reaping'}`,
         )
       }
       const p = startCli(replayArgs(base.file), env)
@@ -61,6 +71,20 @@ export function kill9Scenario(driver: Driver): Scenario {
 
 function fail(msg: string) {
   return { failures: [msg], figures: 'aborted' }
+}
+
+/** kill -9 as soon as the stored cursor reaches `target` (or after a minute regardless). */
+async function killAtCursor(p: CliProc, target: number): Promise<number | null> {
+  const deadline = Date.now() + 60_000
+  let last: number | null = null
+  while (Date.now() < deadline && !p.exit()) {
+    const c = await readCursor(p)
+    if (c !== null) last = c
+    if (c !== null && c >= target) break
+    await sleep(10)
+  }
+  p.kill9()
+  return last
 }
 
 /** Waits `ms`, polling progress, then kill -9; returns the last cursor seen (null: none). */
