@@ -59,7 +59,14 @@ export function rawRequest(
   })
 }
 
-function parse(buf: Buffer, head: boolean): Omit<RawResponse, 'ms'> {
+function parse(all: Buffer, head: boolean): Omit<RawResponse, 'ms'> {
+  // Interim answers (100 Continue to `expect: 100-continue`) come before the real one.
+  let buf = all
+  while (/^HTTP\/1\.[01] 1\d\d /.test(buf.subarray(0, 16).toString('latin1'))) {
+    const e = buf.indexOf('\r\n\r\n')
+    if (e < 0) break
+    buf = buf.subarray(e + 4)
+  }
   const end = buf.indexOf('\r\n\r\n')
   if (end < 0) return { status: null, headers: {}, body: buf.toString('latin1').slice(0, 200) }
   const lines = buf.subarray(0, end).toString('latin1').split('\r\n')

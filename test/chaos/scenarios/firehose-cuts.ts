@@ -38,7 +38,7 @@ export function firehoseCutsScenario(driver: Driver): Scenario {
   return {
     name: `firehose-cuts-${driver}`,
     short: driver === 'postgres',
-    injects: `local relay of signed commits behind a proxy cutting every ~1,500 frames, once mid-frame, on ${driver}`,
+    injects: `local relay of signed commits behind a proxy cutting every ~1,500 frames (short run: ~950), once mid-frame, on ${driver}`,
     async run(ctx) {
       const frames = ctx.short ? 4_000 : 12_000
       const set = await loadOrBuildFrames(

@@ -19,10 +19,13 @@ import type { Scenario } from '../lib/scenario.ts'
 // the proxy forwards binary (zstd) frames as they are, and the expected cursor becomes the
 // last event's seq instead of its time_us. Until then `jetstream-v2-cuts` reports SKIP.
 
+/**
+ * A cut every 1,200-1,800 frames; the short run's smaller event set gets one every 800-1,100,
+ * so it still sees at least two cuts. One of the first two cuts is mid-frame.
+ */
 export function cutPlan(ctx: ChaosContext): CutPlan {
-  const lo = 1_200
-  const hi = 1_800
-  const midAt = ctx.rand.int(1, 3)
+  const [lo, hi] = ctx.short ? [800, 1_100] : [1_200, 1_800]
+  const midAt = ctx.rand.int(1, 2)
   return { nextGap: () => ctx.rand.int(lo, hi), midFrame: (n) => n === midAt }
 }
 
@@ -30,7 +33,7 @@ export function jetstreamCutsScenario(driver: Driver): Scenario {
   return {
     name: `jetstream-cuts-${driver}`,
     short: driver === 'pglite',
-    injects: `local Jetstream v1 behind a proxy cutting the socket every ~1,500 frames, once mid-frame, on ${driver}`,
+    injects: `local Jetstream v1 behind a proxy cutting the socket every ~1,500 frames (short run: ~950), once mid-frame, on ${driver}`,
     async run(ctx, shared) {
       const base = await shared.baseline(driver)
       const db = await freshDb(ctx, driver)
