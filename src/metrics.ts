@@ -6,6 +6,15 @@ export const METRIC_PREFIX = 'prompt_appview_'
 export const OUTCOMES = ['indexed', 'ignored_rev', 'invalid', 'error'] as const
 export type Outcome = (typeof OUTCOMES)[number]
 export const SOURCES = ['jetstream', 'firehose', 'replay', 'backfill'] as const
+/** Why a source position was refused for the cursor and the lag (ingest/cursor-guard.ts). */
+export const CURSOR_REFUSALS = [
+  'future_time',
+  'bad_time',
+  'seq_backwards',
+  'seq_leap',
+  'stored_cursor',
+] as const
+export type CursorRefusal = (typeof CURSOR_REFUSALS)[number]
 export const FLAG_LABELS = [
   'orphaned',
   'mismatched',
@@ -24,6 +33,7 @@ export interface Metrics {
   batchDurationSeconds: Histogram
   sourceReconnectsTotal: Counter<'source'>
   resumeGapsTotal: Counter<'source'>
+  cursorRefusedTotal: Counter<'source' | 'reason'>
   prompts: Gauge<'flag'>
   httpRequestDurationSeconds: Histogram<'route' | 'method' | 'status_code'>
   buildInfo: Gauge<'version'>
@@ -96,7 +106,14 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     labelNames: ['source'] as const,
     registers: [registry],
   })
+  const cursorRefusedTotal = new Counter({
+    name: `${p}cursor_refused_total`,
+    help: 'Source positions (times, seqs) refused for the cursor and the lag; events still applied',
+    labelNames: ['source', 'reason'] as const,
+    registers: [registry],
+  })
   for (const source of SOURCES) {
+    for (const reason of CURSOR_REFUSALS) cursorRefusedTotal.inc({ source, reason }, 0)
     sourceReconnectsTotal.inc({ source }, 0)
     resumeGapsTotal.inc({ source }, 0)
   }
@@ -135,6 +152,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     batchDurationSeconds,
     sourceReconnectsTotal,
     resumeGapsTotal,
+    cursorRefusedTotal,
     prompts,
     httpRequestDurationSeconds,
     buildInfo,
