@@ -13,6 +13,7 @@ import type { Source } from '../ingest/source.ts'
 import { createLogger } from '../logger.ts'
 import { createMetrics } from '../metrics.ts'
 import { VERSION } from '../version.ts'
+import { installLastResort } from './last-resort.ts'
 import { trustedStartCursor } from './start-cursor.ts'
 
 export interface Runtime {
@@ -27,12 +28,11 @@ export interface Runtime {
 export async function openRuntime(
   config: Config,
   opts: {
-    migrate: boolean /** PGlite in memory instead of DATA_DIR (the demo). */
-    memory?: boolean
+    migrate: boolean
   },
 ): Promise<Runtime> {
   const logger = createLogger(config.logLevel)
-  const dataDir = config.databaseUrl || opts.memory ? null : config.dataDir
+  const dataDir = config.databaseUrl ? null : config.dataDir
   const db = await openDatabase({ url: config.databaseUrl, dataDir })
   const rt: Runtime = {
     ctx: undefined as unknown as AppContext,
@@ -192,7 +192,8 @@ export async function startIngest(
 
 /**
  * SIGTERM/SIGINT: run `shutdown` once; a second signal or a stuck shutdown past the
- * deadline exits hard, as the last resort.
+ * deadline exits hard. An uncaught exception or unhandled rejection runs it too, bounded,
+ * and exits with status 1 (src/cli/last-resort.ts).
  */
 export function onShutdownSignal(
   logger: AppContext['logger'],
@@ -222,4 +223,9 @@ export function onShutdownSignal(
   }
   process.on('SIGTERM', handler)
   process.on('SIGINT', handler)
+  installLastResort(logger, async () => {
+    if (started) return
+    started = true
+    await shutdown()
+  })
 }
