@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { createShared } from './lib/baseline.ts'
 import { keepLogsIn, liveProcesses } from './lib/cli-proc.ts'
-import { scenarioContext } from './lib/context.ts'
+import { scenarioContext, tearDownAll } from './lib/context.ts'
 import type { Scenario } from './lib/scenario.ts'
 import { allScenarios } from './scenarios/index.ts'
 
@@ -81,6 +81,21 @@ async function runOne(s: Scenario, shared: ReturnType<typeof createShared>) {
   const secs = (performance.now() - t0) / 1000
   console.log(`   ${skipped ? 'SKIP' : failures.length ? 'FAIL' : 'PASS'} in ${secs.toFixed(1)} s`)
   return { s, ok: failures.length === 0, skipped, figures, s_: secs }
+}
+
+// Interrupted: the same teardown (product processes, clusters, databases, temp dirs).
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.log(`\nchaos: ${signal}, tearing down`)
+    for (const p of liveProcesses()) p.kill9()
+    tearDownAll().then(
+      (problems) => {
+        for (const p of problems) console.log(`  TEARDOWN ${p}`)
+        process.exit(130)
+      },
+      () => process.exit(130),
+    )
+  })
 }
 
 main().then(

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createRandom, type Random } from '../../../src/demo/random.ts'
@@ -30,9 +30,19 @@ export function subSeed(seed: number, name: string): number {
   return h
 }
 
+const active = new Set<ScenarioRun>()
+
+/** Teardown of every run still open (the runner's answer to SIGINT / SIGTERM). */
+export async function tearDownAll(): Promise<string[]> {
+  const problems: string[] = []
+  for (const run of [...active].reverse()) problems.push(...(await run.teardown()))
+  return problems
+}
+
 export function scenarioContext(seed: number, short: boolean, name: string): ScenarioRun {
   const notes: string[] = []
   const steps: Array<{ what: string; fn: () => Promise<void> | void }> = []
+  const dirs: string[] = []
   const ctx: ChaosContext = {
     seed,
     short,
@@ -45,14 +55,16 @@ export function scenarioContext(seed: number, short: boolean, name: string): Sce
     },
     tempDir: (prefix) => {
       const dir = mkdtempSync(join(tmpdir(), `chaos-${prefix}-`))
+      dirs.push(dir)
       steps.push({ what: `remove ${dir}`, fn: () => rmSync(dir, { recursive: true, force: true }) })
       return dir
     },
   }
-  return {
+  const run: ScenarioRun = {
     ctx,
     notes,
     async teardown() {
+      active.delete(run)
       const problems: string[] = []
       for (const step of steps.reverse()) {
         try {
@@ -62,9 +74,12 @@ export function scenarioContext(seed: number, short: boolean, name: string): Sce
         }
       }
       steps.length = 0
+      for (const d of dirs) if (existsSync(d)) problems.push(`temp dir ${d} left behind`)
       return problems
     },
   }
+  active.add(run)
+  return run
 }
 
 /** A failed expectation of a scenario (the runner prints it and goes on to the next). */
