@@ -24,19 +24,24 @@ export function kill9Scenario(driver: Driver): Scenario {
       const env = { ...COMMON_ENV, ...db.env }
       const span = percentOf(base.set.events[0].time_us, base.set.lastTimeUs)
       const first = base.set.events[0].time_us
+      const last = base.set.lastTimeUs
+      // Where the previous run got to: fault points are drawn from the work still left.
+      let resumed = first
       for (let i = 1; i <= kills; i++) {
         // Half the kills at a random moment since spawn (migrations and start-up included),
         // half once the stored cursor passes a random point (batches in flight); batch
         // sizes vary between runs, as an operator's restart with new settings would.
         const byProgress = ctx.rand.chance(0.5)
-        const delay = Math.floor(ctx.rand.next() * base.normalMs)
-        const target = first + (0.05 + 0.9 * ctx.rand.next()) * (base.set.lastTimeUs - first)
+        const left = (last - resumed) / (last - first)
+        const delay = Math.floor(ctx.rand.next() * base.normalMs * (0.3 + 0.7 * left))
+        const target = resumed + (0.05 + 0.9 * ctx.rand.next()) * (last - resumed)
         const batch = ctx.rand.pick(['1000', '100', '7'])
         const immediate = ctx.rand.chance(0.5)
         const p = startCli(replayArgs(base.file), { ...env, BATCH_SIZE: batch })
         const t0 = Date.now()
         const at = byProgress ? await killAtCursor(p, target) : await killAfter(p, delay)
         const ms = Date.now() - t0
+        if (at !== null) resumed = Math.min(Math.max(resumed, at), first + 0.9 * (last - first))
         if (p.exit() && p.exit()!.signal !== 'SIGKILL') {
           return fail(
             `run ${i} exited by itself (${describeExit(p.exit()!)}) before the kill:\n${tail(p.output())}`,
