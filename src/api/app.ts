@@ -20,6 +20,7 @@ import { metricsRoutes } from './routes/metrics.ts'
 import { promptRoutes } from './routes/prompts.ts'
 import { recordRoutes } from './routes/records.ts'
 import { statsRoutes } from './routes/stats.ts'
+import { answerConnect, clientErrorHandler } from './unroutable.ts'
 
 export interface ApiOptions {
   /** Which cursor /v1/stats reports: the one this process ingests with, if any. */
@@ -60,12 +61,14 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
     // A DID may be 2048 characters: long parameters get a 400 from the handler that
     // names them, not a route miss.
     routerOptions: { maxParamLength: 4096 },
+    clientErrorHandler,
     frameworkErrors: (err, _request, reply) => {
       ;(reply as FastifyReply).status(400).send({ error: 'InvalidRequest', message: err.message })
     },
   }) as unknown as FastifyInstance
   app.decorate('ctx', ctx)
   app.decorate('apiOptions', opts)
+  answerConnect(app.server, ctx.logger)
 
   const histogram = ctx.metrics.httpRequestDurationSeconds
   app.addHook('onResponse', async (request, reply) => {

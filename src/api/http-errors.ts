@@ -27,6 +27,9 @@ export function errorNameOf(status: number): string {
   return ERROR_NAMES[status] ?? (status < 500 ? 'InvalidRequest' : 'InternalServerError')
 }
 
+/** The query-string integer syntax (schemas.ts decimalParam, params.ts strictInteger). */
+export const DECIMAL_PATTERN = '^(0|[1-9][0-9]*)$'
+
 interface AjvError {
   instancePath?: string
   keyword?: string
@@ -49,6 +52,8 @@ export function validationMessage(errors: AjvError[], context: string | undefine
     'request'
   if (e.keyword === 'required')
     return `${context ?? 'request'} is missing required parameter ${name}`
+  if (e.keyword === 'pattern' && p.pattern === DECIMAL_PATTERN)
+    return `${name} must be an integer in plain decimal digits (no sign, exponent, hex, fraction, spaces or leading zeros)`
   if (e.keyword === 'enum' && Array.isArray(p.allowedValues))
     return `${name} must be one of: ${p.allowedValues.join(', ')}`
   return `${name} ${e.message ?? 'is invalid'}`

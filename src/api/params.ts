@@ -1,6 +1,6 @@
 import { isValidDid, isValidHandle, isValidRecordKey } from '@atproto/syntax'
 import { FILTER_NAMES } from '../indexer/flags.ts'
-import { badRequest } from './http-errors.ts'
+import { badRequest, DECIMAL_PATTERN } from './http-errors.ts'
 
 // Every parameter is checked here, before any query runs: a malformed value is a 400
 // naming the parameter, and whatever reaches SQL is syntactically a DID, handle, record
@@ -54,24 +54,38 @@ export function parseFlag(value: string): FilterName {
   throw badRequest(`flag must be one of: ${FILTER_NAMES.join(', ')}`)
 }
 
+// Numbers in a query string are plain decimal digits: no sign, no exponent, no hex, no
+// fraction, no spaces, and no leading zeros ("05"), so each number has one spelling (as in
+// JSON) and a typo is a 400 instead of a guess. Ajv's coercion took `0x10`, `1e2`, `+5`.
+const DECIMAL = new RegExp(DECIMAL_PATTERN)
+
+/** `value` as an integer in [min, max], or null when it is not one (see DECIMAL). */
+export function strictInteger(value: string, min: number, max: number): number | null {
+  if (value.length > 16 || !DECIMAL.test(value)) return null
+  const n = Number(value)
+  return Number.isSafeInteger(n) && n >= min && n <= max ? n : null
+}
+
 export function parseLimit(
-  value: number | undefined,
+  value: string | undefined,
   def: number,
   max: number,
   param = 'limit',
 ): number {
   if (value === undefined) return def
-  if (!Number.isInteger(value) || value < 1 || value > max)
-    throw badRequest(`${param} must be an integer from 1 to ${max}`)
-  return value
+  const n = strictInteger(value, 1, max)
+  if (n === null)
+    throw badRequest(`${param} must be an integer from 1 to ${max}, in plain decimal digits`)
+  return n
 }
 
-/** A change-feed position. Ajv lets Infinity through an integer schema; this does not. */
-export function parseSince(value: number | undefined): number {
+/** A change-feed position: the last seq read, 0 for the start. */
+export function parseSince(value: string | undefined): number {
   if (value === undefined) return 0
-  if (!Number.isSafeInteger(value) || value < 0)
-    throw badRequest('since must be an integer >= 0 (the last seq read)')
-  return value
+  const n = strictInteger(value, 0, Number.MAX_SAFE_INTEGER)
+  if (n === null)
+    throw badRequest('since must be an integer >= 0 in plain decimal digits (the last seq read)')
+  return n
 }
 
 /** Position after the last item of a page: (rkey, did), the list's sort key. */

@@ -1,4 +1,5 @@
 import { FILTER_NAMES, FLAG_NAMES } from '../indexer/flags.ts'
+import { DECIMAL_PATTERN } from './http-errors.ts'
 
 // JSON schemas of the API: they validate input, drive fast serialization and become the
 // OpenAPI document. Records are arbitrary JSON, so their schemas are left open (`{}`
@@ -175,8 +176,14 @@ export const repoRkeyParams = {
   required: ['did', 'rkey'],
 } as const
 
+/**
+ * Integers in a query string are checked by the handler (params.ts strictInteger), not
+ * coerced by Ajv, which would take `0x10`, `1e2`, `+5` or ` 5`.
+ */
+export const decimalParam = (description: string) =>
+  ({ type: 'string', pattern: DECIMAL_PATTERN, maxLength: 16, description }) as const
 export const limitParam = (max: number, def: number) =>
-  ({ type: 'integer', minimum: 1, maximum: max, description: `1..${max}, default ${def}` }) as const
+  decimalParam(`Integer 1..${max} in plain decimal digits, default ${def}`)
 export const cursorParam = {
   type: 'string',
   maxLength: 2048,

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream'
 import type { FastifyPluginAsync } from 'fastify'
 import { parseLimit, parseSince } from '../params.ts'
 import { type ChangeRow, changeLine, readChanges } from '../reads.ts'
-import { errorResponses } from '../schemas.ts'
+import { decimalParam, errorResponses } from '../schemas.ts'
 
 export const CHANGES_DEFAULT_LIMIT = 1000
 export const CHANGES_MAX_LIMIT = 10_000
@@ -16,7 +16,7 @@ export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (ap
   const { db, config } = app.ctx
   const pageSize = opts.pageSize
 
-  app.get<{ Querystring: { since?: number; limit?: number } }>(
+  app.get<{ Querystring: { since?: string; limit?: string } }>(
     '/v1/changes',
     {
       // Long answers to slow clients are fine; the per-request timeout is for stuck handlers.
@@ -29,18 +29,10 @@ export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (ap
         querystring: {
           type: 'object',
           properties: {
-            since: {
-              type: 'integer',
-              minimum: 0,
-              maximum: Number.MAX_SAFE_INTEGER,
-              description: 'Last seq read; default 0',
-            },
-            limit: {
-              type: 'integer',
-              minimum: 1,
-              maximum: CHANGES_MAX_LIMIT,
-              description: `Most lines, 1..${CHANGES_MAX_LIMIT}, default ${CHANGES_DEFAULT_LIMIT}`,
-            },
+            since: decimalParam('Last seq read, in plain decimal digits; default 0'),
+            limit: decimalParam(
+              `Most lines, 1..${CHANGES_MAX_LIMIT} in plain decimal digits, default ${CHANGES_DEFAULT_LIMIT}`,
+            ),
           },
         },
         produces: ['application/x-ndjson'],

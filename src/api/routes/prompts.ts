@@ -33,7 +33,7 @@ interface ListQuery {
   flag?: string
   did?: string
   agent?: string
-  limit?: number
+  limit?: string
   cursor?: string
 }
 
@@ -141,7 +141,7 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
     },
   )
 
-  app.get<{ Params: RepoRkey; Querystring: { limit?: number; cursor?: string } }>(
+  app.get<{ Params: RepoRkey; Querystring: { limit?: string; cursor?: string } }>(
     '/v1/prompts/:did/:rkey/revisions',
     {
       config: LOOKUP_CACHE,
