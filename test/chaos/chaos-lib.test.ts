@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest'
+import WebSocket, { WebSocketServer } from 'ws'
+import { createRandom } from '../../src/demo/random.ts'
+import { normalizeJetstreamEvent } from '../../src/ingest/jetstream-event.ts'
+import type { ChangeRow } from './lib/api-read.ts'
+import { checkFeed, compareDigests } from './lib/compare.ts'
+import { startCutProxy } from './lib/cut-proxy.ts'
+import type { Digest } from './lib/digest.ts'
+import { makeEvents } from './lib/events.ts'
+import { FAR_FUTURE_US, mixHostile } from './lib/hostile.ts'
+
+// The chaos suite's own judges: if these were wrong, every scenario would pass or fail
+// for the wrong reason.
+
+const row = (
+  seq: number,
+  uri: string,
+  cid: string | null,
+  op: ChangeRow['op'] = 'upsert',
+): ChangeRow => ({
+  seq,
+  op,
+  collection: 'c',
+  uri,
+  cid,
+  flags: [],
+})
+
+const digest = (records: Record<string, string>, feed: ChangeRow[] = []): Digest => ({
+  records: new Map(Object.entries(records)),
+  stats: '{}',
+  cursor: 1,
+  lastEventAt: null,
+  feed,
+  hash: 'h',
+})
+
+describe('chaos comparison', () => {
+  const fine = [row(1, 'a', 'x'), row(2, 'a', 'y'), row(3, 'b', 'z'), row(4, 'a', null, 'delete')]
+
+  it('accepts a feed that folds changes, with other seqs', () => {
+    expect(checkFeed([row(10, 'b', 'z'), row(11, 'a', null, 'delete')], fine)).toEqual([])
+  })
+
+  it('refuses a repeated, reordered or invented change, and seqs going backwards', () => {
+    expect(checkFeed([row(1, 'a', 'x'), row(2, 'a', 'x')], fine)).toHaveLength(1)
+    expect(checkFeed([row(1, 'a', 'y'), row(2, 'a', 'x')], fine)).toHaveLength(1)
+    expect(checkFeed([row(1, 'c', 'q')], fine)).toHaveLength(1)
+    expect(checkFeed([row(2, 'b', 'z'), row(1, 'a', 'x')], fine)[0]).toMatch(/not increasing/)
+  })
+
+  it('names missing, extra and differing records', () => {
+    const ref = digest({ a: '1', b: '2' })
+    const got = digest({ a: '1x', c: '3' })
+    const problems = compareDigests(got, ref, []).problems.join('\n')
+    expect(problems).toMatch(/1 records missing, e.g. b/)
+    expect(problems).toMatch(/1 records extra, e.g. c/)
+    expect(problems).toMatch(/1 records differ, e.g. a: 1x != expected 1/)
+    expect(compareDigests(ref, ref, []).ok).toBe(true)
+  })
+})
+
+describe('hostile replay lines', () => {
+  it('are refused by the product exactly where counted, with the poison line at a quarter', () => {
+    const set = makeEvents(11, 400)
+    const h = mixHostile(createRandom(5), set.events, set.lines, 300)
+    expect(h.lines.at(-1)).toBe(set.lines.at(-1))
+    expect(h.lines[h.poisonAt]).toContain(String(FAR_FUTURE_US))
+    const collections = new Set(
+      ['compiledPrompt', 'conversation', 'agent'].map((c) => `xyz.quasigod.lab.letta.${c}`),
+    )
+    const clean = new Set(set.lines)
+    let refused = 0
+    for (const line of h.lines) {
+      if (clean.has(line) || line.trim() === '') continue
+      if (!normalizeJetstreamEvent(line, { collections }).ok) refused++
+    }
+    expect(refused).toBe(h.counted)
+    expect(h.counted).toBeGreaterThan(200)
+  })
+})
+
+describe('cutting proxy', () => {
+  it('forwards frames, then cuts once mid-frame: the client never sees the cut frame', async () => {
+    const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
+    await new Promise<void>((r) => wss.once('listening', () => r()))
+    wss.on('connection', (ws) => {
+      for (let i = 0; i < 10; i++) ws.send(`frame ${i} ${'x'.repeat(300)}`)
+    })
+    const port = (wss.address() as { port: number }).port
+    const proxy = await startCutProxy(`ws://127.0.0.1:${port}`, {
+      nextGap: () => 4,
+      midFrame: (n) => n === 1,
+    })
+    const got: string[] = []
+    const ws = new WebSocket(`${proxy.url}/x?cursor=5`)
+    ws.on('message', (d) => got.push(String(d).slice(0, 7)))
+    const closed = await new Promise<number>((resolve) => {
+      ws.on('close', (code) => resolve(code))
+      ws.on('error', () => {})
+    })
+    expect(got).toEqual(['frame 0', 'frame 1', 'frame 2'])
+    expect(closed).toBe(1006)
+    expect(proxy.cuts).toEqual([{ after: 3, midFrame: true }])
+    expect(proxy.requests).toEqual(['?cursor=5'])
+    await proxy.close()
+    await new Promise<void>((r) => wss.close(() => r()))
+  })
+})

@@ -1,0 +1,141 @@
+import { mapLimit } from '../lib/api-read.ts'
+import { COMMON_ENV, replayArgs } from '../lib/baseline.ts'
+import { startCli, tail } from '../lib/cli-proc.ts'
+import { compareDigests } from '../lib/compare.ts'
+import { type Driver, freshDb } from '../lib/db.ts'
+import { readDigest } from '../lib/digest.ts'
+import { type Route, sampleRequests } from '../lib/fuzz-gen.ts'
+import { waitCaughtUp } from '../lib/progress.ts'
+import { type RawResponse, rawRequest } from '../lib/raw-http.ts'
+import type { Scenario } from '../lib/scenario.ts'
+
+// Hostile HTTP requests over every route (fast-check, seeded) while the product ingests:
+// no 5xx, no dropped connection, no crash, every 4xx in the documented error shape
+// (SPEC 6: {"error","message"}, the name matching the status), and the end state the
+// baseline's (a read-only API changes nothing; admin calls only carry wrong tokens or
+// name repos the index does not hold).
+
+const ERROR_NAMES: Record<number, string> = {
+  400: 'InvalidRequest',
+  401: 'AuthRequired',
+  404: 'NotFound',
+  429: 'RateLimitExceeded',
+}
+const ADMIN_TOKEN = 'chaos-admin-token-0123456789'
+/** Routes the OpenAPI document hides or that exist outside it. */
+const EXTRA_ROUTES: Route[] = [
+  { method: 'GET', path: '/openapi.json', query: [] },
+  { method: 'GET', path: '/docs', query: [] },
+  { method: 'GET', path: '/', query: [] },
+  { method: 'GET', path: '/{x}', query: [] },
+  { method: 'POST', path: '/admin/repos/{did}/resync', query: [] },
+  { method: 'POST', path: '/admin/repos/{did}/hide', query: [] },
+  { method: 'POST', path: '/admin/repos/{did}/unhide', query: [] },
+]
+
+async function routesOf(url: string): Promise<Route[]> {
+  const doc = (await (await fetch(`${url}/openapi.json`)).json()) as {
+    paths: Record<string, Record<string, { parameters?: Array<{ in: string; name: string }> }>>
+  }
+  const routes: Route[] = []
+  for (const [path, ops] of Object.entries(doc.paths))
+    for (const [method, op] of Object.entries(ops))
+      routes.push({
+        method: method.toUpperCase(),
+        path,
+        query: (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name),
+      })
+  const seen = new Set(routes.map((r) => `${r.method} ${r.path}`))
+  return [...routes, ...EXTRA_ROUTES.filter((r) => !seen.has(`${r.method} ${r.path}`))]
+}
+
+/** What is wrong with one answer, or null. */
+export function judge(method: string, res: RawResponse): string | null {
+  if (res.status === null) return `no answer (${res.error ?? 'connection closed'})`
+  if (res.status >= 500) return `${res.status} ${res.body.slice(0, 200)}`
+  if (res.status < 400 || method === 'HEAD') return null
+  let body: { error?: unknown; message?: unknown }
+  try {
+    body = JSON.parse(res.body)
+  } catch {
+    return `${res.status} without a JSON error body: ${JSON.stringify(res.body.slice(0, 120))}`
+  }
+  if (typeof body?.error !== 'string' || typeof body?.message !== 'string')
+    return `${res.status} body not {"error","message"}: ${res.body.slice(0, 120)}`
+  const want = ERROR_NAMES[res.status]
+  if (want && body.error !== want) return `${res.status} named ${body.error}, SPEC says ${want}`
+  return null
+}
+
+export function httpFuzzScenario(driver: Driver): Scenario {
+  return {
+    name: `http-fuzz-${driver}`,
+    short: driver === 'pglite',
+    injects: `hostile HTTP requests over every route during ingestion on ${driver} (fast-check, seeded)`,
+    async run(ctx, shared) {
+      const base = await shared.baseline(driver)
+      const db = await freshDb(ctx, driver)
+      const p = startCli(replayArgs(base.file), {
+        ...COMMON_ENV,
+        ...db.env,
+        ADMIN_TOKEN,
+        BATCH_SIZE: '50',
+      })
+      ctx.defer('stop the product', () => void p.kill9())
+      const url = await p.waitListening()
+      const { hostname, port } = new URL(url)
+      const routes = await routesOf(url)
+      const keys = [...base.fine.records.keys()].map((u) => u.split('/'))
+      const input = {
+        routes,
+        dids: [...new Set(keys.map((k) => k[2]))].slice(0, 30),
+        rkeys: [...new Set(keys.map((k) => k[4]))].slice(0, 30),
+        adminToken: ADMIN_TOKEN,
+      }
+      const n = ctx.short ? 600 : 4_000
+      const reqs = sampleRequests(input, n, ctx.rand.int(1, 2 ** 30))
+      const statuses: Record<string, number> = {}
+      const bad: string[] = []
+      await mapLimit(reqs, 4, async (r) => {
+        const res = await rawRequest(hostname, Number(port), r)
+        statuses[String(res.status)] = (statuses[String(res.status)] ?? 0) + 1
+        const problem = judge(r.method, res)
+        if (problem)
+          bad.push(
+            `${r.method} ${r.target.slice(0, 160)} [${Object.keys(r.headers).join(',')}] -> ${problem}`,
+          )
+      })
+      const failures: string[] = []
+      const st = p.exit()
+      if (st) failures.push(`the process exited during the fuzz:\n${tail(p.output())}`)
+      const byProblem = new Map<string, string[]>()
+      for (const b of bad) {
+        const k = b.replace(/^.*-> /, '').slice(0, 60)
+        byProblem.set(k, [...(byProblem.get(k) ?? []), b])
+      }
+      for (const [, list] of byProblem) failures.push(`${list.length} x ${list[0]}`)
+      ctx.note(
+        `${reqs.length} requests over ${routes.length} routes (${routes.map((r) => `${r.method} ${r.path}`).join(', ')})`,
+      )
+      ctx.note(
+        `statuses: ${Object.entries(statuses)
+          .sort()
+          .map(([s, c]) => `${s}: ${c}`)
+          .join(', ')}; ${bad.length} bad answers`,
+      )
+      if (!st) {
+        await waitCaughtUp(p, base.set.lastTimeUs, 300_000)
+        const got = await readDigest(url, base.fine.records.keys())
+        const cmp = compareDigests(got, base.fine, base.fine.feed)
+        ctx.note(`end state after the fuzz: ${cmp.summary}`)
+        failures.push(...cmp.problems)
+        const code = await p.stop()
+        if (code !== 0) failures.push(`SIGTERM exit code ${code}`)
+      }
+      return {
+        failures,
+        figures: `${reqs.length} requests, ${bad.length} bad, ${statuses['500'] ?? 0} x 500`,
+      }
+    },
+  }
+}

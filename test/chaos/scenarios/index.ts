@@ -1,0 +1,28 @@
+import type { Scenario } from '../lib/scenario.ts'
+import { batchingScenario } from './batching.ts'
+import { firehoseCutsScenario } from './firehose-cuts.ts'
+import { hostileReplayScenario } from './hostile-replay.ts'
+import { httpFuzzScenario } from './http-fuzz.ts'
+import { jetstreamCutsScenario } from './jetstream-cuts.ts'
+import { jetstreamV2Scenario } from './jetstream-v2.ts'
+import { kill9Scenario } from './kill9.ts'
+import { pgOutageScenario } from './pg-outage.ts'
+
+export function allScenarios(): Scenario[] {
+  return [
+    batchingScenario('pglite'),
+    batchingScenario('postgres'),
+    kill9Scenario('pglite'),
+    kill9Scenario('postgres'),
+    pgOutageScenario,
+    hostileReplayScenario('pglite'),
+    hostileReplayScenario('postgres'),
+    jetstreamCutsScenario('pglite'),
+    jetstreamCutsScenario('postgres'),
+    jetstreamV2Scenario,
+    firehoseCutsScenario('pglite'),
+    firehoseCutsScenario('postgres'),
+    httpFuzzScenario('pglite'),
+    httpFuzzScenario('postgres'),
+  ]
+}

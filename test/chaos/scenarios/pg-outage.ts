@@ -1,0 +1,120 @@
+import { COMMON_ENV, replayArgs } from '../lib/baseline.ts'
+import { type CliProc, describeExit, sleep, startCli, tail } from '../lib/cli-proc.ts'
+import { compareDigests } from '../lib/compare.ts'
+import type { ChaosContext } from '../lib/context.ts'
+import { readDigest } from '../lib/digest.ts'
+import { type Cluster, startCluster } from '../lib/pg-cluster.ts'
+import { readCursor, waitCaughtUp } from '../lib/progress.ts'
+import type { Scenario } from '../lib/scenario.ts'
+import { percentOf } from './kill9.ts'
+
+// The database crashes under a running `run`: a private cluster stopped with
+// `pg_ctl stop -m immediate` at random points of the ingestion and started again after a
+// random pause. The process must live through it (SPEC 11), answer /readyz and reads with
+// 503 while the database is away, and end in the uninterrupted run's state.
+
+// Small batches make the ingestion long enough to be hit several times.
+const BATCH = '25'
+
+export const pgOutageScenario: Scenario = {
+  name: 'pg-outage',
+  short: true,
+  injects: 'pg_ctl stop -m immediate on a private cluster mid-ingest, start it again',
+  async run(ctx, shared) {
+    const base = await shared.baseline('postgres')
+    const cluster = await startCluster(ctx)
+    const env = { ...COMMON_ENV, DATABASE_URL: cluster.url, BATCH_SIZE: BATCH }
+    const outages = ctx.short ? 3 : 8
+    const span = percentOf(base.set.events[0].time_us, base.set.lastTimeUs)
+    const first = base.set.events[0].time_us
+    const targets = Array.from({ length: outages }, () => 0.05 + ctx.rand.next() * 0.85).sort()
+    const failures: string[] = []
+    let p = startCli(replayArgs(base.file), env)
+    ctx.defer('stop the product', () => void p.kill9())
+    await p.waitListening()
+    let died = 0
+    for (const [i, t] of targets.entries()) {
+      const target = first + t * (base.set.lastTimeUs - first)
+      const at = await waitCursor(p, target)
+      const pauseMs = ctx.rand.int(300, ctx.short ? 2_000 : 5_000)
+      await cluster.crash()
+      const probe = await probeOutage(p, pauseMs)
+      await cluster.start()
+      await sleep(500)
+      const exit = p.exit()
+      ctx.note(
+        `outage #${i + 1} at cursor ${at === null ? '?' : span(at)} for ${pauseMs} ms: ${probe.text}; process ${exit ? `DIED (${describeExit(exit)})` : 'alive'}`,
+      )
+      failures.push(...probe.failures.map((f) => `outage #${i + 1}: ${f}`))
+      if (exit) {
+        died++
+        failures.push(
+          `outage #${i + 1}: the process exited (${describeExit(exit)}):\n${tail(p.output(), 6)}`,
+        )
+        p = startCli(replayArgs(base.file), env)
+        await p.waitListening()
+      }
+    }
+    await waitCaughtUp(p, base.set.lastTimeUs, 180_000)
+    const got = await readDigest(p.url()!, base.fine.records.keys())
+    const cmp = compareDigests(got, base.fine, base.fine.feed)
+    ctx.note(`after ${outages} outages: ${cmp.summary}`)
+    failures.push(...cmp.problems)
+    const ready = await fetch(`${p.url()}/readyz`)
+    if (ready.status !== 200) failures.push(`/readyz ${ready.status} after recovery`)
+    const code = await p.stop()
+    if (code !== 0) failures.push(`SIGTERM exit code ${code}`)
+    return { failures, figures: `${outages} outages, process died in ${died}, digest ${got.hash}` }
+  },
+}
+
+async function waitCursor(p: CliProc, target: number): Promise<number | null> {
+  const deadline = Date.now() + 120_000
+  let c: number | null = null
+  while (Date.now() < deadline && !p.exit()) {
+    c = await readCursor(p)
+    if (c !== null && c >= target) return c
+    await sleep(20)
+  }
+  return c
+}
+
+interface Probe {
+  text: string
+  failures: string[]
+}
+
+/** During the outage: /readyz must say 503 with a reason, and a read must be a quick 503. */
+async function probeOutage(p: CliProc, pauseMs: number): Promise<Probe> {
+  const started = Date.now()
+  const url = p.url()!
+  const failures: string[] = []
+  const parts: string[] = []
+  const ready = await timed(`${url}/readyz`)
+  parts.push(
+    `/readyz ${ready.status} in ${ready.ms} ms${ready.body ? ` ${ready.body.slice(0, 80)}` : ''}`,
+  )
+  if (ready.status !== 503 && !p.exit())
+    failures.push(`/readyz answered ${ready.status}, not 503, with the database down`)
+  const read = await timed(`${url}/v1/prompts?limit=1`)
+  parts.push(`read ${read.status} in ${read.ms} ms`)
+  if (!p.exit() && (read.status !== 503 || read.ms > 5_000))
+    failures.push(
+      `a read answered ${read.status} in ${read.ms} ms with the database down (want a 503 within 5 s)`,
+    )
+  const left = pauseMs - (Date.now() - started)
+  if (left > 0) await sleep(left)
+  return { text: parts.join(', '), failures }
+}
+
+async function timed(url: string): Promise<{ status: number | string; ms: number; body: string }> {
+  const t0 = Date.now()
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(40_000) })
+    return { status: res.status, ms: Date.now() - t0, body: await res.text() }
+  } catch (err) {
+    return { status: `no answer (${(err as Error).name})`, ms: Date.now() - t0, body: '' }
+  }
+}
+
+export type { ChaosContext, Cluster }
