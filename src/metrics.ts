@@ -24,6 +24,8 @@ export interface Metrics {
   batchDurationSeconds: Histogram
   sourceReconnectsTotal: Counter<'source'>
   resumeGapsTotal: Counter<'source'>
+  sourceFaultsTotal: Counter<'source' | 'reason'>
+  jetstreamBytesTotal: Counter<'stage'>
   prompts: Gauge<'flag'>
   httpRequestDurationSeconds: Histogram<'route' | 'method' | 'status_code'>
   buildInfo: Gauge<'version'>
@@ -96,6 +98,19 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     labelNames: ['source'] as const,
     registers: [registry],
   })
+  const sourceFaultsTotal = new Counter({
+    name: `${p}source_faults_total`,
+    help: 'Upstream trouble a source survived (error frames, refused connects, undecodable frames, gaps), by reason',
+    labelNames: ['source', 'reason'] as const,
+    registers: [registry],
+  })
+  const jetstreamBytesTotal = new Counter({
+    name: `${p}jetstream_bytes_total`,
+    help: 'Jetstream frame bytes: stage=wire as received (zstd or text), stage=decoded as JSON text',
+    labelNames: ['stage'] as const,
+    registers: [registry],
+  })
+  for (const stage of ['wire', 'decoded']) jetstreamBytesTotal.inc({ stage }, 0)
   for (const source of SOURCES) {
     sourceReconnectsTotal.inc({ source }, 0)
     resumeGapsTotal.inc({ source }, 0)
@@ -135,6 +150,8 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     batchDurationSeconds,
     sourceReconnectsTotal,
     resumeGapsTotal,
+    sourceFaultsTotal,
+    jetstreamBytesTotal,
     prompts,
     httpRequestDurationSeconds,
     buildInfo,

@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from '../config.ts'
 import { AppError } from '../errors.ts'
 import { HandleLookups } from '../indexer/handle-lookups.ts'
 import { createSource } from '../ingest/create-source.ts'
+import type { IngestGap } from '../ingest/source.ts'
 import { parseArgs, takeOptions } from './args.ts'
 import { backfillCommand } from './backfill.ts'
 import { demoCommand } from './demo.ts'
@@ -63,8 +64,10 @@ async function main(argv: string[]): Promise<number> {
     await app?.close()
     await rt.close()
   })
+  let gap: (() => IngestGap | null) | undefined
   if (command !== 'serve') {
     const { source, verifyHandle } = createSource(rt.ctx)
+    gap = () => source.gap ?? null
     const lookups = verifyHandle ? new HandleLookups(rt.ctx, rt.deps, verifyHandle) : null
     handles = lookups
     ingest = await startIngest(rt, source, {
@@ -76,7 +79,8 @@ async function main(argv: string[]): Promise<number> {
       process.exitCode = 1
     })
   }
-  app = await startServer(rt, ingest ? { source: ingest.pipeline.source, key: ingest.key } : null, {
+  const served = ingest ? { source: ingest.pipeline.source, key: ingest.key, gap } : null
+  app = await startServer(rt, served, {
     readApi: command !== 'ingest',
   })
   return -1 // keep running until a signal

@@ -48,6 +48,9 @@ export function planBatch(
   const initialVisibility = new Map<string, boolean>()
   for (const [did, acc] of loaded.accounts) initialVisibility.set(did, isVisible(acc))
 
+  const nsidOf = (role: Role): string =>
+    role === 'prompt' ? nsids.prompt : role === 'agent' ? nsids.agent : nsids.conversation
+
   const current = (role: Role, key: string): StoredRecord | undefined =>
     plan.rows[role].get(key) ?? loaded.records[role].get(key)
 
@@ -157,12 +160,23 @@ export function planBatch(
         }
         // What we hold for this repo but the repo no longer has was deleted meanwhile.
         for (const role of ROLES) {
-          const nsid =
-            role === 'prompt' ? nsids.prompt : role === 'agent' ? nsids.agent : nsids.conversation
+          const nsid = nsidOf(role)
           for (const key of liveKeysOf(ev.did, role, loaded, plan)) {
             const rkey = splitKey(key)[1]
             if (present.has(`${role}\u0000${rkey}`)) continue
             const r = write(role, ev.did, rkey, ev.rev, null, null, ev.timeUs)
+            if (r.applied) count(nsid, 'delete', 'indexed')
+          }
+        }
+        break
+      }
+      case 'prune': {
+        for (const role of ROLES) {
+          const nsid = nsidOf(role)
+          for (const key of liveKeysOf(ev.did, role, loaded, plan)) {
+            const rec = current(role, key)
+            if (!rec || rec.rev >= ev.rev) continue
+            const r = write(role, ev.did, splitKey(key)[1], ev.rev, null, null, ev.timeUs)
             if (r.applied) count(nsid, 'delete', 'indexed')
           }
         }

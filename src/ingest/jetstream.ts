@@ -4,11 +4,11 @@ import { type Config, collectionsOf } from '../config.ts'
 import type { IdentityEvent } from '../indexer/events.ts'
 import type { Metrics } from '../metrics.ts'
 import { pushUnlessAborted, sleepUnlessAborted } from './abortable.ts'
-import { normalizeJetstreamEvent, recordSkip } from './jetstream-event.ts'
+import { normalizeJetstreamEvent, recordSkip, SEQ_LIMIT } from './jetstream-event.ts'
 import type { Sink, Source, SourceItem } from './source.ts'
+import { type VerifyHandle, verifyWithTimeout } from './verify-handle.ts'
 
-/** Verified handle of `did`, or null; `claimed` is what the event said (fits HandleVerifier). */
-export type VerifyHandle = (did: string, claimed: string | null) => Promise<string | null>
+export type { VerifyHandle } from './verify-handle.ts'
 
 export interface JetstreamSourceOptions {
   /** The v1 `/subscribe` URL. */
@@ -75,6 +75,8 @@ export function backoffDelayMs(
   return Math.floor(random() * cap)
 }
 
+const isSeq = (cursor: number) => cursor < SEQ_LIMIT
+
 interface SessionEnd {
   received: number
   reason: string
@@ -103,22 +105,8 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     if (!asked) logger.warn({ collection: c }, 'collection not covered by wantedCollections')
   }
 
-  async function verify(did: string, handle: string | null): Promise<string | null> {
-    // Even without a claimed handle: the DID document, not the event, is authoritative.
-    if (!opts.verifyHandle) return null
-    let timer: NodeJS.Timeout | undefined
-    const timeout = new Promise<null>((resolve) => {
-      timer = setTimeout(() => resolve(null), verifyTimeoutMs)
-    })
-    try {
-      return await Promise.race([opts.verifyHandle(did, handle), timeout])
-    } catch (err) {
-      logger.debug({ err, handle }, 'handle verification failed')
-      return null
-    } finally {
-      clearTimeout(timer)
-    }
-  }
+  const verify = (did: string, handle: string | null) =>
+    verifyWithTimeout(opts.verifyHandle, did, handle, verifyTimeoutMs, logger)
 
   /** One message → at most one push. Returns false when aborted. */
   async function handle(
@@ -127,7 +115,7 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     signal: AbortSignal,
     observe: (timeUs: number) => void,
   ): Promise<boolean> {
-    const res = normalizeJetstreamEvent(text, { collections })
+    const res = normalizeJetstreamEvent(text, { collections, seqCursor: true })
     const timeUs = res.ok ? res.item.timeUs : res.timeUs
     if (timeUs !== undefined) observe(timeUs)
     let item: SourceItem
@@ -140,10 +128,13 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     } else {
       recordSkip(deps, SOURCE, res)
       if (res.timeUs === undefined) return true
-      item = { event: null, cursor: res.timeUs, timeUs: res.timeUs }
+      item = { event: null, cursor: res.cursor ?? res.timeUs, timeUs: res.timeUs }
     }
     // Rewound replays are older than what was pushed already: the cursor must not go back.
-    const cursor = Math.max(lastCursor ?? item.timeUs, item.timeUs)
+    // A v2 server's `cursor` (seq) and `time_us` never compare; a seq resume is inclusive.
+    const prev = lastCursor !== null && isSeq(lastCursor) === isSeq(item.cursor) ? lastCursor : null
+    if (prev !== null && isSeq(prev) && item.cursor <= prev) return true
+    const cursor = Math.max(prev ?? item.cursor, item.cursor)
     if (!(await pushUnlessAborted(sink, { ...item, cursor, bytes: text.length }, signal)))
       return false
     lastCursor = cursor
@@ -151,7 +142,8 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
   }
 
   function checkGap(requested: number | null, firstUs: number): void {
-    if (requested === null || firstUs - requested <= gapUs) return
+    // A seq resume has no time to compare with (and v1 clamps silently): no heuristic there.
+    if (requested === null || isSeq(requested) || firstUs - requested <= gapUs) return
     opts.metrics.resumeGapsTotal.inc({ source: SOURCE })
     logger.error(
       {
@@ -261,7 +253,12 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     let attempt = 0
     let connects = 0
     while (!signal.aborted) {
-      const requested = lastCursor === null ? null : Math.max(0, lastCursor - rewindUs)
+      const requested =
+        lastCursor === null
+          ? null
+          : isSeq(lastCursor)
+            ? lastCursor
+            : Math.max(0, lastCursor - rewindUs)
       if (connects++ > 0) opts.metrics.sourceReconnectsTotal.inc({ source: SOURCE })
       const end = await session(
         buildSubscribeUrl(opts.url, opts.wantedCollections, requested),

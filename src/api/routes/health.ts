@@ -1,8 +1,17 @@
 import type { FastifyPluginAsync } from 'fastify'
+import { ingestGapSchema } from '../schemas.ts'
 
 const okSchema = {
   type: 'object',
-  properties: { ok: { type: 'boolean' }, reason: { type: 'string' } },
+  properties: {
+    ok: { type: 'boolean' },
+    reason: { type: 'string' },
+    // Ready means the API answers; an ingestion gap is reported, it does not take it out.
+    details: {
+      type: 'object',
+      properties: { ingest: { type: 'object', properties: { gap: ingestGapSchema } } },
+    },
+  },
   required: ['ok'],
 } as const
 
@@ -40,7 +49,8 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
         app.log.warn({ err }, 'readiness check: database does not answer')
         return reply.status(503).send({ ok: false, reason: 'database unavailable' })
       }
-      return { ok: true }
+      const gap = app.apiOptions.ingest?.gap?.() ?? null
+      return gap ? { ok: true, details: { ingest: { gap } } } : { ok: true }
     },
   )
 }
