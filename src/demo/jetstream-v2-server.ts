@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { WebSocketServer } from 'ws'
+import { dictionaryIdOf } from '../ingest/jetstream-v2-zstd.ts'
 import {
   errorFrame,
   infoFrame,
@@ -72,13 +73,12 @@ export interface JetstreamV2Server {
   sendError(error: string, message: string): void
   closeGoingAway(): void
   dropConnections(): void
-  /** Retires the dictionary: clients asking for the old ID get UnknownZstdDictionary. */
-  setDictionary(dictionary: Buffer): void
+  /**
+   * Retires the dictionary: clients asking for the old ID get UnknownZstdDictionary.
+   * `live`: open connections switch too (a server sending frames a client cannot read).
+   */
+  setDictionary(dictionary: Buffer, live?: boolean): void
   close(): Promise<void>
-}
-
-export function dictionaryIdOf(bytes: Buffer): number {
-  return bytes.length >= 8 && bytes.readUInt32LE(0) === 0xec30a437 ? bytes.readUInt32LE(4) : 0
 }
 
 export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<JetstreamV2Server> {
@@ -88,7 +88,7 @@ export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<J
   const requests: V2Request[] = []
   const counters: PumpCounters = { sent: 0, wireBytes: 0, textBytes: 0 }
   const rejections: V2Rejection[] = []
-  let dict = o.dictionary ? { id: dictionaryIdOf(o.dictionary), bytes: o.dictionary } : null
+  let dict = o.dictionary ? { id: dictionaryIdOf(o.dictionary) ?? 0, bytes: o.dictionary } : null
   const state = { floor: 1, mute: false }
 
   const push = (stored: V2Stored[]) => {
@@ -189,9 +189,10 @@ export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<J
   function startOf(cursor: number): { start: number; info?: string } {
     const floorIndex = Math.max(log.base, indexOfSeq(log, state.floor))
     if (cursor < 1e15) return { start: Math.max(floorIndex, indexOfSeq(log, cursor)) }
-    const at = indexOfTime(log, cursor)
-    if (at >= floorIndex) return { start: at }
-    const seq = log.items[floorIndex - log.base]?.seq ?? log.nextSeq
+    const floorItem = log.items[floorIndex - log.base]
+    if (!floorItem || cursor >= floorItem.timeUs)
+      return { start: Math.max(floorIndex, indexOfTime(log, cursor)) }
+    const seq = floorItem.seq
     const msg = `requested timestamp cursor below retention floor; starting at seq ${seq}`
     return { start: floorIndex, info: infoFrame('OutdatedCursor', msg) }
   }
@@ -231,16 +232,13 @@ export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<J
       push([marker, ...rows])
     },
     appendRaw(texts) {
-      push(
-        texts.map((t) => ({
-          seq: log.nextSeq - 1,
-          timeUs: lastUs(),
-          collection: null,
-          kind: null,
-          v2: t,
-          v1: '',
-        })),
-      )
+      for (const t of texts) {
+        // A frame naming a seq takes it, so later appends stay in order after it.
+        const seq = seqIn(t)
+        if (seq !== null) log.nextSeq = Math.max(log.nextSeq, seq + 1)
+        const at = { seq: seq ?? log.nextSeq - 1, timeUs: lastUs() }
+        push([{ ...at, collection: null, kind: null, v2: t, v1: '' }])
+      }
     },
     rejectNext: (...r) => void rejections.push(...r),
     sendError(error, message) {
@@ -254,8 +252,9 @@ export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<J
     dropConnections() {
       for (const c of conns) c.ws.terminate()
     },
-    setDictionary(bytes) {
-      dict = { id: dictionaryIdOf(bytes), bytes }
+    setDictionary(bytes, live = false) {
+      dict = { id: dictionaryIdOf(bytes) ?? 0, bytes }
+      if (live) for (const c of v2Conns()) if (c.dictionary) c.dictionary = dict
     },
     async close() {
       for (const c of conns) c.ws.terminate()
@@ -298,4 +297,13 @@ function refuse(socket: Socket, status: number, error: string, message: string) 
       `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
       `connection: close\r\n\r\n${body}`,
   )
+}
+
+function seqIn(text: string): number | null {
+  try {
+    const seq = (JSON.parse(text) as { payload?: { seq?: unknown } }).payload?.seq
+    return typeof seq === 'number' ? seq : null
+  } catch {
+    return null
+  }
 }

@@ -2,7 +2,7 @@ import type { Logger } from 'pino'
 import type { IdentityEvent, IndexEvent } from '../indexer/events.ts'
 import type { Metrics } from '../metrics.ts'
 import { pushUnlessAborted } from './abortable.ts'
-import { recordSkip } from './jetstream-event.ts'
+import { recordSkip, SEQ_LIMIT } from './jetstream-event.ts'
 import { parseV2Frame, type V2Frame } from './jetstream-v2-frame.ts'
 import type { Verdict } from './jetstream-v2-session.ts'
 import type { SyncWindows } from './jetstream-v2-sync.ts'
@@ -83,7 +83,8 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
       logger.warn({ seq, after: state.sessionSeq }, 'seq went backwards: frame skipped')
       return true
     }
-    if (state.lastSeq !== null && seq <= state.lastSeq) return true
+    // A timestamp start cursor (>= 1e15) is no seq: the server translated it, nothing to drop.
+    if (state.lastSeq !== null && state.lastSeq < SEQ_LIMIT && seq <= state.lastSeq) return true
     return false
   }
 
