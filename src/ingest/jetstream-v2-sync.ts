@@ -47,7 +47,8 @@ export class SyncWindows {
     if ('did' in f) {
       const w = this.#open.get(f.did)
       const continues = w && f.commit?.op === 'create' && f.commit.rev === w.rev
-      if (w && continues) w.lastUs = Math.max(w.lastUs, f.timeUs)
+      // Stream time, not the frame's: `time` is a display time an operator import can rewrite.
+      if (w && continues) w.lastUs = this.#newestUs
       else if (w) out.push(this.#close(f.did, w))
     }
     for (const [did, w] of this.#open) {
@@ -58,7 +59,7 @@ export class SyncWindows {
 
   /** A `#sync` opens a window (after `closeBefore` ended the DID's previous one). */
   open(did: string, rev: string, seq: number, timeUs: number): RepoPruneEvent[] {
-    this.#open.set(did, { rev, seq, lastUs: timeUs })
+    this.#open.set(did, { rev, seq, lastUs: Math.max(this.#newestUs, timeUs) })
     const out: RepoPruneEvent[] = []
     // Bounded: past the limit the oldest window ends early (its later creates still apply).
     while (this.#open.size > this.#maxOpen) {
