@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.ts'
 import { createGenerator } from '../demo/generator.ts'
 import { type JetstreamJson, startJetstreamServer } from '../demo/jetstream-server.ts'
-import { createJetstreamSource, jetstreamOptionsFromConfig } from '../ingest/jetstream.ts'
+import { demoDictionary, startJetstreamV2Server } from '../demo/jetstream-v2-server.ts'
+import { jetstreamSourceFor } from '../ingest/create-source.ts'
 import {
   type IngestHandle,
   onShutdownSignal,
@@ -16,6 +17,8 @@ export interface DemoOptions {
   dids: number
   /** Stop generating after this many events; null: until stopped. */
   events: number | null
+  /** The Jetstream wire the simulated network speaks (default v1). */
+  wire?: 'v1' | 'v2'
 }
 
 const TICK_MS = 100
@@ -26,7 +29,11 @@ const TICK_MS = 100
  * Without DATABASE_URL the data lives in memory: a demo never mixes with a real DATA_DIR.
  */
 export async function demoCommand(config: Config, opts: DemoOptions): Promise<number> {
-  const server = await startJetstreamServer({ maxLogEvents: Math.max(10_000, opts.rate * 120) })
+  const maxLogEvents = Math.max(10_000, opts.rate * 120)
+  const server =
+    opts.wire === 'v2'
+      ? await startJetstreamV2Server({ maxLogEvents, dictionary: demoDictionary() })
+      : await startJetstreamServer({ maxLogEvents })
   const demoConfig: Config = { ...config, source: 'jetstream', jetstreamUrl: server.url }
   const rt = await openRuntime(demoConfig, { migrate: true, memory: !config.databaseUrl })
   const { logger } = rt.ctx
@@ -39,17 +46,17 @@ export async function demoCommand(config: Config, opts: DemoOptions): Promise<nu
   })
   // The simulated network is its own naming authority: its identity events are taken as
   // verified, which is what a local resolver answers for it.
-  const source = createJetstreamSource({
-    ...jetstreamOptionsFromConfig(demoConfig),
-    logger,
-    metrics: rt.ctx.metrics,
-    verifyHandle: async (_did, claimed) => claimed,
-    backoffBaseMs: 200,
-  })
+  const source = jetstreamSourceFor(
+    { ...rt.ctx, config: demoConfig },
+    async (_did, claimed) => claimed,
+    { backoffBaseMs: 200 },
+  )
   let produced = 0
   let next = gen.next()
   // Release events as the wall clock reaches their time_us, so the stream is real-time.
   const feeder = setInterval(() => {
+    // The indexer starts at the live tip: what the network says before it connects is lost.
+    if (server.connections === 0) return
     const now = Date.now() * 1000
     const batch = []
     while (next.time_us <= now && (opts.events === null || produced < opts.events)) {
@@ -73,11 +80,17 @@ export async function demoCommand(config: Config, opts: DemoOptions): Promise<nu
     await server.close()
     await rt.close()
   })
-  app = await startServer(rt, { source: 'jetstream', key: ingest.key }, { readApi: true })
+  const served = { source: 'jetstream', key: ingest.key, gap: () => source.gap ?? null }
+  app = await startServer(rt, served, { readApi: true })
   const address = app.server.address()
   const port = address && typeof address === 'object' ? address.port : config.port
   logger.info(
-    { api: `http://${config.host}:${port}`, rate: opts.rate, dids: opts.dids },
+    {
+      api: `http://${config.host}:${port}`,
+      rate: opts.rate,
+      dids: opts.dids,
+      wire: opts.wire ?? 'v1',
+    },
     'demo running: try /v1/stats, /v1/prompts?flag=staleTemplate, /metrics',
   )
   return -1

@@ -28,7 +28,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${helpText(null)}`)
     return 2
   }
-  const own = takeOptions(args, ['did', 'concurrency', 'reset', 'rate', 'dids', 'events'])
+  const own = takeOptions(args, ['did', 'concurrency', 'reset', 'rate', 'dids', 'events', 'wire'])
   const config = loadConfig(args.flags)
 
   switch (command) {
@@ -49,6 +49,7 @@ async function main(argv: string[]): Promise<number> {
         rate: positiveInt(own.rate?.at(-1) ?? '500', '--rate'),
         dids: positiveInt(own.dids?.at(-1) ?? '50', '--dids'),
         events: own.events ? positiveInt(own.events.at(-1)!, '--events') : null,
+        wire: demoWire(own.wire?.at(-1) ?? 'v1'),
       })
   }
 
@@ -84,6 +85,11 @@ async function main(argv: string[]): Promise<number> {
     readApi: command !== 'ingest',
   })
   return -1 // keep running until a signal
+}
+
+function demoWire(raw: string): 'v1' | 'v2' {
+  if (raw === 'v1' || raw === 'v2') return raw
+  throw new ConfigError([`--wire=${JSON.stringify(raw)}: must be v1 or v2`])
 }
 
 function positiveInt(raw: string, name: string): number {

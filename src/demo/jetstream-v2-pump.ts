@@ -63,6 +63,10 @@ export function encodeFrame(text: string, dictionary: V2Conn['dictionary']): str
   return zstdCompressSync(Buffer.from(text), { dictionary: dictionary.bytes })
 }
 
+export function precompress(e: V2Stored, dictionary: NonNullable<V2Conn['dictionary']>): void {
+  compressed.set(e, { id: dictionary.id, z: encodeFrame(e.v2, dictionary) as Buffer })
+}
+
 function frameOf(c: V2Conn, e: V2Stored): string | Buffer | null {
   if (c.wire === 'v1') return e.v1 === '' ? null : e.v1
   if (!c.dictionary) return e.v2

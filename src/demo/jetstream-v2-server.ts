@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { WebSocketServer } from 'ws'
@@ -10,11 +11,13 @@ import {
   type V2Stored,
   v2Envelope,
 } from './jetstream-v2-frames.ts'
+import { invalid, refuse, reply, seqIn } from './jetstream-v2-http.ts'
 import {
   indexOfSeq,
   indexOfTime,
   newConn,
   type PumpCounters,
+  precompress,
   pump,
   type V2Conn,
   type V2Log,
@@ -28,12 +31,19 @@ const NS = 'network.bsky.jetstream'
 const V2_PATH = `/xrpc/${NS}.subscribeEvents`
 const DICT_PATH = `/xrpc/${NS}.getZstdDictionary`
 
+/** The dictionary the demo and benchmarks serve (trained with `zstd --train` on demo traffic). */
+export function demoDictionary(): Buffer {
+  return readFileSync(new URL('./jetstream-v2.zdict', import.meta.url))
+}
+
 export interface V2ServerOptions {
   port?: number
   host?: string
   /** Dictionary zstd (raw structured dictionary; its ID is read from the header). */
   dictionary?: Buffer
   eventsPerSecond?: number
+  /** Compress each event when appended rather than when first sent (benchmarks). */
+  precompress?: boolean
   /** Keep only this many newest events; the oldest kept seq is then the floor. */
   maxLogEvents?: number
 }
@@ -102,8 +112,11 @@ export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<J
     for (const c of conns) c.wake?.()
   }
   const lastUs = () => log.items.at(-1)?.timeUs ?? 0
-  const append = (events: unknown[]) =>
-    push(events.map((e) => storedOf(e, log.nextSeq++, lastUs())))
+  const append = (events: unknown[]) => {
+    const stored = events.map((e) => storedOf(e, log.nextSeq++, lastUs()))
+    if (o.precompress && dict) for (const e of stored) precompress(e, dict)
+    push(stored)
+  }
 
   const http = createServer((req, res) => {
     const u = new URL(req.url ?? '/', 'http://localhost')
@@ -262,48 +275,5 @@ export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<J
       http.closeAllConnections()
       await new Promise<void>((resolve) => http.close(() => resolve()))
     },
-  }
-}
-
-/** Section 2's 400s that a client of this product could trigger. */
-function invalid(p: URLSearchParams): string | null {
-  for (const legacy of ['wantedCollections', 'wantedDids', 'requireHello', 'compress'])
-    if (p.has(legacy))
-      return `${legacy} is a v1 parameter; use collections / dids on subscribeEvents`
-  const kinds = p.getAll('kinds')
-  if (kinds.some((k) => !['commit', 'identity', 'account', 'sync'].includes(k)))
-    return 'unknown kind'
-  if (p.has('collections') && kinds.length > 0 && !kinds.includes('commit'))
-    return 'collections needs kinds to include commit'
-  const c = p.get('cursor')
-  if (c !== null && !/^\d+$/.test(c)) return 'cursor must be a non-negative integer'
-  return null
-}
-
-function reply(
-  res: import('node:http').ServerResponse,
-  status: number,
-  error: string,
-  message: string,
-) {
-  res.writeHead(status, { 'content-type': 'application/json' })
-  res.end(JSON.stringify({ error, message }))
-}
-
-function refuse(socket: Socket, status: number, error: string, message: string) {
-  const body = JSON.stringify({ error, message })
-  socket.end(
-    `HTTP/1.1 ${status} ${status === 400 ? 'Bad Request' : 'Error'}\r\n` +
-      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-      `connection: close\r\n\r\n${body}`,
-  )
-}
-
-function seqIn(text: string): number | null {
-  try {
-    const seq = (JSON.parse(text) as { payload?: { seq?: unknown } }).payload?.seq
-    return typeof seq === 'number' ? seq : null
-  } catch {
-    return null
   }
 }

@@ -19,6 +19,7 @@ export interface SessionOptions {
   /** No message for this long on an open socket: cut it (the upstream stalled). */
   idleTimeoutMs: number
   maxPayloadBytes: number
+  onOpen?: () => void
 }
 
 const MAX_ERROR_BODY = 64 * 1024
@@ -112,6 +113,7 @@ export function runSession(
         settle({ kind: 'refused', status: res.statusCode ?? 0, error, message, received: 0 })
       })
     })
+    ws.on('open', () => opts.onOpen?.())
     ws.on('pong', () => {
       alive = true
     })

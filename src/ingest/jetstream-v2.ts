@@ -203,7 +203,13 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
       )
       if (connects++ > 0) metrics.sourceReconnectsTotal.inc({ source: SOURCE })
       state.sessionSeq = null
-      const end = await runSession(url, session, (d, b) => handle(d, b, sink, signal), signal)
+      const onOpen = () => logger.info({ url, cursor: state.lastSeq }, 'connected to Jetstream v2')
+      const end = await runSession(
+        url,
+        { ...session, onOpen },
+        (d, b) => handle(d, b, sink, signal),
+        signal,
+      )
       if (signal.aborted) break
       const next = end.kind === 'refused' ? onRefused(end) : onEnd(end)
       if (next === 'stop') return
