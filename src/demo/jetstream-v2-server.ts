@@ -68,6 +68,8 @@ export interface JetstreamV2Server {
   readonly connections: number
   readonly requests: V2Request[]
   readonly counters: PumpCounters
+  /** The newest seq assigned (0: none yet). */
+  readonly lastSeq: number
   /** Seqs below this get 400 CursorTooOld. */
   floor: number
   /** Accept upgrades and then send nothing (a stuck upstream). */
@@ -225,6 +227,9 @@ export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<J
     },
     requests,
     counters,
+    get lastSeq() {
+      return log.nextSeq - 1
+    },
     get floor() {
       return state.floor
     },

@@ -4,7 +4,7 @@ import { startJetstreamServer } from '../../src/demo/jetstream-server.ts'
 import { startJetstreamV2Server } from '../../src/demo/jetstream-v2-server.ts'
 import { jetstreamSourceFor } from '../../src/ingest/create-source.ts'
 import { wireOf, wireUrls } from '../../src/ingest/jetstream-wire.ts'
-import { captureLogger, collectingSink, commit, testMetrics } from './fixtures.ts'
+import { captureLogger, collectingSink, commit, testMetrics, until } from './fixtures.ts'
 
 // SPEC 5: a JETSTREAM_URL with no path tries v2 first and falls back to v1 on a 404.
 
@@ -48,9 +48,7 @@ describe('Jetstream wire selection', () => {
       ac.abort()
       return done
     })
-    await new Promise<void>((r) => {
-      const t = setInterval(() => s.connections > 0 && (clearInterval(t), r()), 10)
-    })
+    await until(() => s.connections > 0)
     s.append([commit(1)])
     await sink.waitFor(1)
     expect(sink.items[0].cursor).toBe(1)
