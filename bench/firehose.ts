@@ -96,7 +96,7 @@ async function runProduct(
   const sink = {
     async push(item: SourceItem) {
       if (item.event) events.push(item.event)
-      if (item.cursor >= set.lastSeq) abort.abort()
+      if (item.cursor !== null && item.cursor >= set.lastSeq) abort.abort()
     },
   }
   const cpu = cpuSnapshot()

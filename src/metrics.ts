@@ -6,6 +6,15 @@ export const METRIC_PREFIX = 'prompt_appview_'
 export const OUTCOMES = ['indexed', 'ignored_rev', 'invalid', 'error'] as const
 export type Outcome = (typeof OUTCOMES)[number]
 export const SOURCES = ['jetstream', 'firehose', 'replay', 'backfill'] as const
+/** Why a source position was refused for the cursor and the lag (ingest/cursor-guard.ts). */
+export const CURSOR_REFUSALS = [
+  'future_time',
+  'bad_time',
+  'seq_backwards',
+  'seq_leap',
+  'stored_cursor',
+] as const
+export type CursorRefusal = (typeof CURSOR_REFUSALS)[number]
 export const FLAG_LABELS = [
   'orphaned',
   'mismatched',
@@ -26,6 +35,7 @@ export interface Metrics {
   resumeGapsTotal: Counter<'source'>
   sourceFaultsTotal: Counter<'source' | 'reason'>
   jetstreamBytesTotal: Counter<'stage'>
+  cursorRefusedTotal: Counter<'source' | 'reason'>
   prompts: Gauge<'flag'>
   httpRequestDurationSeconds: Histogram<'route' | 'method' | 'status_code'>
   buildInfo: Gauge<'version'>
@@ -111,7 +121,14 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     registers: [registry],
   })
   for (const stage of ['wire', 'decoded']) jetstreamBytesTotal.inc({ stage }, 0)
+  const cursorRefusedTotal = new Counter({
+    name: `${p}cursor_refused_total`,
+    help: 'Source positions (times, seqs) refused for the cursor and the lag; events still applied',
+    labelNames: ['source', 'reason'] as const,
+    registers: [registry],
+  })
   for (const source of SOURCES) {
+    for (const reason of CURSOR_REFUSALS) cursorRefusedTotal.inc({ source, reason }, 0)
     sourceReconnectsTotal.inc({ source }, 0)
     resumeGapsTotal.inc({ source }, 0)
   }
@@ -152,6 +169,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     resumeGapsTotal,
     sourceFaultsTotal,
     jetstreamBytesTotal,
+    cursorRefusedTotal,
     prompts,
     httpRequestDurationSeconds,
     buildInfo,

@@ -146,7 +146,7 @@ export function naiveSink(
             identity_us = excluded.identity_us, updated_at = excluded.updated_at`)
         sink.written++
       }
-      if (item.timeUs >= untilUs) onDone()
+      if (item.timeUs !== null && item.timeUs >= untilUs) onDone()
     },
   }
   return sink
@@ -213,7 +213,7 @@ export function bulkSink(
         })
         sink.written++
       }
-      const last = item.timeUs >= untilUs
+      const last = item.timeUs !== null && item.timeUs >= untilUs
       if (batch.size >= 1000 || (last && batch.size > 0)) await flush()
       if (last) {
         done = true

@@ -3,7 +3,7 @@ import { type ApiOptions, buildApp } from '../api/app.ts'
 import { type Config, collectionsOf } from '../config.ts'
 import type { AppContext } from '../context.ts'
 import { openDatabase } from '../db/client.ts'
-import { countPromptsByFlag, getCursor } from '../db/queries.ts'
+import { countPromptsByFlag } from '../db/queries.ts'
 import { applyBatch, type IndexerDeps, indexerDepsFor } from '../indexer/apply.ts'
 import type { RepoSnapshotEvent } from '../indexer/events.ts'
 import { countOutcomes, IngestPipeline } from '../indexer/pipeline.ts'
@@ -13,6 +13,7 @@ import type { Source } from '../ingest/source.ts'
 import { createLogger } from '../logger.ts'
 import { createMetrics } from '../metrics.ts'
 import { VERSION } from '../version.ts'
+import { trustedStartCursor } from './start-cursor.ts'
 
 export interface Runtime {
   ctx: AppContext
@@ -162,7 +163,7 @@ export async function startIngest(
   await source.prepare?.(abort.signal)
   // Partitions read the same upstream but each keeps its own position.
   const key = part ? `${source.key}#${part.index}/${part.count}` : source.key
-  const startCursor = await getCursor(rt.ctx.db, source.name, key)
+  const startCursor = await trustedStartCursor(rt.ctx, source, key)
   const pipeline = new IngestPipeline(rt.ctx, rt.deps, {
     source: source.name,
     key,

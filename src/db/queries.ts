@@ -153,3 +153,20 @@ export async function getCursor(db: Database, source: string, key: string): Prom
   )
   return rows[0] ? Number(rows[0].cursor) : null
 }
+
+/** The stored position of a source, as the last run left it. */
+export async function getStoredPosition(
+  db: Database,
+  source: string,
+  key: string,
+): Promise<{ cursor: number; lastEventUs: number | null } | null> {
+  const rows = await db.rows<{ cursor: string | number; last_event_us: string | number | null }>(
+    sql`SELECT cursor, last_event_us FROM ingest_cursors WHERE source = ${source} AND key = ${key}`,
+  )
+  const r = rows[0]
+  if (!r) return null
+  return {
+    cursor: Number(r.cursor),
+    lastEventUs: r.last_event_us == null ? null : Number(r.last_event_us),
+  }
+}

@@ -259,12 +259,29 @@ export async function setHidden(ex: Executor, visibility: Map<string, boolean>):
   }
 }
 
+/**
+ * Stores where the source stands. Not GREATEST: the sources keep their cursor from going
+ * backwards (ingest/cursor-guard.ts), and a position that was refused later (a future time,
+ * a seq the upstream calls FutureCursor) must be able to come down again.
+ */
 export async function saveCursor(ex: Executor, c: CursorPosition, now: Date): Promise<void> {
   await ex.execute(sql`
     INSERT INTO ingest_cursors (source, key, cursor, last_event_us, updated_at)
     VALUES (${c.source}, ${c.key}, ${c.cursor}, ${c.lastEventUs}, ${now.toISOString()}::timestamptz)
     ON CONFLICT (source, key) DO UPDATE SET
-      cursor = GREATEST(ingest_cursors.cursor, excluded.cursor),
-      last_event_us = GREATEST(ingest_cursors.last_event_us, excluded.last_event_us),
+      cursor = excluded.cursor,
+      last_event_us = COALESCE(excluded.last_event_us, ingest_cursors.last_event_us),
       updated_at = excluded.updated_at`)
+}
+
+/** Forgets a stored position found untrustworthy at start: the next run starts without it. */
+export async function deleteCursor(ex: Executor, source: string, key: string): Promise<void> {
+  await ex.execute(sql`DELETE FROM ingest_cursors WHERE source = ${source} AND key = ${key}`)
+}
+
+/** Forgets the stored source time of the newest event, found to be in the future at start. */
+export async function clearLastEventUs(ex: Executor, source: string, key: string): Promise<void> {
+  await ex.execute(
+    sql`UPDATE ingest_cursors SET last_event_us = NULL WHERE source = ${source} AND key = ${key}`,
+  )
 }

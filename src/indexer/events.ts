@@ -76,6 +76,6 @@ export interface CursorPosition {
   /** The URL or file the cursor belongs to: cursors of different upstreams never mix. */
   key: string
   cursor: number
-  /** Source time (µs) of the newest event processed, of any kind. */
-  lastEventUs: number
+  /** Source time (µs) of the newest event processed, of any kind; null while none was trusted. */
+  lastEventUs: number | null
 }

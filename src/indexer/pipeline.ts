@@ -41,6 +41,7 @@ export class IngestPipeline implements Sink {
   #pendingCursor: CursorPosition | null = null
   #lastCursorWrite = 0
   #newestUs: number | null = null
+  #reached: number | null = null
   #committed = 0
 
   constructor(ctx: AppContext, deps: IndexerDeps, opts: PipelineOptions) {
@@ -127,22 +128,30 @@ export class IngestPipeline implements Sink {
       for (const wake of this.#wakeReaders.splice(0)) wake()
       const events: BatchEvent[] = []
       for (const it of items) if (it.event) events.push(it.event)
-      const last = items[items.length - 1]
-      const newest = items.reduce(
-        (m, it) => Math.max(m, it.timeUs),
-        this.#pendingCursor?.lastEventUs ?? 0,
-      )
-      this.#pendingCursor = {
-        source: this.#opts.source,
-        key: this.#opts.key,
-        cursor: last.cursor,
-        lastEventUs: newest,
-      }
-      this.#newestUs = Math.max(this.#newestUs ?? 0, newest)
+      this.#advance(items)
       if (events.length > 0) await this.#commit(events)
       else await this.#flushCursor(false)
     }
     await this.#flushCursor(true)
+  }
+
+  /**
+   * The position a batch reaches: the last cursor an item carried (sources refuse untrusted
+   * positions by giving null, see ingest/cursor-guard.ts) and the newest accepted source time.
+   * Without any cursor yet, the events are applied and no cursor is stored.
+   */
+  #advance(items: SourceItem[]): void {
+    for (const it of items) {
+      if (it.cursor !== null) this.#reached = it.cursor
+      if (it.timeUs !== null) this.#newestUs = Math.max(this.#newestUs ?? it.timeUs, it.timeUs)
+    }
+    if (this.#reached === null) return
+    this.#pendingCursor = {
+      source: this.#opts.source,
+      key: this.#opts.key,
+      cursor: this.#reached,
+      lastEventUs: this.#newestUs,
+    }
   }
 
   #discardQueue(): void {

@@ -67,7 +67,7 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
   const countError = (collection: string, op: string) =>
     metrics.eventsTotal.inc({ source: SOURCE, collection, op, outcome: 'error' })
 
-  const commit = async (body: CommitBody, timeUs: number): Promise<SourceItem[]> => {
+  const commit = async (body: CommitBody, timeUs: number | null): Promise<SourceItem[]> => {
     const seq = body.seq
     const cursorOnly = [{ event: null, cursor: seq, timeUs }]
     const ops = body.ops.filter((op) => match(collectionOf(op.path)))
@@ -114,7 +114,7 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
         op: action,
         cid: evt.event === 'delete' ? null : evt.cid.toString(),
         record: evt.event === 'delete' ? null : lexToJson(evt.record),
-        timeUs,
+        timeUs: eventUs(timeUs),
       }
       items.push({ event, cursor: seq, timeUs })
     }
@@ -125,12 +125,12 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
     return items
   }
 
-  const sync = async (did: string, seq: number, timeUs: number): Promise<SourceItem[]> => {
+  const sync = async (did: string, seq: number, timeUs: number | null): Promise<SourceItem[]> => {
     try {
       if (opts.isKnownDid && !(await opts.isKnownDid(did)))
         return [{ event: null, cursor: seq, timeUs }]
       const snapshot = await opts.fetchSnapshot(did)
-      return [{ event: { ...snapshot, timeUs }, cursor: seq, timeUs }]
+      return [{ event: { ...snapshot, timeUs: eventUs(timeUs) }, cursor: seq, timeUs }]
     } catch (err) {
       countError('unknown', 'unknown')
       logger.warn(
@@ -178,7 +178,14 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
       case '#account': {
         if (!did || typeof b.active !== 'boolean') break
         const status = typeof b.status === 'string' ? b.status : null
-        const event: AccountEvent = { kind: 'account', did, active: b.active, status, seq, timeUs }
+        const event: AccountEvent = {
+          kind: 'account',
+          did,
+          active: b.active,
+          status,
+          seq,
+          timeUs: eventUs(timeUs),
+        }
         return { items: [{ event, cursor: seq, timeUs }], seq }
       }
       case '#identity': {
@@ -187,7 +194,7 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
           return { items: [{ event: null, cursor: seq, timeUs }], seq }
         }
         const handle = await opts.verifyHandle(did, str(b.handle))
-        const event: IdentityEvent = { kind: 'identity', did, handle, seq, timeUs }
+        const event: IdentityEvent = { kind: 'identity', did, handle, seq, timeUs: eventUs(timeUs) }
         return { items: [{ event, cursor: seq, timeUs }], seq }
       }
       case '#sync': {
@@ -264,9 +271,15 @@ function opLabel(op: RepoOp): CommitEvent['op'] | 'unknown' {
   return a === 'create' || a === 'update' || a === 'delete' ? a : 'unknown'
 }
 
-function toTimeUs(time: unknown): number {
+/** The frame's `time` in µs, or null when it is not a date (never our clock: the lag would lie). */
+function toTimeUs(time: unknown): number | null {
   const ms = typeof time === 'string' ? Date.parse(time) : Number.NaN
-  return (Number.isFinite(ms) ? ms : Date.now()) * 1000
+  return Number.isFinite(ms) ? ms * 1000 : null
+}
+
+/** An event's own time: the frame's, else when it was read (items keep null for the lag). */
+function eventUs(timeUs: number | null): number {
+  return timeUs ?? Date.now() * 1000
 }
 
 function str(v: unknown): string | undefined {

@@ -3,6 +3,8 @@ import WebSocket from 'ws'
 import type { RepoSnapshotEvent } from '../indexer/events.ts'
 import type { Metrics } from '../metrics.ts'
 import { pushUnlessAborted, sleepUnlessAborted } from './abortable.ts'
+import { guardSeqFrame, type SeqTrack } from './cursor-guard.ts'
+import { createRefusalReporter, type RefusalReporter } from './cursor-refusals.ts'
 import type { DidResolver } from './did-resolver.ts'
 import { createFrameProcessor, type FrameProcessor, type FrameResult } from './firehose-frame.ts'
 import type { HandleVerifier } from './identity.ts'
@@ -101,6 +103,7 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
   ): Promise<void> {
     let cursor = startCursor
     let failures = 0
+    const refused = createRefusalReporter({ source: 'firehose', logger, metrics })
     for (let first = true; !signal.aborted; first = false) {
       if (!first) {
         metrics.sourceReconnectsTotal.inc({ source: 'firehose' })
@@ -121,8 +124,11 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
         maxInFlight,
         idleTimeoutMs,
         logger,
+        // Each connection starts from the cursor it asked for; a candidate seq dies with it.
+        track: { accepted: cursor, candidate: null },
+        refused,
         onItem: (item) => {
-          cursor = item.cursor
+          if (item.cursor !== null) cursor = item.cursor
         },
       })
       failures = conn.frames > 0 ? 0 : failures + 1
@@ -167,6 +173,8 @@ interface ConnectParams {
   maxInFlight: number
   idleTimeoutMs: number
   logger: Logger
+  track: SeqTrack
+  refused: RefusalReporter
   onItem: (item: SourceItem) => void
 }
 
@@ -235,6 +243,16 @@ async function connectOnce(p: ConnectParams): Promise<{ frames: number; errorFra
     Math.max(100, Math.floor(p.idleTimeoutMs / 3)),
   )
 
+  // The relay's seq decides where a restart resumes: one hostile seq must not become it.
+  let track = p.track
+  const guard = (result: FrameResult): SourceItem[] => {
+    if (result.seq === null) return result.items
+    const g = guardSeqFrame(track, result.seq, result.items, Date.now() * 1000)
+    track = g.track
+    for (const reason of g.refusals) p.refused(reason, { seq: result.seq, cursor: track.accepted })
+    return g.items
+  }
+
   try {
     while (!p.signal.aborted) {
       const head = queue[0]
@@ -256,7 +274,7 @@ async function connectOnce(p: ConnectParams): Promise<{ frames: number; errorFra
         logger.error({ error: result.error }, 'firehose error frame')
       }
       if (result.info) logInfoFrame(result.info, logger, p.metrics)
-      for (const [i, it] of result.items.entries()) {
+      for (const [i, it] of guard(result).entries()) {
         if (p.signal.aborted) break
         // The frame's size rides on its first item: the queue downstream is bounded by it.
         const item = i === 0 ? { ...it, bytes: result.bytes } : it

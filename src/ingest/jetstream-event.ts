@@ -45,7 +45,10 @@ export interface NormalizeSkip {
   collection: string
   /** `create` | `update` | `delete` | `account` | `identity` | `unknown` */
   op: string
-  /** Present when `time_us` could be read, so the cursor can still move past the line. */
+  /**
+   * Present when `time_us` and `did` could be read (the envelope of an event of the stream),
+   * so the cursor can still move past the line; absent, the line must not move the cursor.
+   */
   timeUs?: number
   /** The frame's Jetstream seq (`cursor` field), when a v2 server sent one. */
   cursor?: number
@@ -102,10 +105,14 @@ export function jetstreamSeqOf(v: unknown): number | null {
 export const SEQ_LIMIT = 1e15
 
 function normalizeObject(value: Json, opts: NormalizeOptions): NormalizeResult {
-  const t = value.time_us
-  const timeUs = typeof t === 'number' && Number.isSafeInteger(t) && t >= 0 ? t : undefined
+  const timeUs = rawTimeUs(value)
+  // A position is only as good as the envelope it came in: a line whose DID or time cannot be
+  // read was not an event of the stream, so it must not drive the cursor. Past the envelope,
+  // a bad commit or record is an event that was read: counted, and the cursor moves past it.
+  const at = timeUs !== undefined && typeof value.did === 'string' && isValidDid(value.did)
+  const trusted = at ? timeUs : undefined
   const kind = value.kind
-  if (kind === 'commit') return normalizeCommit(value, timeUs, opts)
+  if (kind === 'commit') return normalizeCommit(value, trusted, opts)
   if (kind === 'account' || kind === 'identity') {
     const base = checkBase(value, timeUs, 'unknown', kind)
     if (!base.ok) return base
@@ -113,7 +120,7 @@ function normalizeObject(value: Json, opts: NormalizeOptions): NormalizeResult {
       ? normalizeAccount(value, base.did, base.timeUs)
       : normalizeIdentity(value, base.did, base.timeUs)
   }
-  return skipOf('unknown_kind', `unknown kind ${str(kind)}`, 'unknown', 'unknown', timeUs)
+  return skipOf('unknown_kind', `unknown kind ${str(kind)}`, 'unknown', 'unknown', trusted)
 }
 
 function checkBase(
@@ -125,12 +132,12 @@ function checkBase(
   if (v.time_us === undefined) return skipOf('missing_field', 'missing time_us', collection, op)
   if (timeUs === undefined)
     return skipOf('bad_field', 'time_us is not a non-negative integer', collection, op)
-  if (typeof v.did !== 'string')
-    return skipOf('missing_field', 'missing did', collection, op, timeUs)
-  if (!isValidDid(v.did)) return skipOf('bad_did', `bad did ${str(v.did)}`, collection, op, timeUs)
+  if (typeof v.did !== 'string') return skipOf('missing_field', 'missing did', collection, op)
+  if (!isValidDid(v.did)) return skipOf('bad_did', `bad did ${str(v.did)}`, collection, op)
   return { ok: true, did: v.did, timeUs }
 }
 
+/** `timeUs`: the line's time, only when its DID could be read too (else undefined). */
 function normalizeCommit(
   v: Json,
   timeUs: number | undefined,
@@ -146,11 +153,12 @@ function normalizeCommit(
     return skipOf('missing_field', 'missing commit.collection', 'unknown', opLabel, timeUs)
   // Collections we do not keep are not our business: only the cursor moves, no error.
   if (!opts.collections.has(coll)) {
-    if (timeUs === undefined)
-      return skipOf('missing_field', 'missing time_us', 'unknown', opLabel, timeUs)
-    return filtered(timeUs)
+    if (timeUs !== undefined) return filtered(timeUs)
+    // Not our collection, but a position all the same: refused unless its envelope reads.
+    const base = checkBase(v, rawTimeUs(v), 'unknown', opLabel)
+    return base.ok ? filtered(base.timeUs) : base
   }
-  const base = checkBase(v, timeUs, coll, opLabel)
+  const base = checkBase(v, rawTimeUs(v), coll, opLabel)
   if (!base.ok) return base
   const at = base.timeUs
   if (!isValidNsid(coll))
@@ -234,6 +242,11 @@ function normalizeIdentity(v: Json, did: string, timeUs: number): NormalizeResul
     unverifiedHandle: handle,
     sanitized: false,
   }
+}
+
+function rawTimeUs(v: Json): number | undefined {
+  const t = v.time_us
+  return typeof t === 'number' && Number.isSafeInteger(t) && t >= 0 ? t : undefined
 }
 
 function filtered(timeUs: number): NormalizeOk {

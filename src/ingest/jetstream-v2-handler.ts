@@ -2,6 +2,8 @@ import type { Logger } from 'pino'
 import type { IdentityEvent, IndexEvent } from '../indexer/events.ts'
 import type { Metrics } from '../metrics.ts'
 import { pushUnlessAborted } from './abortable.ts'
+import { advanceSeqCursor, checkSourceTime, type SeqTrack } from './cursor-guard.ts'
+import { createRefusalReporter } from './cursor-refusals.ts'
 import { recordSkip, SEQ_LIMIT } from './jetstream-event.ts'
 import { parseV2Frame, type V2Frame } from './jetstream-v2-frame.ts'
 import type { Verdict } from './jetstream-v2-session.ts'
@@ -30,6 +32,8 @@ export interface HandlerState {
   lastSeq: number | null
   /** Highest seq of the current session: a lower one after it is out of order. */
   sessionSeq: number | null
+  /** The seq accepted as the cursor (cursor-guard.ts); null before the first one. */
+  track: SeqTrack
   dictionary: ZstdDictionary | null
   /** Set when a session ended on an error frame or an undecodable dictionary. */
   ended: { error: string; message: string } | null
@@ -38,6 +42,7 @@ export interface HandlerState {
 export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
   const { logger, metrics } = deps
   const fault = (reason: string) => metrics.sourceFaultsTotal.inc({ source: SOURCE, reason })
+  const refused = createRefusalReporter({ source: SOURCE, logger, metrics })
 
   function decode(data: Buffer, binary: boolean): string | null {
     metrics.jetstreamBytesTotal.inc({ stage: 'wire' }, data.length)
@@ -70,10 +75,21 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
 
   async function pushPrunes(events: IndexEvent[], sink: Sink, signal: AbortSignal) {
     for (const event of events) {
-      const cursor = deps.windows.safeCursor(state.lastSeq ?? 0)
-      if (!(await push({ event, cursor, timeUs: event.timeUs }, sink, signal))) return false
+      const a = state.track.accepted
+      const cursor = a === null ? null : deps.windows.safeCursor(a)
+      if (!(await push({ event, cursor, timeUs: null }, sink, signal))) return false
     }
     return true
+  }
+
+  /** The shared cursor rule (cursor-guard.ts): a seq leap or a future time is refused. */
+  function position(seq: number, timeUs: number): { cursor: number | null; timeUs: number | null } {
+    const adv = advanceSeqCursor(state.track, seq)
+    state.track = adv.track
+    if (adv.refusal) refused(adv.refusal, { seq, cursor: state.track.accepted })
+    const timeRefusal = checkSourceTime(timeUs, Date.now() * 1000)
+    if (timeRefusal) refused(timeRefusal, { seq, timeUs })
+    return { cursor: adv.cursor, timeUs: timeRefusal ? null : timeUs }
   }
 
   /** True when `seq` was handled already (inclusive resume, at-least-once delivery). */
@@ -98,7 +114,10 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
     const w = deps.windows
     let event: IndexEvent | null = f.type === 'item' ? f.item.event : null
     const did = f.type === 'sync' ? f.did : event?.did
-    const timeUs = f.type === 'sync' ? f.timeUs : f.item.timeUs
+    const rawUs = f.type === 'sync' ? f.timeUs : (f.item.timeUs ?? 0)
+    const at = position(f.seq, rawUs)
+    // A refused (future) time must not end every open window: the quiet rule skips it.
+    const timeUs = at.timeUs ?? 0
     const commit = event?.kind === 'commit' ? { op: event.op, rev: event.rev } : null
     const closing = w.closeBefore(did ? { did, seq: f.seq, timeUs, commit } : { timeUs })
     if (!(await pushPrunes(closing, sink, signal))) return false
@@ -107,7 +126,7 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
         { did: f.did, rev: f.rev, seq: f.seq },
         'repo resynced upstream: replacing its records',
       )
-      if (!(await pushPrunes(w.open(f.did, f.rev, f.seq, f.timeUs), sink, signal))) return false
+      if (!(await pushPrunes(w.open(f.did, f.rev, f.seq, timeUs), sink, signal))) return false
     } else if (event?.kind === 'identity') {
       event = {
         ...event,
@@ -116,7 +135,8 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
     }
     state.lastSeq = f.seq
     state.sessionSeq = f.seq
-    const item: SourceItem = { event, cursor: w.safeCursor(f.seq), timeUs, bytes }
+    const cursor = at.cursor === null ? null : w.safeCursor(at.cursor)
+    const item: SourceItem = { event, cursor, timeUs: at.timeUs, bytes }
     return push(item, sink, signal)
   }
 
@@ -136,8 +156,9 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
     if (f.seq === undefined || f.timeUs === undefined || seen(f.seq)) return true
     state.lastSeq = f.seq
     state.sessionSeq = f.seq
-    const cursor = deps.windows.safeCursor(f.seq)
-    return push({ event: null, cursor, timeUs: f.timeUs, bytes }, sink, signal)
+    const at = position(f.seq, f.timeUs)
+    const cursor = at.cursor === null ? null : deps.windows.safeCursor(at.cursor)
+    return push({ event: null, cursor, timeUs: at.timeUs, bytes }, sink, signal)
   }
 
   return async function handle(

@@ -3,6 +3,7 @@ import { AppError } from '../errors.ts'
 import type { Metrics } from '../metrics.ts'
 import { sleepUnlessAborted } from './abortable.ts'
 import { backoffDelayMs, type VerifyHandle } from './jetstream.ts'
+import { SEQ_LIMIT } from './jetstream-event.ts'
 import { createV2Handler, type HandlerState, SOURCE } from './jetstream-v2-handler.ts'
 import { runSession, type SessionEnd } from './jetstream-v2-session.ts'
 import { SyncWindows } from './jetstream-v2-sync.ts'
@@ -74,7 +75,13 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
     idleTimeoutMs: opts.idleTimeoutMs ?? 120_000,
     maxPayloadBytes: MAX_PAYLOAD_BYTES,
   }
-  const state: HandlerState = { lastSeq: null, sessionSeq: null, dictionary: null, ended: null }
+  const state: HandlerState = {
+    lastSeq: null,
+    sessionSeq: null,
+    track: { accepted: null, candidate: null },
+    dictionary: null,
+    ended: null,
+  }
   let gap: IngestGap | null = null
   const reportGap = (g: IngestGap) => {
     gap = g
@@ -160,6 +167,7 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
       )
       if (!tip) return 'stop'
       state.lastSeq = null
+      state.track = { accepted: null, candidate: null }
       return 'now'
     }
     if (end.status === 400 && end.error === 'UnknownZstdDictionary') {
@@ -191,6 +199,9 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
 
   async function run(sink: Sink, startCursor: number | null, signal: AbortSignal): Promise<void> {
     state.lastSeq = startCursor
+    // A timestamp start cursor (>= 1e15) is no seq to continue from.
+    const accepted = startCursor !== null && startCursor < SEQ_LIMIT ? startCursor : null
+    state.track = { accepted, candidate: null }
     let attempt = 0
     let connects = 0
     while (!signal.aborted) {
@@ -229,6 +240,7 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
   return {
     name: SOURCE,
     key: opts.url,
+    cursorKind: 'seq',
     run,
     get gap() {
       return gap

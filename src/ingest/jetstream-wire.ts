@@ -76,6 +76,9 @@ export function createAutoJetstreamSource(
     get wire() {
       return wire
     },
+    get cursorKind() {
+      return inner?.cursorKind
+    },
     get gap(): IngestGap | null {
       return inner?.gap ?? null
     },

@@ -4,6 +4,8 @@ import { type Config, collectionsOf } from '../config.ts'
 import type { IdentityEvent } from '../indexer/events.ts'
 import type { Metrics } from '../metrics.ts'
 import { pushUnlessAborted, sleepUnlessAborted } from './abortable.ts'
+import { advanceTimeCursor } from './cursor-guard.ts'
+import { createRefusalReporter } from './cursor-refusals.ts'
 import { normalizeJetstreamEvent, recordSkip, SEQ_LIMIT } from './jetstream-event.ts'
 import type { Sink, Source, SourceItem } from './source.ts'
 import { type VerifyHandle, verifyWithTimeout } from './verify-handle.ts'
@@ -76,6 +78,7 @@ export function backoffDelayMs(
 }
 
 const isSeq = (cursor: number) => cursor < SEQ_LIMIT
+const seqOf = (cursor: number | null) => (cursor !== null && isSeq(cursor) ? cursor : null)
 
 interface SessionEnd {
   received: number
@@ -89,6 +92,7 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
   const collections = new Set(opts.collections)
   const logger = opts.logger.child({ source: SOURCE })
   const deps = { logger, metrics: opts.metrics }
+  const refused = createRefusalReporter({ source: SOURCE, logger, metrics: opts.metrics })
   const rewindUs = Math.round(opts.rewindSeconds * 1_000_000)
   const gapUs = rewindUs + Math.round((opts.gapToleranceSeconds ?? 2) * 1_000_000)
   const baseMs = opts.backoffBaseMs ?? 1000
@@ -116,27 +120,26 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     observe: (timeUs: number) => void,
   ): Promise<boolean> {
     const res = normalizeJetstreamEvent(text, { collections, seqCursor: true })
-    const timeUs = res.ok ? res.item.timeUs : res.timeUs
-    if (timeUs !== undefined) observe(timeUs)
-    let item: SourceItem
-    if (res.ok) {
-      item = res.item
-      if (item.event?.kind === 'identity') {
-        const handle = await verify(item.event.did, res.unverifiedHandle)
-        item = { ...item, event: { ...item.event, handle } satisfies IdentityEvent }
-      }
-    } else {
-      recordSkip(deps, SOURCE, res)
-      if (res.timeUs === undefined) return true
-      item = { event: null, cursor: res.cursor ?? res.timeUs, timeUs: res.timeUs }
+    if (!res.ok) recordSkip(deps, SOURCE, res)
+    const rawUs = res.ok ? res.item.timeUs : res.timeUs
+    // No readable envelope (DID, time_us): not an event of the stream, the cursor stays.
+    if (typeof rawUs !== 'number') return true
+    // A v2 server's `cursor` field (its seq) is the better resume point; a seq resume is
+    // inclusive, and a seq never compares with a time_us.
+    const seq = res.ok ? seqOf(res.item.cursor) : (res.cursor ?? null)
+    if (seq !== null && lastCursor !== null && isSeq(lastCursor) && seq <= lastCursor) return true
+    const timeCursor = lastCursor !== null && !isSeq(lastCursor) ? lastCursor : null
+    const at = advanceTimeCursor(timeCursor, rawUs, Date.now() * 1000)
+    if (at.refusal) refused(at.refusal, { timeUs: rawUs, cursor: lastCursor })
+    else observe(rawUs)
+    let event = res.ok ? res.item.event : null
+    if (res.ok && event?.kind === 'identity') {
+      const handle = await verify(event.did, res.unverifiedHandle)
+      event = { ...event, handle } satisfies IdentityEvent
     }
-    // Rewound replays are older than what was pushed already: the cursor must not go back.
-    // A v2 server's `cursor` (seq) and `time_us` never compare; a seq resume is inclusive.
-    const prev = lastCursor !== null && isSeq(lastCursor) === isSeq(item.cursor) ? lastCursor : null
-    if (prev !== null && isSeq(prev) && item.cursor <= prev) return true
-    const cursor = Math.max(prev ?? item.cursor, item.cursor)
-    if (!(await pushUnlessAborted(sink, { ...item, cursor, bytes: text.length }, signal)))
-      return false
+    const cursor = seq ?? at.cursor
+    const item: SourceItem = { event, cursor, timeUs: at.timeUs, bytes: text.length }
+    if (!(await pushUnlessAborted(sink, item, signal))) return false
     lastCursor = cursor
     return true
   }
@@ -281,6 +284,7 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
   return {
     name: SOURCE,
     key: opts.url,
+    cursorKind: 'time_us',
     run,
     get lastCursor() {
       return lastCursor

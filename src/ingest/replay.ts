@@ -4,6 +4,8 @@ import { createInterface } from 'node:readline'
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.ts'
 import { pushUnlessAborted } from './abortable.ts'
+import { advanceTimeCursor } from './cursor-guard.ts'
+import { createRefusalReporter } from './cursor-refusals.ts'
 import { normalizeJetstreamEvent, recordSkip } from './jetstream-event.ts'
 import type { Sink, Source, SourceItem } from './source.ts'
 
@@ -24,8 +26,10 @@ export interface ReplayStats {
 }
 
 /**
- * A finite source over a file. The cursor is the `time_us` of the newest line applied, so a
- * restart with the stored cursor resumes after it (lines with `time_us <= cursor` are skipped).
+ * A finite source over a file. The cursor is the `time_us` of the newest line read (a line
+ * whose DID and time could be read, even if its record is bad), so a restart with the stored
+ * cursor resumes after it (lines with `time_us <= cursor` are skipped). A line that cannot be
+ * read, or whose time is in the future, never moves the cursor (cursor-guard.ts).
  */
 export function createReplaySource(opts: ReplaySourceOptions): Source & {
   readonly stats: ReplayStats
@@ -34,6 +38,7 @@ export function createReplaySource(opts: ReplaySourceOptions): Source & {
   const collections = new Set(opts.collections)
   const logger = opts.logger.child({ source: 'replay', file: key })
   const deps = { logger, metrics: opts.metrics }
+  const refused = createRefusalReporter({ source: 'replay', logger, metrics: opts.metrics })
   const stats: ReplayStats = { lines: 0, pushed: 0, skippedBad: 0, skippedBeforeCursor: 0 }
 
   async function run(sink: Sink, startCursor: number | null, signal: AbortSignal): Promise<void> {
@@ -46,7 +51,7 @@ export function createReplaySource(opts: ReplaySourceOptions): Source & {
     const onAbort = () => rl.close()
     signal.addEventListener('abort', onAbort, { once: true })
     // Never moves backwards, even if the file is not sorted by time_us.
-    let highWater = startCursor ?? Number.NEGATIVE_INFINITY
+    let highWater = startCursor
     let lineNo = 0
     logger.info({ startCursor }, 'replay started')
     try {
@@ -55,23 +60,9 @@ export function createReplaySource(opts: ReplaySourceOptions): Source & {
         stats.lines = lineNo
         if (signal.aborted) break
         if (line.trim() === '') continue
-        const res = normalizeJetstreamEvent(line, { collections })
-        const timeUs = res.ok ? res.item.timeUs : res.timeUs
-        if (timeUs !== undefined && startCursor !== null && timeUs <= startCursor) {
-          stats.skippedBeforeCursor++
-          continue
-        }
-        let item: SourceItem
-        if (res.ok) {
-          item = res.item
-        } else {
-          stats.skippedBad++
-          recordSkip(deps, 'replay', res, { line: lineNo })
-          if (timeUs === undefined) continue
-          item = { event: null, cursor: timeUs, timeUs }
-        }
-        highWater = Math.max(highWater, item.timeUs)
-        item = { ...item, cursor: highWater, bytes: line.length }
+        const item = readLine(line, lineNo, highWater, startCursor)
+        if (!item) continue
+        highWater = item.cursor
         if (!(await pushUnlessAborted(sink, item, signal))) break
         stats.pushed++
       }
@@ -83,5 +74,30 @@ export function createReplaySource(opts: ReplaySourceOptions): Source & {
     logger.info({ ...stats, aborted: signal.aborted }, 'replay finished')
   }
 
-  return { name: 'replay', key, run, stats }
+  /** One line → the item to push, or null (blank, before the cursor, or unreadable). */
+  function readLine(
+    line: string,
+    lineNo: number,
+    highWater: number | null,
+    startCursor: number | null,
+  ): SourceItem | null {
+    const res = normalizeJetstreamEvent(line, { collections })
+    const timeUs = res.ok ? res.item.timeUs : res.timeUs
+    if (typeof timeUs === 'number' && startCursor !== null && timeUs <= startCursor) {
+      stats.skippedBeforeCursor++
+      return null
+    }
+    if (!res.ok) {
+      stats.skippedBad++
+      recordSkip(deps, 'replay', res, { line: lineNo })
+    }
+    // Without a readable envelope the line is not an event of the stream: nothing to push.
+    if (typeof timeUs !== 'number') return null
+    const at = advanceTimeCursor(highWater, timeUs, Date.now() * 1000)
+    if (at.refusal) refused(at.refusal, { line: lineNo, timeUs })
+    const event = res.ok ? res.item.event : null
+    return { event, cursor: at.cursor, timeUs: at.timeUs, bytes: line.length }
+  }
+
+  return { name: 'replay', key, cursorKind: 'time_us', run, stats }
 }

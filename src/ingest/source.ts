@@ -2,14 +2,18 @@ import type { IndexEvent } from '../indexer/events.ts'
 
 /**
  * One unit read from a source. `event` is null for frames that carry nothing we index
- * (other collections, skipped bad input): they still move the cursor and the lag.
+ * (other collections, skipped bad input): they still move the cursor and the lag, when their
+ * position passed cursor-guard.ts.
  */
 export interface SourceItem {
   event: IndexEvent | null
-  /** The source's own cursor after this item: `time_us` (Jetstream, replay) or `seq`. */
-  cursor: number
-  /** Source time of this item, µs since the epoch. */
-  timeUs: number
+  /**
+   * The source's own cursor after this item: `time_us` (Jetstream, replay) or `seq`; null
+   * while no position was accepted yet (the item is applied, the stored cursor stays put).
+   */
+  cursor: number | null
+  /** Source time of this item, µs since the epoch; null when refused (not used for the lag). */
+  timeUs: number | null
   /** Size of the input it came from (line, message, frame): bounds queues by memory. */
   bytes?: number
 }
@@ -37,6 +41,8 @@ export interface Source {
   readonly name: string
   /** The URL or file: cursors are kept per (name, key). */
   readonly key: string
+  /** What the cursor counts: a stored `time_us` in the future is refused at start. */
+  readonly cursorKind?: 'time_us' | 'seq'
   /**
    * Reads until `signal` aborts (or, for finite sources, the input ends), pushing into `sink`.
    * `startCursor` is the stored cursor, or null to start at the live tip / top of file.

@@ -90,7 +90,7 @@ describe('firehose source against the reference PDS', () => {
   })
 
   it('advances the cursor across frames with nothing to index, never backwards', () => {
-    const cursors = baseline.map((i) => i.cursor)
+    const cursors = baseline.map((i) => i.cursor!)
     expect(cursors).toEqual([...cursors].sort((a, b) => a - b))
     expect(cursors.at(-1)).toBe(lastSeq)
     // Every seq the PDS produced is covered: the noise posts and the empty first commits too.
@@ -102,7 +102,7 @@ describe('firehose source against the reference PDS', () => {
       (i) => i.event?.kind === 'commit' && i.event.rev === expected[3].rev,
     )
     expect(batchItems).toHaveLength(2)
-    expect(batchItems[0].cursor).toBe(batchItems[1].cursor - 1)
+    expect(batchItems[0].cursor).toBe(batchItems[1].cursor! - 1)
   })
 
   it('reports account status changes and verified handles', () => {

@@ -14,7 +14,7 @@ import {
 // note's cases 2-4 and 7-9 (notes/jetstream-v2.md), and every bad input of issue 12 that
 // happens on the wire. The database side (#sync, duplicates, filters) is in test/e2e.
 
-const seqs = (items: { cursor: number }[]) => items.map((i) => i.cursor)
+const seqs = (items: { cursor: number | null }[]) => items.map((i) => i.cursor)
 
 describe('Jetstream v2 source: cursors', () => {
   it('resumes inclusively: the first event (seq N) is dropped and the cursor stays', async () => {
