@@ -31,111 +31,150 @@ export function runSession(
   signal: AbortSignal,
 ): Promise<SessionEnd> {
   return new Promise<SessionEnd>((resolve, reject) => {
-    const ws = new WebSocket(url, {
+    new Session(url, opts, onMessage, signal, resolve, reject)
+  })
+}
+
+class Session {
+  readonly #ws: WebSocket
+  readonly #opts: SessionOptions
+  readonly #onMessage: (data: Buffer, binary: boolean) => Promise<Verdict>
+  readonly #signal: AbortSignal
+  readonly #resolve: (end: SessionEnd) => void
+  readonly #reject: (err: unknown) => void
+  readonly #queue: Array<{ data: Buffer; binary: boolean }> = []
+  readonly #heartbeat: NodeJS.Timeout
+  readonly #onAbort = () => this.#stop('aborted')
+  #received = 0
+  #draining = false
+  #closed = false
+  #settled = false
+  #alive = true
+  #lastMessageAt = Date.now()
+  #end: SessionEnd | null = null
+  #failure: unknown = null
+  #code: number | null = null
+  #reason = ''
+
+  constructor(
+    url: string,
+    opts: SessionOptions,
+    onMessage: (data: Buffer, binary: boolean) => Promise<Verdict>,
+    signal: AbortSignal,
+    resolve: (end: SessionEnd) => void,
+    reject: (err: unknown) => void,
+  ) {
+    this.#opts = opts
+    this.#onMessage = onMessage
+    this.#signal = signal
+    this.#resolve = resolve
+    this.#reject = reject
+    this.#ws = new WebSocket(url, {
       handshakeTimeout: opts.connectTimeoutMs,
       maxPayload: opts.maxPayloadBytes,
       perMessageDeflate: false,
     })
-    const queue: Array<{ data: Buffer; binary: boolean }> = []
-    let received = 0
-    let draining = false
-    let closed = false
-    let settled = false
-    let alive = true
-    let lastMessageAt = Date.now()
-    let end: SessionEnd | null = null
-    let failure: unknown = null
-    let code: number | null = null
-    let reason = ''
-
-    const settle = (value: SessionEnd) => {
-      if (settled) return
-      settled = true
-      clearInterval(heartbeat)
-      signal.removeEventListener('abort', onAbort)
-      if (failure !== null) reject(failure)
-      else resolve(value)
-    }
-    const maybeFinish = () => {
-      if (!closed || draining) return
-      settle(end ?? { kind: 'closed', code, reason: reason || `closed (${code})`, received })
-    }
-    const stop = (value: SessionEnd) => {
-      end ??= value
-      ws.terminate()
-    }
-    const onAbort = () => stop({ kind: 'stopped', reason: 'aborted', received })
-    signal.addEventListener('abort', onAbort, { once: true })
-
-    const drain = async () => {
-      draining = true
-      ws.pause()
-      try {
-        while (queue.length > 0 && !signal.aborted && end === null) {
-          const m = queue.shift()!
-          const verdict = await onMessage(m.data, m.binary)
-          received++
-          if (verdict === 'abort') stop({ kind: 'stopped', reason: 'aborted', received })
-          else if (verdict === 'end') stop({ kind: 'stopped', reason: 'error frame', received })
-        }
-      } catch (err) {
-        failure = err
-        stop({ kind: 'stopped', reason: 'sink failed', received })
-      }
-      queue.length = 0
-      draining = false
-      if (!closed) ws.resume()
-      lastMessageAt = Date.now()
-      maybeFinish()
-    }
-
-    const heartbeat = setInterval(
-      () => {
-        if (ws.readyState !== WebSocket.OPEN || draining) {
-          alive = true
-        } else if (Date.now() - lastMessageAt > opts.idleTimeoutMs) {
-          stop({ kind: 'stopped', reason: 'idle', received })
-        } else if (!alive) {
-          stop({ kind: 'stopped', reason: 'heartbeat timeout', received })
-        } else {
-          alive = false
-          ws.ping()
-        }
-      },
+    signal.addEventListener('abort', this.#onAbort, { once: true })
+    this.#heartbeat = setInterval(
+      () => this.#beat(),
       Math.min(opts.heartbeatMs, opts.idleTimeoutMs),
     )
+    this.#listen()
+  }
 
+  #listen(): void {
+    const ws = this.#ws
     ws.on('unexpected-response', (req, res: IncomingMessage) => {
       readBody(res).then((body) => {
         const { error, message } = xrpcError(body)
-        closed = true
+        this.#closed = true
         req.destroy()
-        settle({ kind: 'refused', status: res.statusCode ?? 0, error, message, received: 0 })
+        this.#settle({ kind: 'refused', status: res.statusCode ?? 0, error, message, received: 0 })
       })
     })
-    ws.on('open', () => opts.onOpen?.())
+    ws.on('open', () => this.#opts.onOpen?.())
     ws.on('pong', () => {
-      alive = true
+      this.#alive = true
     })
     ws.on('ping', () => {
-      alive = true
+      this.#alive = true
     })
     ws.on('message', (data, binary) => {
-      alive = true
-      lastMessageAt = Date.now()
-      queue.push({ data: toBuffer(data), binary })
-      if (!draining) void drain()
+      this.#alive = true
+      this.#lastMessageAt = Date.now()
+      this.#queue.push({ data: toBuffer(data), binary })
+      if (!this.#draining) void this.#drain()
     })
     ws.on('error', (err) => {
-      reason ||= err.message
+      this.#reason ||= err.message
     })
     ws.on('close', (c, why) => {
-      closed = true
-      code = c
-      reason ||= why.toString() || `closed by server (${c})`
-      maybeFinish()
+      this.#closed = true
+      this.#code = c
+      this.#reason ||= why.toString() || `closed by server (${c})`
+      this.#maybeFinish()
     })
-  })
+  }
+
+  /** Pausing stops socket reads, so TCP pushes back on the server while the sink is full. */
+  async #drain(): Promise<void> {
+    this.#draining = true
+    this.#ws.pause()
+    try {
+      while (this.#queue.length > 0 && !this.#signal.aborted && this.#end === null) {
+        const m = this.#queue.shift()!
+        const verdict = await this.#onMessage(m.data, m.binary)
+        this.#received++
+        if (verdict === 'abort') this.#stop('aborted')
+        else if (verdict === 'end') this.#stop('error frame')
+      }
+    } catch (err) {
+      this.#failure = err
+      this.#stop('sink failed')
+    }
+    this.#queue.length = 0
+    this.#draining = false
+    if (!this.#closed) this.#ws.resume()
+    this.#lastMessageAt = Date.now()
+    this.#maybeFinish()
+  }
+
+  // A paused socket cannot answer pings, and a slow sink is not a dead upstream; a socket
+  // that answers pings but sends nothing for idleTimeoutMs has stalled all the same.
+  #beat(): void {
+    if (this.#ws.readyState !== WebSocket.OPEN || this.#draining) {
+      this.#alive = true
+    } else if (Date.now() - this.#lastMessageAt > this.#opts.idleTimeoutMs) {
+      this.#stop('idle')
+    } else if (!this.#alive) {
+      this.#stop('heartbeat timeout')
+    } else {
+      this.#alive = false
+      this.#ws.ping()
+    }
+  }
+
+  #stop(reason: string): void {
+    this.#end ??= { kind: 'stopped', reason, received: this.#received }
+    this.#ws.terminate()
+  }
+
+  /** Queued messages are handled before the session ends, so a reconnect never races them. */
+  #maybeFinish(): void {
+    if (!this.#closed || this.#draining) return
+    const code = this.#code
+    const reason = this.#reason || `closed (${code})`
+    this.#settle(this.#end ?? { kind: 'closed', code, reason, received: this.#received })
+  }
+
+  #settle(value: SessionEnd): void {
+    if (this.#settled) return
+    this.#settled = true
+    clearInterval(this.#heartbeat)
+    this.#signal.removeEventListener('abort', this.#onAbort)
+    if (this.#failure !== null) this.#reject(this.#failure)
+    else this.#resolve(value)
+  }
 }
 
 function toBuffer(data: WebSocket.RawData): Buffer {
