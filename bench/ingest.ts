@@ -84,6 +84,36 @@ async function withBackend<T>(
   }
 }
 
+/** The product over Jetstream v2 (its own feeder: same generator, same first `n` events). */
+async function runV2(kind: 'postgres' | 'pglite', o: IngestOptions, n: number) {
+  const feeder = await startFeeder({ events: n, dids: o.dids, cuts: [n], wire: 'v2' })
+  try {
+    return await withBackend(kind, o.serverUrl, `ingest_v2_${kind}`, async (b) => {
+      const rt = await openBenchRuntime(b)
+      try {
+        const cpu = cpuSnapshot()
+        const last = feeder.cuts[0].lastUs
+        const run = await runProduct(rt, feeder.url, feeder.total.firstUs, last, 'v2')
+        const m = measured(feeder.cuts[0], run.elapsedS, cpuSince(cpu))
+        const outcomes = await commitOutcomes(rt)
+        const { values } = await rt.ctx.metrics.jetstreamBytesTotal.get()
+        const stage = (s: string) => values.find((v) => v.labels.stage === s)?.value ?? 0
+        return {
+          ...m,
+          processed: Object.values(outcomes).reduce((a, c) => a + c, 0),
+          errors: outcomes.error ?? 0,
+          wireBytes: stage('wire'),
+          decodedBytes: stage('decoded'),
+        }
+      } finally {
+        await rt.close()
+      }
+    })
+  } finally {
+    await feeder.close()
+  }
+}
+
 export async function runIngest(o: IngestOptions): Promise<ScenarioResult> {
   const startedAt = new Date().toISOString()
   const t0 = performance.now()
@@ -159,7 +189,9 @@ export async function runIngest(o: IngestOptions): Promise<ScenarioResult> {
               }
             })
           : null
-      details[kind] = { product, baseline, bulk }
+      // The same first n events on the v2 wire (subscribeEvents, dictionary zstd), once.
+      const v2 = kind === backends[0] ? await runV2(kind, o, n) : null
+      details[kind] = { product, baseline, bulk, v2 }
       const label = kind === 'postgres' ? 'Postgres' : 'PGlite'
       const ratio = product.eventsPerS / baseline.eventsPerS
       rows.push(
@@ -180,6 +212,31 @@ export async function runIngest(o: IngestOptions): Promise<ScenarioResult> {
           baseline.mbPerS,
         ),
       )
+      if (v2) {
+        rows.push(
+          row(
+            `${label}: v2 matching events/s`,
+            v2.eventsPerS,
+            'ev/s',
+            'reference: v1 on the same traffic',
+            null,
+            product.eventsPerS,
+          ),
+          row(
+            `${label}: v2 zstd bytes on the wire`,
+            v2.wireBytes / 1e6,
+            'MB',
+            `of ${(v2.decodedBytes / 1e6).toFixed(1)} MB decoded`,
+            null,
+            v2.decodedBytes / 1e6,
+          ),
+        )
+        checks.push({
+          name: `${kind}: v2 delivered every matching event`,
+          ok: v2.processed >= v2.matching && v2.errors === 0,
+          detail: `${v2.processed} processed of ${v2.matching} sent, ${v2.errors} errors`,
+        })
+      }
       if (bulk) {
         rows.push(
           row(

@@ -31,6 +31,8 @@ export interface Config {
   verifyThreads: number
   allowPrivateNetwork: boolean
   jetstreamRewindSeconds: number
+  jetstreamOnTooOld: 'stop' | 'tip'
+  jetstreamZstd: boolean
   rateLimitPerMinute: number
   partition: { index: number; count: number } | null
 }
@@ -132,7 +134,21 @@ export const SETTINGS = [
     'JETSTREAM_URL',
     'wss://jetstream2.us-east.bsky.network/subscribe',
     url('ws:', 'wss:'),
-    'Jetstream v1 subscribe URL',
+    'Jetstream URL: /subscribe = v1, /xrpc/network.bsky.jetstream.subscribeEvents = v2, no path = v2 if offered, else v1',
+  ),
+  setting(
+    'jetstreamOnTooOld',
+    'JETSTREAM_ON_TOO_OLD',
+    'stop',
+    oneOf(['stop', 'tip'] as const),
+    'Jetstream v2 refused the stored cursor (CursorTooOld): stop ingesting, or go on from the live tip (backfill either way)',
+  ),
+  setting(
+    'jetstreamZstd',
+    'JETSTREAM_ZSTD',
+    true,
+    bool,
+    'Jetstream v2: ask for dictionary-zstd frames (falls back to text when that fails)',
   ),
   setting(
     'relayUrl',

@@ -34,6 +34,8 @@ export interface Metrics extends ChainMetrics {
   batchDurationSeconds: Histogram
   sourceReconnectsTotal: Counter<'source'>
   resumeGapsTotal: Counter<'source'>
+  sourceFaultsTotal: Counter<'source' | 'reason'>
+  jetstreamBytesTotal: Counter<'stage'>
   cursorRefusedTotal: Counter<'source' | 'reason'>
   prompts: Gauge<'flag'>
   httpRequestDurationSeconds: Histogram<'route' | 'method' | 'status_code'>
@@ -109,6 +111,19 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     labelNames: ['source'] as const,
     registers: [registry],
   })
+  const sourceFaultsTotal = new Counter({
+    name: `${p}source_faults_total`,
+    help: 'Upstream trouble a source survived (error frames, refused connects, undecodable frames, gaps), by reason',
+    labelNames: ['source', 'reason'] as const,
+    registers: [registry],
+  })
+  const jetstreamBytesTotal = new Counter({
+    name: `${p}jetstream_bytes_total`,
+    help: 'Jetstream frame bytes: stage=wire as received (zstd or text), stage=decoded as JSON text',
+    labelNames: ['stage'] as const,
+    registers: [registry],
+  })
+  for (const stage of ['wire', 'decoded']) jetstreamBytesTotal.inc({ stage }, 0)
   const cursorRefusedTotal = new Counter({
     name: `${p}cursor_refused_total`,
     help: 'Source positions (times, seqs) refused for the cursor and the lag; events still applied',
@@ -156,6 +171,8 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     batchDurationSeconds,
     sourceReconnectsTotal,
     resumeGapsTotal,
+    sourceFaultsTotal,
+    jetstreamBytesTotal,
     cursorRefusedTotal,
     prompts,
     httpRequestDurationSeconds,

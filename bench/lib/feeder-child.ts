@@ -1,4 +1,5 @@
 import { startJetstreamServer } from '../../src/demo/jetstream-server.ts'
+import { demoDictionary, startJetstreamV2Server } from '../../src/demo/jetstream-v2-server.ts'
 import {
   benchGenerator,
   emptyTally,
@@ -16,6 +17,8 @@ export interface FeederRequest extends TrafficOptions {
   events: number
   /** Generated-event counts at which to report a tally (subsets for the baselines). */
   cuts: number[]
+  /** The Jetstream wire to serve (default v1); v2 frames are zstd-compressed at load. */
+  wire?: 'v1' | 'v2'
 }
 
 export interface FeederReady {
@@ -44,7 +47,14 @@ process.on('message', async (msg: { type: string; request?: FeederRequest }) => 
       cuts.push({ ...total })
     }
   }
-  const server = await startJetstreamServer({ events: lines })
+  let url: string
+  if (req.wire === 'v2') {
+    const v2 = await startJetstreamV2Server({ dictionary: demoDictionary(), precompress: true })
+    v2.append(lines)
+    url = v2.url
+  } else {
+    url = (await startJetstreamServer({ events: lines })).url
+  }
   lines.length = 0
-  process.send?.({ type: 'ready', url: server.url, total, cuts } satisfies FeederReady)
+  process.send?.({ type: 'ready', url, total, cuts } satisfies FeederReady)
 })

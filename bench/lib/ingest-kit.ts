@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.ts'
 import type { Database } from '../../src/db/client.ts'
 import { saveCursor } from '../../src/db/writes.ts'
 import { createJetstreamSource, jetstreamOptionsFromConfig } from '../../src/ingest/jetstream.ts'
+import { createJetstreamV2Source } from '../../src/ingest/jetstream-v2.ts'
 import type { Sink, SourceItem } from '../../src/ingest/source.ts'
 import { NSIDS } from './traffic.ts'
 
@@ -50,14 +51,16 @@ export function localHandleVerifier(db: Database) {
   }
 }
 
-export function benchJetstreamSource(rt: Runtime, url: string) {
-  return createJetstreamSource({
+/** The product's Jetstream source on either wire (v2: subscribeEvents with dictionary zstd). */
+export function benchJetstreamSource(rt: Runtime, url: string, wire: 'v1' | 'v2' = 'v1') {
+  const o = {
     ...jetstreamOptionsFromConfig(rt.ctx.config),
     url,
     logger: rt.ctx.logger,
     metrics: rt.ctx.metrics,
     verifyHandle: localHandleVerifier(rt.ctx.db),
-  })
+  }
+  return wire === 'v2' ? createJetstreamV2Source(o) : createJetstreamSource(o)
 }
 
 export interface RunOutcome {
@@ -70,8 +73,15 @@ export interface RunOutcome {
  * The product path, as `prompt-appview ingest` runs it: a stored cursor at `fromUs`, then
  * startIngest until every event up to `untilUs` is committed.
  */
-export async function runProduct(rt: Runtime, url: string, fromUs: number, untilUs: number) {
-  const source = benchJetstreamSource(rt, url)
+export async function runProduct(
+  rt: Runtime,
+  url: string,
+  fromUs: number,
+  untilUs: number,
+  wire: 'v1' | 'v2' = 'v1',
+) {
+  // A time_us cursor on either wire: v2 translates it to the first seq witnessed at or after.
+  const source = benchJetstreamSource(rt, url, wire)
   await saveCursor(
     rt.ctx.db.orm,
     { source: source.name, key: source.key, cursor: fromUs, lastEventUs: fromUs },

@@ -23,9 +23,18 @@ import { repoRoutes } from './routes/repos.ts'
 import { statsRoutes } from './routes/stats.ts'
 import { answerConnect, clientErrorHandler } from './unroutable.ts'
 
+/** What a source reports of a hole it left in the stream (see ingestGapSchema). */
+export interface IngestGapInfo {
+  reason: string
+  at: string
+  cursor: number | null
+  message: string
+  action: string
+}
+
 export interface ApiOptions {
   /** Which cursor /v1/stats reports: the one this process ingests with, if any. */
-  ingest: { source: string; key: string } | null
+  ingest: { source: string; key: string; gap?: () => IngestGapInfo | null } | null
   /** True once migrations ran; /readyz also checks the database answers. */
   isReady: () => boolean
   /** Re-fetches and reconciles one repo (POST /admin/repos/{did}/resync); absent: not offered. */

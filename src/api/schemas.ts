@@ -150,6 +150,19 @@ export const agentSummarySchema = {
   required: ['uri', 'agent', 'prompts'],
 } as const
 
+/** A hole the source left in the stream (Jetstream CursorTooOld / OutdatedCursor): backfill. */
+export const ingestGapSchema = {
+  type: ['object', 'null'],
+  properties: {
+    reason: { type: 'string' },
+    at: { type: 'string' },
+    cursor: { type: ['integer', 'null'] },
+    message: { type: 'string' },
+    action: { type: 'string' },
+  },
+  required: ['reason', 'at', 'cursor', 'message', 'action'],
+} as const
+
 export const statsSchema = {
   type: 'object',
   properties: {
@@ -164,6 +177,7 @@ export const statsSchema = {
         cursor: { type: ['integer', 'null'] },
         lagSeconds: { type: ['number', 'null'] },
         lastEventAt: nullableStr,
+        gap: ingestGapSchema,
       },
       required: ['source', 'cursor', 'lagSeconds', 'lastEventAt'],
     },

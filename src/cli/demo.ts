@@ -5,7 +5,8 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.ts'
 import { createGenerator } from '../demo/generator.ts'
 import { type JetstreamJson, startJetstreamServer } from '../demo/jetstream-server.ts'
-import { createJetstreamSource, jetstreamOptionsFromConfig } from '../ingest/jetstream.ts'
+import { demoDictionary, startJetstreamV2Server } from '../demo/jetstream-v2-server.ts'
+import { jetstreamSourceFor } from '../ingest/create-source.ts'
 import {
   type IngestHandle,
   onShutdownSignal,
@@ -19,6 +20,8 @@ export interface DemoOptions {
   dids: number
   /** Stop generating after this many events; null: until stopped. */
   events: number | null
+  /** The Jetstream wire the simulated network speaks (default v1). */
+  wire?: 'v1' | 'v2'
 }
 
 const TICK_MS = 100
@@ -39,10 +42,11 @@ const LOG_MAX_CHARS = 8 << 20
  * in memory, whose files live on the JS heap) a run of hours does not grow the heap.
  */
 export async function demoCommand(config: Config, opts: DemoOptions): Promise<number> {
-  const server = await startJetstreamServer({
-    maxLogEvents: opts.rate * LOG_WINDOW_SECONDS,
-    maxLogBytes: LOG_MAX_CHARS,
-  })
+  const logBounds = { maxLogEvents: opts.rate * LOG_WINDOW_SECONDS, maxLogBytes: LOG_MAX_CHARS }
+  const server =
+    opts.wire === 'v2'
+      ? await startJetstreamV2Server({ ...logBounds, dictionary: demoDictionary() })
+      : await startJetstreamServer(logBounds)
   const tempDir = config.databaseUrl ? null : mkdtempSync(join(tmpdir(), 'prompt-appview-demo-'))
   const removeTemp = () => {
     if (tempDir) rmSync(tempDir, { recursive: true, force: true })
@@ -66,13 +70,11 @@ export async function demoCommand(config: Config, opts: DemoOptions): Promise<nu
   })
   // The simulated network is its own naming authority: its identity events are taken as
   // verified, which is what a local resolver answers for it.
-  const source = createJetstreamSource({
-    ...jetstreamOptionsFromConfig(demoConfig),
-    logger,
-    metrics: rt.ctx.metrics,
-    verifyHandle: async (_did, claimed) => claimed,
-    backoffBaseMs: 200,
-  })
+  const source = jetstreamSourceFor(
+    { ...rt.ctx, config: demoConfig },
+    async (_did, claimed) => claimed,
+    { backoffBaseMs: 200 },
+  )
   let produced = 0
   let next = gen.next()
   // Release events as the wall clock reaches their time_us, so the stream is real-time.
@@ -80,6 +82,8 @@ export async function demoCommand(config: Config, opts: DemoOptions): Promise<nu
   // CATCH_UP times faster than real time: a tick never builds seconds of events at once.
   const perTick = Math.max(1, Math.ceil((opts.rate * TICK_MS * CATCH_UP) / 1000))
   const feeder = setInterval(() => {
+    // The indexer starts at the live tip: what the network says before it connects is lost.
+    if (server.connections === 0) return
     const now = Date.now() * 1000
     const batch = []
     while (
@@ -108,7 +112,8 @@ export async function demoCommand(config: Config, opts: DemoOptions): Promise<nu
     await rt.close()
     removeTemp()
   })
-  app = await startServer(rt, { source: 'jetstream', key: ingest.key }, { readApi: true })
+  const served = { source: 'jetstream', key: ingest.key, gap: () => source.gap ?? null }
+  app = await startServer(rt, served, { readApi: true })
   const address = app.server.address()
   const port = address && typeof address === 'object' ? address.port : config.port
   logger.info(
@@ -118,6 +123,7 @@ export async function demoCommand(config: Config, opts: DemoOptions): Promise<nu
       dids: opts.dids,
       dataDir: tempDir ?? 'DATABASE_URL',
       replayWindow: `${LOG_WINDOW_SECONDS} s, at most ${LOG_MAX_CHARS >> 20} M characters`,
+      wire: opts.wire ?? 'v1',
     },
     'demo running: try /v1/stats, /v1/prompts?flag=staleTemplate, /metrics',
   )

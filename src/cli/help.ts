@@ -28,11 +28,12 @@ const COMMANDS: Record<string, { summary: string; usage: string; options?: strin
   },
   demo: {
     summary: 'a simulated local network (Jetstream) feeding the indexer, with the API on PORT',
-    usage: 'prompt-appview demo [--rate N] [--dids N] [--events N] [settings]',
+    usage: 'prompt-appview demo [--rate N] [--dids N] [--events N] [--wire v1|v2] [settings]',
     options:
       '  --rate N     events per second from the simulated network (default 500)\n' +
       '  --dids N     repos in the simulation (default 50)\n' +
-      '  --events N   stop the simulation after N events (default: unbounded)',
+      '  --events N   stop the simulation after N events (default: unbounded)\n' +
+      '  --wire W     the Jetstream wire: v1 /subscribe (default) or v2 subscribeEvents with dictionary zstd',
   },
 }
 

@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from '../config.ts'
 import { AppError } from '../errors.ts'
 import { HandleLookups } from '../indexer/handle-lookups.ts'
 import { createSource } from '../ingest/create-source.ts'
+import type { IngestGap } from '../ingest/source.ts'
 import { parseArgs, takeOptions } from './args.ts'
 import { backfillCommand } from './backfill.ts'
 import { demoCommand } from './demo.ts'
@@ -27,7 +28,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${helpText(null)}`)
     return 2
   }
-  const own = takeOptions(args, ['did', 'concurrency', 'reset', 'rate', 'dids', 'events'])
+  const own = takeOptions(args, ['did', 'concurrency', 'reset', 'rate', 'dids', 'events', 'wire'])
   const config = loadConfig(args.flags)
 
   switch (command) {
@@ -48,6 +49,7 @@ async function main(argv: string[]): Promise<number> {
         rate: positiveInt(own.rate?.at(-1) ?? '500', '--rate'),
         dids: positiveInt(own.dids?.at(-1) ?? '50', '--dids'),
         events: own.events ? positiveInt(own.events.at(-1)!, '--events') : null,
+        wire: demoWire(own.wire?.at(-1) ?? 'v1'),
       })
   }
 
@@ -63,8 +65,10 @@ async function main(argv: string[]): Promise<number> {
     await app?.close()
     await rt.close()
   })
+  let gap: (() => IngestGap | null) | undefined
   if (command !== 'serve') {
     const { source, verifyHandle } = createSource(rt.ctx)
+    gap = () => source.gap ?? null
     const lookups = verifyHandle ? new HandleLookups(rt.ctx, rt.deps, verifyHandle) : null
     handles = lookups
     ingest = await startIngest(rt, source, {
@@ -76,10 +80,16 @@ async function main(argv: string[]): Promise<number> {
       process.exitCode = 1
     })
   }
-  app = await startServer(rt, ingest ? { source: ingest.pipeline.source, key: ingest.key } : null, {
+  const served = ingest ? { source: ingest.pipeline.source, key: ingest.key, gap } : null
+  app = await startServer(rt, served, {
     readApi: command !== 'ingest',
   })
   return -1 // keep running until a signal
+}
+
+function demoWire(raw: string): 'v1' | 'v2' {
+  if (raw === 'v1' || raw === 'v2') return raw
+  throw new ConfigError([`--wire=${JSON.stringify(raw)}: must be v1 or v2`])
 }
 
 function positiveInt(raw: string, name: string): number {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../api/app.ts'
+import { type ApiOptions, buildApp } from '../api/app.ts'
 import { type Config, collectionsOf } from '../config.ts'
 import type { AppContext } from '../context.ts'
 import { openDatabase } from '../db/client.ts'
@@ -139,7 +139,7 @@ export async function indexSnapshot(rt: Runtime, snapshot: RepoSnapshotEvent): P
 
 export async function startServer(
   rt: Runtime,
-  ingest: { source: string; key: string } | null,
+  ingest: ApiOptions['ingest'],
   opts: { readApi: boolean },
 ): Promise<FastifyInstance> {
   const { config } = rt.ctx
@@ -179,6 +179,9 @@ export async function startIngest(
 ): Promise<IngestHandle> {
   const { config, logger } = rt.ctx
   const part = config.partition
+  const abort = new AbortController()
+  // Settled first: an auto-detected Jetstream wire decides which cursor is ours.
+  await source.prepare?.(abort.signal)
   // Partitions read the same upstream but each keeps its own position.
   const key = part ? `${source.key}#${part.index}/${part.count}` : source.key
   const startCursor = await trustedStartCursor(rt.ctx, source, key)
@@ -193,7 +196,6 @@ export async function startIngest(
   })
   rt.newestEventUs = () => pipeline.newestEventUs
   logger.info({ source: source.name, key, startCursor }, 'ingest starting')
-  const abort = new AbortController()
   const writer = pipeline.run()
   const reader = source.run(pipeline, startCursor, abort.signal).finally(() => pipeline.stop())
   const done = Promise.all([reader, writer]).then(() => {

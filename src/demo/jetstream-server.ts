@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { WebSocket, WebSocketServer } from 'ws'
+import { appendToLog, type EventLog } from './event-log.ts'
 
 // A local Jetstream v1 `/subscribe` endpoint for tests, the demo and benchmarks: it replays
 // its log from `cursor` (time_us) and then streams appended events live, like the real one.
@@ -73,13 +74,8 @@ interface Stored {
   text: string
 }
 
-/** The event log; `base` is the absolute index of items[0] after trimming. */
-interface Log {
-  items: Stored[]
-  base: number
-  /** Sum of the items' text lengths. */
-  chars: number
-}
+type Log = EventLog<Stored>
+const charsOf = (e: Stored) => e.text.length
 
 interface Conn {
   ws: WebSocket
@@ -110,10 +106,8 @@ export async function startJetstreamServer(
   const append = (events: Array<JetstreamJson | string>) => {
     for (const e of events) {
       const stored = toStored(e, log.items.at(-1)?.timeUs ?? 0)
-      log.items.push(stored)
-      log.chars += stored.text.length
+      appendToLog(log, [stored], charsOf, opts.maxLogEvents, opts.maxLogBytes)
     }
-    trimLog(log, opts.maxLogEvents, opts.maxLogBytes)
     for (const c of conns) c.wake?.()
   }
   append(opts.events ?? [])
@@ -183,22 +177,6 @@ export async function startJetstreamServer(
 }
 
 /** Drops the oldest events beyond either bound, in chunks: splice is linear in what stays. */
-function trimLog(log: Log, maxEvents?: number, maxChars?: number): void {
-  const overEvents = maxEvents && log.items.length > maxEvents + Math.max(1, maxEvents >> 3)
-  const overChars = maxChars && log.chars > maxChars + (maxChars >> 3)
-  if (!overEvents && !overChars) return
-  let drop = maxEvents ? Math.max(0, log.items.length - maxEvents) : 0
-  let chars = log.chars
-  for (let i = 0; i < drop; i++) chars -= log.items[i].text.length
-  // The newest event always stays, whatever its size.
-  while (maxChars && chars > maxChars && drop < log.items.length - 1) {
-    chars -= log.items[drop++].text.length
-  }
-  log.items.splice(0, drop)
-  log.base += drop
-  log.chars = chars
-}
-
 async function pump(
   c: Conn,
   log: Log,

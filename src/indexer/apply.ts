@@ -90,7 +90,7 @@ export async function applyBatch(
       if (ev.kind === 'commit') {
         const role = roleOf.get(ev.collection)
         if (role) keys[role].set(keyOf(ev.did, ev.rkey), { did: ev.did, rkey: ev.rkey })
-      } else if (ev.kind === 'snapshot') {
+      } else if (ev.kind === 'snapshot' || ev.kind === 'prune') {
         wholeRepos.add(ev.did)
       }
     }

@@ -83,7 +83,25 @@ export interface RepoSnapshotEvent {
   provenance?: Provenance
 }
 
-export type IndexEvent = CommitEvent | AccountEvent | IdentityEvent | RepoSnapshotEvent | ChainEvent
+/**
+ * The end of a Jetstream v2 `#sync` replacement window: the repo was resynced at `rev` and
+ * its records were re-sent as creates at `rev`, so every record still older than `rev` is
+ * gone and gets a tombstone (re-created ones already carry `rev` and stay).
+ */
+export interface RepoPruneEvent {
+  kind: 'prune'
+  did: string
+  rev: string
+  timeUs: number
+}
+
+export type IndexEvent =
+  | CommitEvent
+  | AccountEvent
+  | IdentityEvent
+  | RepoSnapshotEvent
+  | RepoPruneEvent
+  | ChainEvent
 
 /** Where a batch leaves the source: stored in the same transaction as its writes. */
 export interface CursorPosition {

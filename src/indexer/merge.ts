@@ -51,6 +51,9 @@ export function planBatch(
   const initialVisibility = new Map<string, boolean>()
   for (const [did, acc] of loaded.accounts) initialVisibility.set(did, isVisible(acc))
 
+  const nsidOf = (role: Role): string =>
+    role === 'prompt' ? nsids.prompt : role === 'agent' ? nsids.agent : nsids.conversation
+
   const current = (role: Role, key: string): StoredRecord | undefined =>
     plan.rows[role].get(key) ?? loaded.records[role].get(key)
 
@@ -173,8 +176,7 @@ export function planBatch(
         }
         // What we hold for this repo but the repo no longer has was deleted meanwhile.
         for (const role of ROLES) {
-          const nsid =
-            role === 'prompt' ? nsids.prompt : role === 'agent' ? nsids.agent : nsids.conversation
+          const nsid = nsidOf(role)
           for (const key of liveKeysOf(ev.did, role, loaded, plan)) {
             const rkey = splitKey(key)[1]
             if (present.has(`${role}\u0000${rkey}`)) continue
@@ -188,6 +190,18 @@ export function planBatch(
       case 'chain':
         plan.chains.set(ev.did, ev)
         break
+      case 'prune': {
+        for (const role of ROLES) {
+          const nsid = nsidOf(role)
+          for (const key of liveKeysOf(ev.did, role, loaded, plan)) {
+            const rec = current(role, key)
+            if (!rec || rec.rev >= ev.rev) continue
+            const r = write(role, ev.did, splitKey(key)[1], ev.rev, null, null, ev.timeUs, null)
+            if (r.applied) count(nsid, 'delete', 'indexed')
+          }
+        }
+        break
+      }
       case 'account': {
         const acc = account(ev.did)
         // Account events arrive for every DID on the network; keep only the ones we index.

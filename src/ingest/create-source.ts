@@ -5,7 +5,13 @@ import { listUnsynchronized, loadChainHead, loadTrackedDids } from '../db/repo-c
 import { createDidResolver, type DidResolver } from './did-resolver.ts'
 import { createFirehoseSource } from './firehose.ts'
 import { createHandleVerifier, type HandleVerifier } from './identity.ts'
-import { createJetstreamSource, jetstreamOptionsFromConfig } from './jetstream.ts'
+import {
+  createJetstreamSource,
+  jetstreamOptionsFromConfig,
+  type VerifyHandle,
+} from './jetstream.ts'
+import { createJetstreamV2Source } from './jetstream-v2.ts'
+import { createAutoJetstreamSource, wireOf } from './jetstream-wire.ts'
 import { createReplaySource } from './replay.ts'
 import type { Source } from './source.ts'
 
@@ -57,12 +63,7 @@ export function createSource(ctx: AppContext, deps: SourceDeps = {}): CreatedSou
       }
     case 'jetstream': {
       const resolver = deps.resolver ?? resolverFor(config)
-      const source = createJetstreamSource({
-        ...jetstreamOptionsFromConfig(config),
-        logger,
-        metrics,
-        verifyHandle: verifierForKnownDids(ctx, resolver),
-      })
+      const source = jetstreamSourceFor(ctx, verifierForKnownDids(ctx, resolver))
       return { source, verifyHandle: createHandleVerifier({ resolver }) }
     }
     case 'firehose': {
@@ -87,4 +88,30 @@ export function createSource(ctx: AppContext, deps: SourceDeps = {}): CreatedSou
       return { source, verifyHandle: createHandleVerifier({ resolver }) }
     }
   }
+}
+
+/**
+ * The Jetstream source JETSTREAM_URL names: v1 `/subscribe`, v2 `subscribeEvents`, or a bare
+ * host, which is asked (v2 when offered). `tuning` is for the demo and tests.
+ */
+export function jetstreamSourceFor(
+  ctx: Pick<AppContext, 'config' | 'logger' | 'metrics'>,
+  verifyHandle: VerifyHandle,
+  tuning: { backoffBaseMs?: number } = {},
+): Source {
+  const { config, logger, metrics } = ctx
+  const base = { ...jetstreamOptionsFromConfig(config), logger, metrics, verifyHandle, ...tuning }
+  const make = {
+    v1: (url: string) => createJetstreamSource({ ...base, url }),
+    v2: (url: string) =>
+      createJetstreamV2Source({
+        ...base,
+        url,
+        onTooOld: config.jetstreamOnTooOld,
+        zstd: config.jetstreamZstd,
+      }),
+  }
+  const wire = wireOf(config.jetstreamUrl)
+  if (wire !== 'auto') return make[wire](config.jetstreamUrl)
+  return createAutoJetstreamSource(config.jetstreamUrl, make, { logger, ...tuning })
 }

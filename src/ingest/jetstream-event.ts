@@ -5,9 +5,7 @@ import {
   isValidRecordKey,
   isValidTid,
 } from '@atproto/syntax'
-import type { Logger } from 'pino'
 import type { CommitOp, IndexEvent } from '../indexer/events.ts'
-import type { Metrics } from '../metrics.ts'
 import { sanitizeJson } from './sanitize-json.ts'
 import type { SourceItem } from './source.ts'
 
@@ -26,6 +24,8 @@ export type SkipReason =
   | 'bad_rev'
   | 'bad_cid'
   | 'bad_record'
+  | 'bad_seq'
+  | 'bad_bytes'
 
 export interface NormalizeOk {
   ok: true
@@ -50,6 +50,8 @@ export interface NormalizeSkip {
    * so the cursor can still move past the line; absent, the line must not move the cursor.
    */
   timeUs?: number
+  /** The frame's Jetstream seq (`cursor` field), when a v2 server sent one. */
+  cursor?: number
 }
 
 export type NormalizeResult = NormalizeOk | NormalizeSkip
@@ -57,13 +59,15 @@ export type NormalizeResult = NormalizeOk | NormalizeSkip
 export interface NormalizeOptions {
   /** Collections we keep; commits of any other collection yield `event: null`. */
   collections: ReadonlySet<string>
+  /** Take a frame's `cursor` field (a v2 server's seq) as its cursor; replay files do not. */
+  seqCursor?: boolean
 }
 
 const OPS: ReadonlySet<string> = new Set(['create', 'update', 'delete'])
 
 type Json = Record<string, unknown>
 
-function isObject(v: unknown): v is Json {
+export function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
@@ -83,6 +87,24 @@ export function normalizeJetstreamEvent(
   if (!isObject(value))
     return skipOf('not_object', 'event is not a JSON object', 'unknown', 'unknown')
 
+  const res = normalizeObject(value, opts)
+  // A v2 server adds its own `seq` as `cursor` to v1 frames: the better resume point (SPEC 5).
+  const seq = opts.seqCursor ? jetstreamSeqOf(value.cursor) : null
+  if (seq === null) return res
+  if (res.ok) res.item.cursor = seq
+  else res.cursor = seq
+  return res
+}
+
+/** A Jetstream seq: a positive safe integer below the range v2 reads as unix microseconds. */
+export function jetstreamSeqOf(v: unknown): number | null {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 1 && v < SEQ_LIMIT ? v : null
+}
+
+/** Cursor values at or above this are unix-microsecond timestamps (v1 and v2 alike). */
+export const SEQ_LIMIT = 1e15
+
+function normalizeObject(value: Json, opts: NormalizeOptions): NormalizeResult {
   const timeUs = rawTimeUs(value)
   // A position is only as good as the envelope it came in: a line whose DID or time cannot be
   // read was not an event of the stream, so it must not drive the cursor. Past the envelope,
@@ -236,7 +258,7 @@ function filtered(timeUs: number): NormalizeOk {
   }
 }
 
-function skipOf(
+export function skipOf(
   reason: SkipReason,
   detail: string,
   collection: string,
@@ -259,38 +281,9 @@ function isCid(s: string): boolean {
 }
 
 /** Shortened and quoted, for log details: input is untrusted and may be huge. */
-function str(v: unknown): string {
+export function str(v: unknown): string {
   const s = typeof v === 'string' ? JSON.stringify(v) : String(v)
   return s.length > 80 ? `${s.slice(0, 80)}…` : s
 }
 
-export interface SkipDeps {
-  logger: Logger
-  metrics: Metrics
-}
-
-/** Counts a skipped event as `outcome=error` and logs why (with e.g. `{ line }` in `extra`). */
-export function recordSkip(
-  deps: SkipDeps,
-  source: string,
-  skip: NormalizeSkip,
-  extra: Record<string, unknown> = {},
-): void {
-  deps.metrics.eventsTotal.inc({
-    source,
-    collection: skip.collection,
-    op: skip.op,
-    outcome: 'error',
-  })
-  deps.logger.warn(
-    {
-      source,
-      reason: skip.reason,
-      collection: skip.collection,
-      op: skip.op,
-      timeUs: skip.timeUs,
-      ...extra,
-    },
-    `skipped bad event (${skip.reason}): ${skip.detail}`,
-  )
-}
+export { recordSkip, type SkipDeps } from './record-skip.ts'

@@ -6,11 +6,11 @@ import type { Metrics } from '../metrics.ts'
 import { pushUnlessAborted, sleepUnlessAborted } from './abortable.ts'
 import { advanceTimeCursor } from './cursor-guard.ts'
 import { createRefusalReporter } from './cursor-refusals.ts'
-import { normalizeJetstreamEvent, recordSkip } from './jetstream-event.ts'
+import { normalizeJetstreamEvent, recordSkip, SEQ_LIMIT } from './jetstream-event.ts'
 import type { Sink, Source, SourceItem } from './source.ts'
+import { type VerifyHandle, verifyWithTimeout } from './verify-handle.ts'
 
-/** Verified handle of `did`, or null; `claimed` is what the event said (fits HandleVerifier). */
-export type VerifyHandle = (did: string, claimed: string | null) => Promise<string | null>
+export type { VerifyHandle } from './verify-handle.ts'
 
 export interface JetstreamSourceOptions {
   /** The v1 `/subscribe` URL. */
@@ -77,6 +77,9 @@ export function backoffDelayMs(
   return Math.floor(random() * cap)
 }
 
+const isSeq = (cursor: number) => cursor < SEQ_LIMIT
+const seqOf = (cursor: number | null) => (cursor !== null && isSeq(cursor) ? cursor : null)
+
 interface SessionEnd {
   received: number
   reason: string
@@ -106,22 +109,8 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     if (!asked) logger.warn({ collection: c }, 'collection not covered by wantedCollections')
   }
 
-  async function verify(did: string, handle: string | null): Promise<string | null> {
-    // Even without a claimed handle: the DID document, not the event, is authoritative.
-    if (!opts.verifyHandle) return null
-    let timer: NodeJS.Timeout | undefined
-    const timeout = new Promise<null>((resolve) => {
-      timer = setTimeout(() => resolve(null), verifyTimeoutMs)
-    })
-    try {
-      return await Promise.race([opts.verifyHandle(did, handle), timeout])
-    } catch (err) {
-      logger.debug({ err, handle }, 'handle verification failed')
-      return null
-    } finally {
-      clearTimeout(timer)
-    }
-  }
+  const verify = (did: string, handle: string | null) =>
+    verifyWithTimeout(opts.verifyHandle, did, handle, verifyTimeoutMs, logger)
 
   /** One message → at most one push. Returns false when aborted. */
   async function handle(
@@ -130,12 +119,17 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     signal: AbortSignal,
     observe: (timeUs: number) => void,
   ): Promise<boolean> {
-    const res = normalizeJetstreamEvent(text, { collections })
+    const res = normalizeJetstreamEvent(text, { collections, seqCursor: true })
     if (!res.ok) recordSkip(deps, SOURCE, res)
     const rawUs = res.ok ? res.item.timeUs : res.timeUs
     // No readable envelope (DID, time_us): not an event of the stream, the cursor stays.
     if (typeof rawUs !== 'number') return true
-    const at = advanceTimeCursor(lastCursor, rawUs, Date.now() * 1000)
+    // A v2 server's `cursor` field (its seq) is the better resume point; a seq resume is
+    // inclusive, and a seq never compares with a time_us.
+    const seq = res.ok ? seqOf(res.item.cursor) : (res.cursor ?? null)
+    if (seq !== null && lastCursor !== null && isSeq(lastCursor) && seq <= lastCursor) return true
+    const timeCursor = lastCursor !== null && !isSeq(lastCursor) ? lastCursor : null
+    const at = advanceTimeCursor(timeCursor, rawUs, Date.now() * 1000)
     if (at.refusal) refused(at.refusal, { timeUs: rawUs, cursor: lastCursor })
     else observe(rawUs)
     let event = res.ok ? res.item.event : null
@@ -143,14 +137,16 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
       const handle = await verify(event.did, res.unverifiedHandle)
       event = { ...event, handle } satisfies IdentityEvent
     }
-    const item: SourceItem = { event, cursor: at.cursor, timeUs: at.timeUs, bytes: text.length }
+    const cursor = seq ?? at.cursor
+    const item: SourceItem = { event, cursor, timeUs: at.timeUs, bytes: text.length }
     if (!(await pushUnlessAborted(sink, item, signal))) return false
-    lastCursor = at.cursor
+    lastCursor = cursor
     return true
   }
 
   function checkGap(requested: number | null, firstUs: number): void {
-    if (requested === null || firstUs - requested <= gapUs) return
+    // A seq resume has no time to compare with (and v1 clamps silently): no heuristic there.
+    if (requested === null || isSeq(requested) || firstUs - requested <= gapUs) return
     opts.metrics.resumeGapsTotal.inc({ source: SOURCE })
     logger.error(
       {
@@ -260,7 +256,12 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     let attempt = 0
     let connects = 0
     while (!signal.aborted) {
-      const requested = lastCursor === null ? null : Math.max(0, lastCursor - rewindUs)
+      const requested =
+        lastCursor === null
+          ? null
+          : isSeq(lastCursor)
+            ? lastCursor
+            : Math.max(0, lastCursor - rewindUs)
       if (connects++ > 0) opts.metrics.sourceReconnectsTotal.inc({ source: SOURCE })
       const end = await session(
         buildSubscribeUrl(opts.url, opts.wantedCollections, requested),

@@ -23,6 +23,19 @@ export interface Sink {
   push(item: SourceItem): Promise<void>
 }
 
+/** A hole the source knows it left in the stream (backfill needed): /v1/stats and /readyz. */
+export interface IngestGap {
+  /** `CursorTooOld` (the upstream refused the cursor) or `OutdatedCursor` (it clamped it). */
+  reason: string
+  at: string
+  /** The cursor held when it happened. */
+  cursor: number | null
+  /** What the upstream said. */
+  message: string
+  /** What the operator should do. */
+  action: string
+}
+
 export interface Source {
   /** `jetstream`, `firehose` or `replay`: the `source` metric label and cursor namespace. */
   readonly name: string
@@ -35,4 +48,11 @@ export interface Source {
    * `startCursor` is the stored cursor, or null to start at the live tip / top of file.
    */
   run(sink: Sink, startCursor: number | null, signal: AbortSignal): Promise<void>
+  /**
+   * Settles what must be known before the cursor is read (Jetstream wire auto-detection:
+   * `key` names the wire chosen). Absent: nothing to settle.
+   */
+  prepare?(signal: AbortSignal): Promise<void>
+  /** The newest gap this source left, if any. */
+  readonly gap?: IngestGap | null
 }

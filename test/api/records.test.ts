@@ -114,6 +114,7 @@ describe('revisions, conversations, agents, stats', () => {
       cursor: null,
       lagSeconds: null,
       lastEventAt: null,
+      gap: null,
     })
   })
 })

@@ -1,12 +1,21 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { dbErrorCode } from '../../errors.ts'
+import { ingestGapSchema } from '../schemas.ts'
 
 // A probe answers within a load balancer's timeout even when the database hangs.
 const PING_TIMEOUT_MS = 3000
 
 const okSchema = {
   type: 'object',
-  properties: { ok: { type: 'boolean' }, reason: { type: 'string' } },
+  properties: {
+    ok: { type: 'boolean' },
+    reason: { type: 'string' },
+    // Ready means the API answers; an ingestion gap is reported, it does not take it out.
+    details: {
+      type: 'object',
+      properties: { ingest: { type: 'object', properties: { gap: ingestGapSchema } } },
+    },
+  },
   required: ['ok'],
 } as const
 
@@ -46,7 +55,8 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
           .status(503)
           .send({ ok: false, reason: `database unavailable (${dbErrorCode(err)})` })
       }
-      return { ok: true }
+      const gap = app.apiOptions.ingest?.gap?.() ?? null
+      return gap ? { ok: true, details: { ingest: { gap } } } : { ok: true }
     },
   )
 }

@@ -16,7 +16,11 @@ export const statsRoutes: FastifyPluginAsync = async (app) => {
     },
     async () => {
       const ingest = app.apiOptions.ingest
-      return getStats(app.ctx.db, { source: ingest?.source ?? null, key: ingest?.key ?? null })
+      const stats = await getStats(app.ctx.db, {
+        source: ingest?.source ?? null,
+        key: ingest?.key ?? null,
+      })
+      return { ...stats, ingest: { ...stats.ingest, gap: ingest?.gap?.() ?? null } }
     },
   )
 }

@@ -1,0 +1,201 @@
+import type { Logger } from 'pino'
+import type { IdentityEvent, IndexEvent } from '../indexer/events.ts'
+import type { Metrics } from '../metrics.ts'
+import { pushUnlessAborted } from './abortable.ts'
+import { advanceSeqCursor, checkSourceTime, type SeqTrack } from './cursor-guard.ts'
+import { createRefusalReporter } from './cursor-refusals.ts'
+import { recordSkip, SEQ_LIMIT } from './jetstream-event.ts'
+import { parseV2Frame, type V2Frame } from './jetstream-v2-frame.ts'
+import type { Verdict } from './jetstream-v2-session.ts'
+import type { SyncWindows } from './jetstream-v2-sync.ts'
+import { decodeZstdFrame, type ZstdDictionary, ZstdFrameError } from './jetstream-v2-zstd.ts'
+import type { Sink, SourceItem } from './source.ts'
+
+// One Jetstream v2 message → pushes into the sink. Owns the seq rules (inclusive resume,
+// duplicates dropped, backwards seqs refused), `#sync` windows, and zstd decoding.
+
+export const SOURCE = 'jetstream'
+
+export interface HandlerDeps {
+  logger: Logger
+  metrics: Metrics
+  collections: ReadonlySet<string>
+  windows: SyncWindows
+  verify: (did: string, claimed: string | null) => Promise<string | null>
+  maxDecodedBytes: number
+  /** `#info OutdatedCursor`: the server clamped a timestamp cursor (events were missed). */
+  onOutdatedCursor: (message: string) => void
+}
+
+export interface HandlerState {
+  /** Newest seq handled: what a reconnect resumes from (inclusive, so it is dropped). */
+  lastSeq: number | null
+  /** Highest seq of the current session: a lower one after it is out of order. */
+  sessionSeq: number | null
+  /** The seq accepted as the cursor (cursor-guard.ts); null before the first one. */
+  track: SeqTrack
+  dictionary: ZstdDictionary | null
+  /** Set when a session ended on an error frame or an undecodable dictionary. */
+  ended: { error: string; message: string } | null
+}
+
+export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
+  const { logger, metrics } = deps
+  const fault = (reason: string) => metrics.sourceFaultsTotal.inc({ source: SOURCE, reason })
+  const refused = createRefusalReporter({ source: SOURCE, logger, metrics })
+
+  function decode(data: Buffer, binary: boolean): string | null {
+    metrics.jetstreamBytesTotal.inc({ stage: 'wire' }, data.length)
+    if (!binary) {
+      metrics.jetstreamBytesTotal.inc({ stage: 'decoded' }, data.length)
+      return data.toString('utf8')
+    }
+    if (!state.dictionary) {
+      fault('zstd_unexpected')
+      logger.warn({ bytes: data.length }, 'binary frame without a zstd dictionary: skipped')
+      return null
+    }
+    try {
+      const text = decodeZstdFrame(data, state.dictionary, deps.maxDecodedBytes)
+      metrics.jetstreamBytesTotal.inc({ stage: 'decoded' }, Buffer.byteLength(text))
+      return text
+    } catch (err) {
+      if (!(err instanceof ZstdFrameError)) throw err
+      fault(err.reason)
+      logger.warn({ err, bytes: data.length }, `undecodable zstd frame (${err.reason})`)
+      if (err.reason === 'zstd_dictionary')
+        state.ended = { error: 'UnknownZstdDictionary', message: err.message }
+      return null
+    }
+  }
+
+  async function push(item: SourceItem, sink: Sink, signal: AbortSignal): Promise<boolean> {
+    return pushUnlessAborted(sink, item, signal)
+  }
+
+  async function pushPrunes(events: IndexEvent[], sink: Sink, signal: AbortSignal) {
+    for (const event of events) {
+      const a = state.track.accepted
+      const cursor = a === null ? null : deps.windows.safeCursor(a)
+      if (!(await push({ event, cursor, timeUs: null }, sink, signal))) return false
+    }
+    return true
+  }
+
+  /** The shared cursor rule (cursor-guard.ts): a seq leap or a future time is refused. */
+  function position(seq: number, timeUs: number): { cursor: number | null; timeUs: number | null } {
+    const adv = advanceSeqCursor(state.track, seq)
+    state.track = adv.track
+    if (adv.refusal) refused(adv.refusal, { seq, cursor: state.track.accepted })
+    const timeRefusal = checkSourceTime(timeUs, Date.now() * 1000)
+    if (timeRefusal) refused(timeRefusal, { seq, timeUs })
+    return { cursor: adv.cursor, timeUs: timeRefusal ? null : timeUs }
+  }
+
+  /** True when `seq` was handled already (inclusive resume, at-least-once delivery). */
+  function seen(seq: number): boolean {
+    if (state.sessionSeq !== null && seq < state.sessionSeq) {
+      fault('seq_backwards')
+      logger.warn({ seq, after: state.sessionSeq }, 'seq went backwards: frame skipped')
+      return true
+    }
+    // A timestamp start cursor (>= 1e15) is no seq: the server translated it, nothing to drop.
+    if (state.lastSeq !== null && state.lastSeq < SEQ_LIMIT && seq <= state.lastSeq) return true
+    return false
+  }
+
+  async function onEvent(
+    f: Extract<V2Frame, { type: 'item' | 'sync' }>,
+    bytes: number,
+    sink: Sink,
+    signal: AbortSignal,
+  ) {
+    if (seen(f.seq)) return true
+    const w = deps.windows
+    let event: IndexEvent | null = f.type === 'item' ? f.item.event : null
+    const did = f.type === 'sync' ? f.did : event?.did
+    const rawUs = f.type === 'sync' ? f.timeUs : (f.item.timeUs ?? 0)
+    const at = position(f.seq, rawUs)
+    // A refused (future) time must not end every open window: the quiet rule skips it.
+    const timeUs = at.timeUs ?? 0
+    const commit = event?.kind === 'commit' ? { op: event.op, rev: event.rev } : null
+    const closing = w.closeBefore(did ? { did, seq: f.seq, timeUs, commit } : { timeUs })
+    if (!(await pushPrunes(closing, sink, signal))) return false
+    if (f.type === 'sync') {
+      logger.info(
+        { did: f.did, rev: f.rev, seq: f.seq },
+        'repo resynced upstream: replacing its records',
+      )
+      if (!(await pushPrunes(w.open(f.did, f.rev, f.seq, timeUs), sink, signal))) return false
+    } else if (event?.kind === 'identity') {
+      event = {
+        ...event,
+        handle: await deps.verify(event.did, f.unverifiedHandle),
+      } satisfies IdentityEvent
+    }
+    state.lastSeq = f.seq
+    state.sessionSeq = f.seq
+    const cursor = at.cursor === null ? null : w.safeCursor(at.cursor)
+    const item: SourceItem = { event, cursor, timeUs: at.timeUs, bytes }
+    return push(item, sink, signal)
+  }
+
+  async function onSkip(
+    f: Extract<V2Frame, { type: 'skip' }>,
+    bytes: number,
+    sink: Sink,
+    signal: AbortSignal,
+  ) {
+    if (f.unknownType) {
+      fault('unknown_type')
+      logger.warn({ seq: f.seq }, `skipped frame: ${f.skip.detail}`)
+    } else {
+      recordSkip(deps, SOURCE, f.skip, { seq: f.seq })
+    }
+    // A readable seq still moves the cursor past the frame, as a filtered one would.
+    if (f.seq === undefined || f.timeUs === undefined || seen(f.seq)) return true
+    state.lastSeq = f.seq
+    state.sessionSeq = f.seq
+    const at = position(f.seq, f.timeUs)
+    const cursor = at.cursor === null ? null : deps.windows.safeCursor(at.cursor)
+    return push({ event: null, cursor, timeUs: at.timeUs, bytes }, sink, signal)
+  }
+
+  return async function handle(
+    data: Buffer,
+    binary: boolean,
+    sink: Sink,
+    signal: AbortSignal,
+  ): Promise<Verdict> {
+    const text = decode(data, binary)
+    if (text === null) return state.ended ? 'end' : 'continue'
+    const f = parseV2Frame(text, { collections: deps.collections })
+    let ok = true
+    switch (f.type) {
+      case 'error':
+        fault(
+          f.error === 'ConsumerTooSlow'
+            ? 'consumer_too_slow'
+            : f.error === 'InternalError'
+              ? 'internal_error'
+              : 'error_frame',
+        )
+        logger.warn(
+          { error: f.error, message: f.message },
+          `Jetstream error frame ${f.error}: reconnecting`,
+        )
+        state.ended = { error: f.error, message: f.message }
+        return 'end'
+      case 'info':
+        if (f.name === 'OutdatedCursor') deps.onOutdatedCursor(f.message)
+        else logger.info({ name: f.name, message: f.message }, 'Jetstream info')
+        return 'continue'
+      case 'skip':
+        ok = await onSkip(f, text.length, sink, signal)
+        break
+      default:
+        ok = await onEvent(f, text.length, sink, signal)
+    }
+    return ok ? 'continue' : 'abort'
+  }
+}

@@ -1,0 +1,83 @@
+import type { RepoPruneEvent } from '../indexer/events.ts'
+
+// `#sync(did, rev R)` on Jetstream v2 (notes/jetstream-v2.md section 5): Jetstream resynced
+// the repo and re-sends its whole record set as creates at rev R right after the marker.
+// Those creates go through the normal write path (an unchanged CID is then a no-op); when
+// the window ends, every record of the DID still older than R was not re-sent and is gone,
+// which a `prune` event tombstones. The window ends at the DID's first later event that is
+// not a create at R (the replacement rows are archived in one run before anything newer of
+// that repo), or once the stream has moved `quietUs` past the window's last create.
+//
+// While a window is open the stored cursor stays just before its `#sync`: a crash replays
+// the marker and its creates (idempotent) instead of forgetting the deletes it owes.
+
+interface Window {
+  rev: string
+  seq: number
+  lastUs: number
+}
+
+export interface SyncFrameInfo {
+  did: string
+  seq: number
+  timeUs: number
+  /** For commits: the op and rev; null for other kinds. */
+  commit: { op: string; rev: string } | null
+}
+
+export class SyncWindows {
+  readonly #open = new Map<string, Window>()
+  readonly #quietUs: number
+  readonly #maxOpen: number
+  #newestUs = 0
+
+  constructor(opts: { quietSeconds: number; maxOpen: number }) {
+    this.#quietUs = Math.round(opts.quietSeconds * 1e6)
+    this.#maxOpen = opts.maxOpen
+  }
+
+  get size(): number {
+    return this.#open.size
+  }
+
+  /** Windows an incoming frame ends (its own DID's, and any gone quiet): prune them first. */
+  closeBefore(f: SyncFrameInfo | { timeUs: number }): RepoPruneEvent[] {
+    const out: RepoPruneEvent[] = []
+    this.#newestUs = Math.max(this.#newestUs, f.timeUs)
+    if ('did' in f) {
+      const w = this.#open.get(f.did)
+      const continues = w && f.commit?.op === 'create' && f.commit.rev === w.rev
+      // Stream time, not the frame's: `time` is a display time an operator import can rewrite.
+      if (w && continues) w.lastUs = this.#newestUs
+      else if (w) out.push(this.#close(f.did, w))
+    }
+    for (const [did, w] of this.#open) {
+      if (this.#newestUs - w.lastUs > this.#quietUs) out.push(this.#close(did, w))
+    }
+    return out
+  }
+
+  /** A `#sync` opens a window (after `closeBefore` ended the DID's previous one). */
+  open(did: string, rev: string, seq: number, timeUs: number): RepoPruneEvent[] {
+    this.#open.set(did, { rev, seq, lastUs: Math.max(this.#newestUs, timeUs) })
+    const out: RepoPruneEvent[] = []
+    // Bounded: past the limit the oldest window ends early (its later creates still apply).
+    while (this.#open.size > this.#maxOpen) {
+      const [oldDid, w] = this.#open.entries().next().value as [string, Window]
+      out.push(this.#close(oldDid, w))
+    }
+    return out
+  }
+
+  /** The cursor that is safe to store after `seq`: just before the oldest open `#sync`. */
+  safeCursor(seq: number): number {
+    let safe = seq
+    for (const w of this.#open.values()) safe = Math.min(safe, w.seq - 1)
+    return safe
+  }
+
+  #close(did: string, w: Window): RepoPruneEvent {
+    this.#open.delete(did)
+    return { kind: 'prune', did, rev: w.rev, timeUs: w.lastUs }
+  }
+}

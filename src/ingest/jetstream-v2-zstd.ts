@@ -1,0 +1,113 @@
+import { zstdDecompressSync } from 'node:zlib'
+import { UpstreamError } from '../errors.ts'
+
+// Dictionary zstd of Jetstream v2 (notes/jetstream-v2.md section 8). Node 24's built-in
+// zlib decodes dictionary frames (PR #59240; `fzstd` returns garbage for them, never use it).
+
+const DICT_MAGIC = 0xec30a437
+const FRAME_MAGIC = 0xfd2fb528
+// Jetstream's dictionary is 64 KiB; anything far larger is not a dictionary.
+const MAX_DICTIONARY_BYTES = 1 << 20
+
+export interface ZstdDictionary {
+  id: number
+  bytes: Buffer
+}
+
+/** Why a binary frame could not be read: each is counted under its own reason. */
+export class ZstdFrameError extends Error {
+  readonly reason: 'zstd_cap' | 'zstd_dictionary' | 'zstd_corrupt'
+  constructor(reason: ZstdFrameError['reason'], message: string, cause?: unknown) {
+    super(message, { cause })
+    this.name = 'ZstdFrameError'
+    this.reason = reason
+  }
+}
+
+/** The ID of a structured zstd dictionary (RFC 8878 section 5), or null if it is not one. */
+export function dictionaryIdOf(bytes: Uint8Array): number | null {
+  if (bytes.length < 8) return null
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  return view.readUInt32LE(0) === DICT_MAGIC ? view.readUInt32LE(4) : null
+}
+
+/** The dictionary ID a zstd frame header names (0 = none), or null if it is not a frame. */
+export function frameDictionaryId(buf: Buffer): number | null {
+  if (buf.length < 5 || buf.readUInt32LE(0) !== FRAME_MAGIC) return null
+  const fhd = buf[4]
+  const idSize = [0, 1, 2, 4][fhd & 3]
+  const singleSegment = (fhd >> 5) & 1
+  const at = 5 + (singleSegment ? 0 : 1)
+  if (buf.length < at + idSize) return null
+  if (idSize === 0) return 0
+  if (idSize === 1) return buf[at]
+  return idSize === 2 ? buf.readUInt16LE(at) : buf.readUInt32LE(at)
+}
+
+/** `ws(s)://host/xrpc/…subscribeEvents` → `http(s)://host/xrpc/…getZstdDictionary`. */
+export function dictionaryUrl(subscribeUrl: string): string {
+  const u = new URL(subscribeUrl)
+  u.protocol = u.protocol === 'wss:' ? 'https:' : 'http:'
+  u.pathname = u.pathname.replace(/[^/]*$/, 'network.bsky.jetstream.getZstdDictionary')
+  u.search = ''
+  return u.toString()
+}
+
+/** Fetches the current dictionary and checks it is the structured dictionary it claims to be. */
+export async function fetchZstdDictionary(
+  subscribeUrl: string,
+  opts: { fetch?: typeof fetch; timeoutMs?: number } = {},
+): Promise<ZstdDictionary> {
+  const url = dictionaryUrl(subscribeUrl)
+  let res: Response
+  try {
+    res = await (opts.fetch ?? fetch)(url, {
+      signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
+    })
+  } catch (err) {
+    throw new UpstreamError(`getZstdDictionary failed: ${(err as Error).message}`, {
+      cause: err,
+      retryable: true,
+    })
+  }
+  if (res.status !== 200) {
+    await res.body?.cancel()
+    throw new UpstreamError(`getZstdDictionary answered ${res.status}`, { retryable: true })
+  }
+  const length = Number(res.headers.get('content-length') ?? 0)
+  if (length > MAX_DICTIONARY_BYTES) {
+    await res.body?.cancel()
+    throw new UpstreamError(`getZstdDictionary: ${length} bytes is not a dictionary`)
+  }
+  const bytes = Buffer.from(await res.arrayBuffer())
+  const id = dictionaryIdOf(bytes)
+  if (bytes.length > MAX_DICTIONARY_BYTES || id === null || id === 0)
+    throw new UpstreamError('getZstdDictionary: not a structured zstd dictionary (bad magic)')
+  const header = res.headers.get('x-zstd-dictionary-id')
+  if (header !== null && Number(header) !== id)
+    throw new UpstreamError(`getZstdDictionary: header says ID ${header}, the dictionary is ${id}`)
+  return { id, bytes }
+}
+
+/** One binary frame → its JSON text; never more than `maxBytes` of output. */
+export function decodeZstdFrame(buf: Buffer, dict: ZstdDictionary, maxBytes: number): string {
+  const named = frameDictionaryId(buf)
+  if (named === null) throw new ZstdFrameError('zstd_corrupt', 'binary frame is not a zstd frame')
+  // Decoding with another dictionary can "succeed" with wrong bytes for some dictionaries:
+  // the frame header says which one it was made with, so check before trusting the output.
+  if (named !== 0 && named !== dict.id)
+    throw new ZstdFrameError(
+      'zstd_dictionary',
+      `frame uses dictionary ${named}, we hold ${dict.id}`,
+    )
+  try {
+    return zstdDecompressSync(buf, { dictionary: dict.bytes, maxOutputLength: maxBytes }).toString()
+  } catch (err) {
+    const code = (err as { code?: string }).code
+    if (code === 'ERR_BUFFER_TOO_LARGE')
+      throw new ZstdFrameError('zstd_cap', `frame decodes past ${maxBytes} bytes`, err)
+    if (code === 'ZSTD_error_dictionary_wrong')
+      throw new ZstdFrameError('zstd_dictionary', 'frame needs another dictionary', err)
+    throw new ZstdFrameError('zstd_corrupt', `zstd: ${(err as Error).message}`, err)
+  }
+}

@@ -1,0 +1,255 @@
+import type { Logger } from 'pino'
+import { AppError } from '../errors.ts'
+import type { Metrics } from '../metrics.ts'
+import { sleepUnlessAborted } from './abortable.ts'
+import { backoffDelayMs, type VerifyHandle } from './jetstream.ts'
+import { SEQ_LIMIT } from './jetstream-event.ts'
+import { createV2Handler, type HandlerState, SOURCE } from './jetstream-v2-handler.ts'
+import { runSession, type SessionEnd } from './jetstream-v2-session.ts'
+import { SyncWindows } from './jetstream-v2-sync.ts'
+import { fetchZstdDictionary } from './jetstream-v2-zstd.ts'
+import type { IngestGap, Sink, Source } from './source.ts'
+import { verifyWithTimeout } from './verify-handle.ts'
+
+// Jetstream v2 `network.bsky.jetstream.subscribeEvents` (notes/jetstream-v2.md, SPEC 5).
+
+export const V2_NSID = 'network.bsky.jetstream.subscribeEvents'
+
+export interface JetstreamV2Options {
+  url: string
+  /** `collections` asked of Jetstream: exact NSIDs or `prefix.*`. No `kinds`: we need them all. */
+  wantedCollections: string[]
+  collections: Iterable<string>
+  logger: Logger
+  metrics: Metrics
+  verifyHandle?: VerifyHandle
+  /** What a 400 CursorTooOld does: stop ingesting (default) or go on from the live tip. */
+  onTooOld?: 'stop' | 'tip'
+  /** Ask for dictionary zstd frames (default true); falls back to text when that fails. */
+  zstd?: boolean
+  backoffBaseMs?: number
+  backoffMaxMs?: number
+  connectTimeoutMs?: number
+  heartbeatMs?: number
+  idleTimeoutMs?: number
+  verifyTimeoutMs?: number
+  /** Cap on one decoded zstd frame (the Go client's read limit). */
+  maxDecodedBytes?: number
+  /** A `#sync` window also ends once the stream is this far past its last create. */
+  syncQuietSeconds?: number
+  fetch?: typeof fetch
+  random?: () => number
+}
+
+/** A configuration Jetstream refuses (400 InvalidRequest): retrying cannot help. */
+export class JetstreamConfigError extends AppError {}
+
+const MAX_PAYLOAD_BYTES = 16 << 20
+
+export function buildV2Url(
+  base: string,
+  collections: string[],
+  cursor: number | null,
+  dictId: number | null,
+) {
+  const u = new URL(base)
+  for (const k of ['collections', 'cursor', 'zstdDictionary']) u.searchParams.delete(k)
+  for (const c of collections) u.searchParams.append('collections', c)
+  if (cursor !== null) u.searchParams.set('cursor', String(cursor))
+  if (dictId !== null) u.searchParams.set('zstdDictionary', String(dictId))
+  return u.toString()
+}
+
+export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
+  readonly gap: IngestGap | null
+  readonly lastSeq: number | null
+} {
+  const logger = opts.logger.child({ source: SOURCE, wire: 'v2' })
+  const metrics = opts.metrics
+  const fault = (reason: string) => metrics.sourceFaultsTotal.inc({ source: SOURCE, reason })
+  const baseMs = opts.backoffBaseMs ?? 1000
+  const maxMs = opts.backoffMaxMs ?? 60_000
+  const session = {
+    connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
+    heartbeatMs: opts.heartbeatMs ?? 30_000,
+    idleTimeoutMs: opts.idleTimeoutMs ?? 120_000,
+    maxPayloadBytes: MAX_PAYLOAD_BYTES,
+  }
+  const state: HandlerState = {
+    lastSeq: null,
+    sessionSeq: null,
+    track: { accepted: null, candidate: null },
+    dictionary: null,
+    ended: null,
+  }
+  let gap: IngestGap | null = null
+  const reportGap = (g: IngestGap) => {
+    gap = g
+    metrics.resumeGapsTotal.inc({ source: SOURCE })
+  }
+  const handle = createV2Handler(
+    {
+      logger,
+      metrics,
+      collections: new Set(opts.collections),
+      windows: new SyncWindows({ quietSeconds: opts.syncQuietSeconds ?? 10, maxOpen: 10_000 }),
+      verify: (did, claimed) =>
+        verifyWithTimeout(opts.verifyHandle, did, claimed, opts.verifyTimeoutMs ?? 10_000, logger),
+      maxDecodedBytes: opts.maxDecodedBytes ?? 32 << 20,
+      onOutdatedCursor: (message) => {
+        fault('outdated_cursor')
+        reportGap({
+          reason: 'OutdatedCursor',
+          at: new Date().toISOString(),
+          cursor: state.lastSeq,
+          message,
+          action: BACKFILL,
+        })
+        logger.error(
+          { message },
+          `Jetstream clamped the cursor to its retention floor: events were missed. ${BACKFILL}`,
+        )
+      },
+    },
+    state,
+  )
+  let zstd: 'want' | 'off' = opts.zstd === false ? 'off' : 'want'
+  let refetched = false
+
+  async function loadDictionary(): Promise<void> {
+    if (zstd === 'off' || state.dictionary) return
+    try {
+      state.dictionary = await fetchZstdDictionary(opts.url, { fetch: opts.fetch })
+      logger.info({ dictionaryId: state.dictionary.id }, 'zstd dictionary loaded')
+    } catch (err) {
+      fault('zstd_dictionary_fetch')
+      logger.warn({ err }, 'no zstd dictionary: falling back to text frames')
+      zstd = 'off'
+    }
+  }
+
+  function dictionaryRefused(end: { message: string }): void {
+    fault('zstd_dictionary_unknown')
+    state.dictionary = null
+    if (refetched) {
+      zstd = 'off'
+      logger.warn(
+        { message: end.message },
+        'zstd dictionary refused again: falling back to text frames',
+      )
+    } else {
+      refetched = true
+      logger.info(
+        { message: end.message },
+        'zstd dictionary retired upstream: fetching the current one',
+      )
+    }
+  }
+
+  /** What a refused upgrade means: 'retry' with backoff, 'now' without, or 'stop'. */
+  function onRefused(end: Extract<SessionEnd, { kind: 'refused' }>): 'retry' | 'now' | 'stop' {
+    if (end.status === 400 && end.error === 'CursorTooOld') {
+      fault('cursor_too_old')
+      const tip = opts.onTooOld === 'tip'
+      reportGap({
+        reason: 'CursorTooOld',
+        at: new Date().toISOString(),
+        cursor: state.lastSeq,
+        message: end.message,
+        action: BACKFILL,
+      })
+      logger.error(
+        { cursor: state.lastSeq, message: end.message, onTooOld: tip ? 'tip' : 'stop' },
+        `Jetstream no longer holds events after the stored cursor (CursorTooOld). ${BACKFILL} ` +
+          (tip
+            ? 'Continuing from the live tip (JETSTREAM_ON_TOO_OLD=tip).'
+            : 'Ingestion stopped (JETSTREAM_ON_TOO_OLD=stop); set JETSTREAM_ON_TOO_OLD=tip to continue from the live tip.'),
+      )
+      if (!tip) return 'stop'
+      state.lastSeq = null
+      state.track = { accepted: null, candidate: null }
+      return 'now'
+    }
+    if (end.status === 400 && end.error === 'UnknownZstdDictionary') {
+      dictionaryRefused(end)
+      return 'now'
+    }
+    if (end.status === 400 && end.error === 'InvalidRequest')
+      throw new JetstreamConfigError(`Jetstream refused the subscription: ${end.message}`)
+    fault(end.status === 503 ? 'unavailable' : end.status === 400 ? 'refused_unknown' : 'refused')
+    logger.warn(
+      { status: end.status, error: end.error, message: end.message },
+      'Jetstream refused the connection',
+    )
+    return 'retry'
+  }
+
+  function onEnd(end: Exclude<SessionEnd, { kind: 'refused' }>): 'retry' | 'now' {
+    if (end.kind === 'closed') fault(end.code === 1001 ? 'going_away' : 'abrupt_close')
+    else if (end.reason === 'idle' || end.reason === 'heartbeat timeout')
+      fault(end.reason === 'idle' ? 'idle' : 'heartbeat')
+    const ended = state.ended
+    state.ended = null
+    if (ended?.error === 'UnknownZstdDictionary') {
+      dictionaryRefused(ended)
+      return 'now'
+    }
+    return 'retry'
+  }
+
+  async function run(sink: Sink, startCursor: number | null, signal: AbortSignal): Promise<void> {
+    state.lastSeq = startCursor
+    // A timestamp start cursor (>= 1e15) is no seq to continue from.
+    const accepted = startCursor !== null && startCursor < SEQ_LIMIT ? startCursor : null
+    state.track = { accepted, candidate: null }
+    let attempt = 0
+    let connects = 0
+    while (!signal.aborted) {
+      await loadDictionary()
+      const url = buildV2Url(
+        opts.url,
+        opts.wantedCollections,
+        state.lastSeq,
+        state.dictionary?.id ?? null,
+      )
+      if (connects++ > 0) metrics.sourceReconnectsTotal.inc({ source: SOURCE })
+      state.sessionSeq = null
+      const onOpen = () => logger.info({ url, cursor: state.lastSeq }, 'connected to Jetstream v2')
+      const end = await runSession(
+        url,
+        { ...session, onOpen },
+        (d, b) => handle(d, b, sink, signal),
+        signal,
+      )
+      if (signal.aborted) break
+      const next = end.kind === 'refused' ? onRefused(end) : onEnd(end)
+      if (next === 'stop') return
+      if (next === 'now') continue
+      // A session that delivered data was healthy: start the backoff (and refetch) over.
+      if (end.received > 0) refetched = false
+      attempt = end.received > 0 ? 1 : attempt + 1
+      const delayMs = backoffDelayMs(attempt, baseMs, maxMs, opts.random)
+      logger.warn(
+        { end, attempt, delayMs, cursor: state.lastSeq },
+        'Jetstream connection lost; reconnecting',
+      )
+      await sleepUnlessAborted(delayMs, signal)
+    }
+  }
+
+  return {
+    name: SOURCE,
+    key: opts.url,
+    cursorKind: 'seq',
+    run,
+    get gap() {
+      return gap
+    },
+    get lastSeq() {
+      return state.lastSeq
+    },
+  }
+}
+
+const BACKFILL =
+  'Recover the missing records with `prompt-appview backfill` (it re-fetches every repo of the collections).'
