@@ -1,3 +1,4 @@
+import { createServer } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import WebSocket, { WebSocketServer } from 'ws'
 import { createRandom } from '../../src/demo/random.ts'
@@ -101,9 +102,57 @@ describe('cutting proxy', () => {
     })
     expect(got).toEqual(['frame 0', 'frame 1', 'frame 2'])
     expect(closed).toBe(1006)
-    expect(proxy.cuts).toEqual([{ after: 3, midFrame: true }])
+    expect(proxy.cuts).toEqual([
+      { after: 3, midFrame: true, binary: false, written: 154, length: 308 },
+    ])
     expect(proxy.requests).toEqual(['?cursor=5'])
     await proxy.close()
     await new Promise<void>((r) => wss.close(() => r()))
+  })
+
+  it('cuts a binary stream inside a binary frame, past text frames, and forwards plain GETs', async () => {
+    const http = createServer((req, res) =>
+      res.writeHead(200, { 'x-id': '7' }).end(`got ${req.url}`),
+    )
+    const wss = new WebSocketServer({ server: http })
+    await new Promise<void>((r) => http.listen(0, '127.0.0.1', () => r()))
+    // Frames 0-2 binary, then text at the cut point: the mid-frame cut waits for frame 4.
+    wss.on('connection', (ws) => {
+      for (let i = 0; i < 8; i++)
+        ws.send(i === 3 ? `text ${i}` : Buffer.alloc(200 + i, i), { binary: i !== 3 })
+    })
+    const port = (http.address() as { port: number }).port
+    const proxy = await startCutProxy(`ws://127.0.0.1:${port}`, {
+      nextGap: () => 4,
+      midFrame: (n) => n === 1,
+      midFrameBinary: true,
+    })
+    const got = await fetch(`${proxy.url.replace('ws:', 'http:')}/xrpc/dict?id=7`)
+    expect([got.status, got.headers.get('x-id'), await got.text()]).toEqual([
+      200,
+      '7',
+      'got /xrpc/dict?id=7',
+    ])
+    const frames: Array<[boolean, number]> = []
+    const ws = new WebSocket(`${proxy.url}/x`)
+    ws.on('message', (d: Buffer, isBinary) => frames.push([isBinary, d.length]))
+    const closed = await new Promise<number>((resolve) => {
+      ws.on('close', (code) => resolve(code))
+      ws.on('error', () => {})
+    })
+    expect(frames).toEqual([
+      [true, 200],
+      [true, 201],
+      [true, 202],
+      [false, 6],
+    ])
+    expect(closed).toBe(1006)
+    expect(proxy.cuts).toEqual([
+      { after: 4, midFrame: true, binary: true, written: 102, length: 204 },
+    ])
+    expect([proxy.forwarded, proxy.binary, proxy.httpRequests]).toEqual([4, 3, ['/xrpc/dict?id=7']])
+    await proxy.close()
+    wss.close()
+    await new Promise<void>((r) => http.close(() => r()))
   })
 })

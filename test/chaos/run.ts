@@ -53,7 +53,7 @@ async function main(): Promise<number> {
   console.log(`\nchaos summary (seed ${seed}, ${((performance.now() - t0) / 1000).toFixed(0)} s):`)
   for (const r of results)
     console.log(
-      `  ${r.skipped ? 'SKIP' : r.ok ? 'PASS' : 'FAIL'} ${r.s.name.padEnd(24)} ${r.s_.toFixed(0).padStart(4)} s  ${r.figures}`,
+      `  ${r.skipped ? 'SKIP' : r.ok ? 'PASS' : 'FAIL'} ${r.s.name.padEnd(28)} ${r.s_.toFixed(0).padStart(4)} s  ${r.figures}`,
     )
   for (const p of problems) console.log(`  TEARDOWN ${p}`)
   return results.every((r) => r.ok) && problems.length === 0 ? 0 : 1

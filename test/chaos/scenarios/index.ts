@@ -4,7 +4,6 @@ import { firehoseCutsScenario } from './firehose-cuts.ts'
 import { hostileReplayScenario } from './hostile-replay.ts'
 import { httpFuzzScenario } from './http-fuzz.ts'
 import { jetstreamCutsScenario } from './jetstream-cuts.ts'
-import { jetstreamV2Scenario } from './jetstream-v2.ts'
 import { kill9Scenario } from './kill9.ts'
 import { pgOutageScenario } from './pg-outage.ts'
 
@@ -19,7 +18,8 @@ export function allScenarios(): Scenario[] {
     hostileReplayScenario('postgres'),
     jetstreamCutsScenario('pglite'),
     jetstreamCutsScenario('postgres'),
-    jetstreamV2Scenario,
+    jetstreamCutsScenario('pglite', 'v2'),
+    jetstreamCutsScenario('postgres', 'v2'),
     firehoseCutsScenario('pglite'),
     firehoseCutsScenario('postgres'),
     httpFuzzScenario('pglite'),
