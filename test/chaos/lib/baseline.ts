@@ -61,6 +61,12 @@ export async function uninterrupted(
   }
 }
 
+/**
+ * The short run's event count: enough for two cuts of a ~600-frame plan, a few kill points
+ * and outages; every scenario of the short run replays it (most of its time is these events).
+ */
+export const SHORT_EVENTS = 1_500
+
 /** Where the one-event-per-batch run goes (the feed does not depend on the driver). */
 const FINE_DRIVER: Driver = process.env.CHAOS_FINE_DRIVER === 'pglite' ? 'pglite' : 'postgres'
 
@@ -70,7 +76,7 @@ export function createShared(seed: number, short: boolean, ctx: ChaosContext): S
   let fine: Promise<{ digest: Digest; ms: number }> | null = null
   const baselines = new Map<Driver, Promise<Baseline>>()
   const events = () => {
-    set ??= makeEvents(seed, short ? 2_500 : 12_000)
+    set ??= makeEvents(seed, short ? SHORT_EVENTS : 12_000)
     return set
   }
   const file = () => {

@@ -92,7 +92,7 @@ export function httpFuzzScenario(driver: Driver): Scenario {
         rkeys: [...new Set(keys.map((k) => k[4]))].slice(0, 30),
         adminToken: ADMIN_TOKEN,
       }
-      const n = ctx.short ? 600 : 4_000
+      const n = ctx.short ? 400 : 4_000
       const reqs = sampleRequests(input, n, ctx.rand.int(1, 2 ** 30))
       const statuses: Record<string, number> = {}
       const bad: string[] = []
