@@ -56,14 +56,16 @@ function coarseDiff(a: string[], b: string[]): Hunk[] {
 
 function collapse(hunks: Hunk[]): Hunk[] {
   const out: Hunk[] = []
-  hunks.forEach((h, i) => {
-    if (h.op !== 'equal') return void out.push(h)
+  for (const [i, h] of hunks.entries()) {
     const keepHead = i > 0 ? CONTEXT : 0
     const keepTail = i < hunks.length - 1 ? CONTEXT : 0
-    if (h.lines.length <= keepHead + keepTail + 1) return void out.push(h)
+    if (h.op !== 'equal' || h.lines.length <= keepHead + keepTail + 1) {
+      out.push(h)
+      continue
+    }
     if (keepHead > 0) out.push({ op: 'equal', lines: h.lines.slice(0, keepHead) })
     out.push({ op: 'equal', lines: [], skipped: h.lines.length - keepHead - keepTail })
     if (keepTail > 0) out.push({ op: 'equal', lines: h.lines.slice(h.lines.length - keepTail) })
-  })
+  }
   return out
 }

@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
-import type { PreviousText, TextRow } from '../indexer/revision-texts.ts'
 import { keyOf } from '../indexer/plan.ts'
+import type { PreviousText, TextRow } from '../indexer/revision-texts.ts'
 import type { Database, Executor } from './client.ts'
 
 // Storage of revision content (see schema.ts, revision_texts): what the indexer reads to
