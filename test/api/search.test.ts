@@ -1,4 +1,3 @@
-import type { FastifyInstance } from 'fastify'
 import { describe, expect, it } from 'vitest'
 import { apply, NSIDS } from '../helpers/events.ts'
 import { ALICE, BOB, CAROL, isErrorShape, type Seeded, useSeededApp } from './fixtures.ts'
@@ -8,11 +7,10 @@ import { ALICE, BOB, CAROL, isErrorShape, type Seeded, useSeededApp } from './fi
 // bad input of issue 13 (a 10,000-character query, punctuation only, SQL-looking text).
 
 const { prompt: P, conversation: C } = NSIDS
-let app: FastifyInstance
 let s: Seeded
 const own: Record<string, string> = {}
 const get = useSeededApp({}, (x) => {
-  ;({ app, s } = x)
+  ;({ s } = x)
 })
 
 async function seedWords() {
