@@ -3,6 +3,7 @@ import type { PromptRow } from '../db/queries.ts'
 import { toPromptView } from '../db/queries.ts'
 import { type SearchQuery, searchQuery } from '../db/search-queries.ts'
 import type { Nsids } from '../indexer/prompt-record.ts'
+import { MAX_WORD_CHARS, wordsOf } from '../indexer/search-words.ts'
 import { badRequest } from './http-errors.ts'
 import { encodeCursor } from './params.ts'
 import type { PromptListItem } from './reads.ts'
@@ -10,11 +11,10 @@ import type { PromptListItem } from './reads.ts'
 // /v1/search: the words of `q`, then a list page with a snippet per item.
 
 const MAX_WORDS = 16
-const MAX_WORD_CHARS = 100
 
 /** The words search looks for: runs of letters and digits, lowercased, each once. */
 export function searchWords(q: string): string[] {
-  const words = [...new Set(q.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])]
+  const words = wordsOf(q)
   if (words.length === 0)
     throw badRequest('q has no words to search for: give at least one word of letters or digits')
   if (words.length > MAX_WORDS) throw badRequest(`q has more than ${MAX_WORDS} words`)

@@ -65,15 +65,11 @@ export const prompts = pgTable(
       sql`CASE WHEN jsonb_typeof(record) = 'object' THEN record - 'content' - 'coreMemory' ELSE record END`,
     ),
     /**
-     * The words of content for /v1/search, kept by Postgres on every write: the 'simple'
-     * configuration (lowercased words, no stemming, no stop words, the same in every
-     * database), stripped of positions (search matches words, never phrases, so positions
-     * would only make the column several times larger). Capped at 200,000 characters (all of
-     * any valid prompt, whose content is at most 200,000 bytes) so an invalid giant record can never exceed tsvector's 1 MB and fail its write.
+     * The words of content for /v1/search (see search-queries.ts, searchVectorOf): written
+     * with the record, and only then. Not a generated column: Postgres recomputes those on
+     * every UPDATE of the row, and flag updates would re-parse the whole content each time.
      */
-    searchVector: tsvector('search_vector').generatedAlwaysAs(
-      sql`strip(to_tsvector('simple'::regconfig, CASE WHEN jsonb_typeof(record->'content') = 'string' THEN left(record->>'content', 200000) ELSE '' END))`,
-    ),
+    searchVector: tsvector('search_vector'),
   },
   (t) => [
     primaryKey({ columns: [t.did, t.rkey] }),

@@ -7,6 +7,18 @@ import { promptSelect } from './queries.ts'
 // query against prompts.search_vector (GIN, prompts_search_idx), and a snippet cut from
 // content for the page's rows only. Same visibility, filters and keyset order as lists.
 
+/**
+ * The search words of a record's content in SQL, for rows the indexer did not write (the
+ * backfill of migration 0006, tests that seed tables directly): the same words as
+ * indexer/search-words.ts as closely as Postgres's regexes allow.
+ */
+export function searchVectorOf(record: SQL): SQL {
+  return sql`array_to_tsvector(ARRAY(SELECT DISTINCT lower(m[1])
+    FROM regexp_matches(CASE WHEN jsonb_typeof(${record}->'content') = 'string'
+      THEN left(${record}->>'content', 200000) ELSE '' END, '([[:alnum:]]+)', 'g') m
+    WHERE length(m[1]) <= 100))`
+}
+
 export interface SearchQuery extends PromptListQuery {
   /** Lowercase words of letters and digits, at least one: the caller tokenizes. */
   words: string[]
@@ -17,9 +29,10 @@ export const SNIPPET_LEAD = 80
 export const SNIPPET_CHARS = 300
 
 export function searchQuery(nsids: Nsids, q: SearchQuery): SQL {
-  // plainto_tsquery parses plain words (no operators), ANDed: nothing the client sends is
-  // query syntax. The words are letters and digits only, so the snippet's regex is too.
-  const tsq = sql`plainto_tsquery('simple'::regconfig, ${q.words.join(' ')})`
+  // The words are lexemes already (search-words.ts), quoted and ANDed into a tsquery that
+  // Postgres takes as it is: letters and digits only, so nothing the client sends is query
+  // syntax, and the snippet's regex has no metacharacters either.
+  const tsq = sql`${q.words.map((w) => `'${w}'`).join(' & ')}::tsquery`
   const where: SQL[] = [sql.raw('NOT p.deleted AND NOT p.hidden'), sql`p.search_vector @@ ${tsq}`]
   if (q.flag) where.push(flagPredicate(q.flag))
   if (q.did) where.push(sql`p.did = ${q.did}`)

@@ -145,25 +145,28 @@ export async function upsertRecords(
           f.compiledUs !== null &&
           f.compiledUs <= r.timeUs + EVIDENCE_HORIZON_US,
         recompiles: r.recompiles,
+        search_words: f?.searchWords ?? [],
       }
     })
     await ex.execute(sql`
       INSERT INTO prompts (did, rkey, rev, cid, record, deleted, hidden, indexed_at, flags, base_flags,
         validation_error, content_bytes, agent_uri, agent_did, agent_rkey, raw_system_hash,
-        memfs_revision, compiled_us, evidence, recompiles)
+        memfs_revision, compiled_us, evidence, recompiles, search_vector)
       SELECT did, rkey, rev, cid, record, deleted, hidden, indexed_at, base_flags, base_flags,
         validation_error, content_bytes, agent_uri, agent_did, agent_rkey, raw_system_hash,
-        memfs_revision, compiled_us, evidence, recompiles
+        memfs_revision, compiled_us, evidence, recompiles,
+        array_to_tsvector(ARRAY(SELECT jsonb_array_elements_text(search_words)))
       FROM jsonb_to_recordset(${json(data)}) AS x(${common}, base_flags int, validation_error text,
         content_bytes int, agent_uri text, agent_did text, agent_rkey text, raw_system_hash text,
-        memfs_revision text, compiled_us bigint, evidence boolean, recompiles int)
+        memfs_revision text, compiled_us bigint, evidence boolean, recompiles int, search_words jsonb)
       ON CONFLICT (did, rkey) DO UPDATE SET ${commonSet}, base_flags = excluded.base_flags,
         -- A tombstone has no flags; live rows get theirs from recomputeFlags.
         flags = CASE WHEN excluded.deleted THEN 0 ELSE prompts.flags END,
         validation_error = excluded.validation_error, content_bytes = excluded.content_bytes,
         agent_uri = excluded.agent_uri, agent_did = excluded.agent_did, agent_rkey = excluded.agent_rkey,
         raw_system_hash = excluded.raw_system_hash, memfs_revision = excluded.memfs_revision,
-        compiled_us = excluded.compiled_us, evidence = excluded.evidence, recompiles = excluded.recompiles
+        compiled_us = excluded.compiled_us, evidence = excluded.evidence, recompiles = excluded.recompiles,
+        search_vector = excluded.search_vector
       WHERE prompts.rev <= excluded.rev`)
   } else if (role === 'agent') {
     const data = rows.map((r) => ({ ...base(r), template_hash: r.templateHash }))
@@ -246,7 +249,11 @@ export async function purgeRepos(ex: Executor, dids: string[]): Promise<void> {
   const list = didSet(dids)
   for (const role of ['prompt', 'conversation', 'agent'] as Role[]) {
     const extra =
-      role === 'agent' ? sql`, template_hash = NULL` : role === 'prompt' ? sql`, flags = 0` : sql``
+      role === 'agent'
+        ? sql`, template_hash = NULL`
+        : role === 'prompt'
+          ? sql`, flags = 0, search_vector = NULL`
+          : sql``
     await ex.execute(sql`UPDATE ${TABLE[role]} SET deleted = true, cid = NULL, record = NULL ${extra}
       WHERE did IN ${list} AND NOT deleted`)
   }

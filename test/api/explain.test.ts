@@ -15,7 +15,7 @@ import {
 import type { Database } from '../../src/db/client.ts'
 import { flagEvidenceQuery } from '../../src/db/flag-evidence.ts'
 import { revisionPairQuery, revisionQuery, textChainsQuery } from '../../src/db/revision-texts.ts'
-import { searchQuery } from '../../src/db/search-queries.ts'
+import { searchQuery, searchVectorOf } from '../../src/db/search-queries.ts'
 import { FILTER_NAMES } from '../../src/indexer/flags.ts'
 import { createTestDatabase, usingPostgres } from '../helpers/db.ts'
 import { NSIDS } from '../helpers/events.ts'
@@ -63,6 +63,7 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
     await db.rows(sql`INSERT INTO changes (did, collection, rkey, op, cid, flags, at)
       SELECT ${didExpr}, ${NSIDS.prompt}, ${rkeyExpr}, 'upsert', 'bafyseed' || i, 0, now()
       FROM generate_series(1, ${PROMPTS * 2}) i`)
+    await db.rows(sql`UPDATE prompts SET search_vector = ${searchVectorOf(sql.raw('record'))}`)
     await db.rows(sql`ANALYZE`)
   })
   afterAll(async () => db?.close())
