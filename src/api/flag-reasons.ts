@@ -54,7 +54,7 @@ function sentence(
     case 'staleTemplate':
       return staleTemplateReason(view, ev)
     case 'staleMemory':
-      return staleMemoryReason(view, ev, nsids)
+      return staleMemoryReason(view, ev)
   }
 }
 
@@ -112,7 +112,7 @@ function staleTemplateReason(view: PromptView, ev: FlagEvidenceRow | null): stri
   return CHANGED_MEANWHILE
 }
 
-function staleMemoryReason(view: PromptView, ev: FlagEvidenceRow | null, _nsids: Nsids): string {
+function staleMemoryReason(view: PromptView, ev: FlagEvidenceRow | null): string {
   if (ev?.newer_memory_rkey)
     return `a newer compile of the same agent, ${promptUriOf(view, ev.newer_memory_rkey)} (compiled at ${isoOf(ev.newer_memory_us)}), shows memfsRevision ${q(ev.newer_memory_revision ?? '')}; this prompt shows ${q(ev.memfs_revision ?? '')}`
   return CHANGED_MEANWHILE
