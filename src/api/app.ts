@@ -9,6 +9,7 @@ import Fastify, {
   LogController,
 } from 'fastify'
 import type { AppContext } from '../context.ts'
+import { dbErrorCode, isRetryableDbError } from '../errors.ts'
 import { addCacheHeaders } from './http-cache.ts'
 import { errorNameOf, HttpError, validationMessage } from './http-errors.ts'
 import { adminRoutes } from './routes/admin.ts'
@@ -18,6 +19,7 @@ import { healthRoutes } from './routes/health.ts'
 import { metricsRoutes } from './routes/metrics.ts'
 import { promptRoutes } from './routes/prompts.ts'
 import { recordRoutes } from './routes/records.ts'
+import { repoRoutes } from './routes/repos.ts'
 import { revisionRoutes } from './routes/revisions.ts'
 import { searchRoutes } from './routes/search.ts'
 import { statsRoutes } from './routes/stats.ts'
@@ -85,6 +87,15 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
         message: validationMessage(err.validation, err.validationContext),
       })
     }
+    // The database is down or restarting: a 503 the client may retry, said at once (the
+    // driver fails fast once its connection is gone), not a 500 and not a hang.
+    if (isRetryableDbError(err)) {
+      request.log.warn({ err }, 'request failed: database unavailable')
+      return reply
+        .status(503)
+        .header('retry-after', '5')
+        .send({ error: errorNameOf(503), message: `database unavailable (${dbErrorCode(err)})` })
+    }
     const status =
       err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
     if (status >= 500) request.log.error({ err }, 'request failed')
@@ -133,6 +144,7 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   await app.register(revisionRoutes)
   await app.register(searchRoutes)
   await app.register(recordRoutes)
+  await app.register(repoRoutes)
   await app.register(changesRoutes, { pageSize: opts.changesPageSize ?? 500 })
   if (ctx.config.adminToken) {
     await app.register(adminRoutes, { token: ctx.config.adminToken, resyncRepo: opts.resyncRepo })

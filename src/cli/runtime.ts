@@ -4,6 +4,7 @@ import { type Config, collectionsOf } from '../config.ts'
 import type { AppContext } from '../context.ts'
 import { openDatabase } from '../db/client.ts'
 import { countPromptsByFlag, getCursor } from '../db/queries.ts'
+import { countReposBySyncState } from '../db/repo-chain.ts'
 import { applyBatch, type IndexerDeps, indexerDepsFor } from '../indexer/apply.ts'
 import type { RepoSnapshotEvent } from '../indexer/events.ts'
 import { countOutcomes, IngestPipeline } from '../indexer/pipeline.ts'
@@ -13,6 +14,7 @@ import type { Source } from '../ingest/source.ts'
 import { createLogger } from '../logger.ts'
 import { createMetrics } from '../metrics.ts'
 import { VERSION } from '../version.ts'
+import { installLastResort } from './last-resort.ts'
 
 export interface Runtime {
   ctx: AppContext
@@ -26,12 +28,11 @@ export interface Runtime {
 export async function openRuntime(
   config: Config,
   opts: {
-    migrate: boolean /** PGlite in memory instead of DATA_DIR (the demo). */
-    memory?: boolean
+    migrate: boolean
   },
 ): Promise<Runtime> {
   const logger = createLogger(config.logLevel)
-  const dataDir = config.databaseUrl || opts.memory ? null : config.dataDir
+  const dataDir = config.databaseUrl ? null : config.dataDir
   const db = await openDatabase({ url: config.databaseUrl, dataDir })
   const rt: Runtime = {
     ctx: undefined as unknown as AppContext,
@@ -60,12 +61,32 @@ export async function openRuntime(
         counting = false
       })
   }
+  // Like the prompt gauge: a scrape never waits on the database (PGlite shares this thread
+  // with ingestion), it reads the last count and starts a new one.
+  let repoGauge: Record<string, number> = {}
+  let repoCounting = false
+  const refreshRepoGauge = () => {
+    if (repoCounting) return
+    repoCounting = true
+    countReposBySyncState(db)
+      .then((c) => {
+        repoGauge = c
+      })
+      .catch((err) => logger.warn({ err }, 'counting repos for the gauge failed'))
+      .finally(() => {
+        repoCounting = false
+      })
+  }
   const metrics = createMetrics({
     version: VERSION,
     collections: collectionsOf(config),
     collectPromptGauge: async () => {
       refreshGauge()
       return gauge
+    },
+    collectRepoGauge: async () => {
+      refreshRepoGauge()
+      return repoGauge
     },
     lagSeconds: () => {
       const us = rt.newestEventUs()
@@ -191,7 +212,8 @@ export async function startIngest(
 
 /**
  * SIGTERM/SIGINT: run `shutdown` once; a second signal or a stuck shutdown past the
- * deadline exits hard, as the last resort.
+ * deadline exits hard. An uncaught exception or unhandled rejection runs it too, bounded,
+ * and exits with status 1 (src/cli/last-resort.ts).
  */
 export function onShutdownSignal(
   logger: AppContext['logger'],
@@ -221,4 +243,9 @@ export function onShutdownSignal(
   }
   process.on('SIGTERM', handler)
   process.on('SIGINT', handler)
+  installLastResort(logger, async () => {
+    if (started) return
+    started = true
+    await shutdown()
+  })
 }

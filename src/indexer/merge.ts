@@ -1,4 +1,5 @@
 import type { Outcome } from '../metrics.ts'
+import type { Provenance } from './events.ts'
 import {
   type AccountRow,
   type BatchEvent,
@@ -9,6 +10,7 @@ import {
   ROLES,
   type Role,
   type StoredRecord,
+  snapshotChain,
   splitKey,
 } from './plan.ts'
 import {
@@ -43,6 +45,7 @@ export function planBatch(
     accounts: new Map(),
     visibility: new Map(),
     purged: new Set(),
+    chains: new Map(),
     outcomes: [],
   }
   const initialVisibility = new Map<string, boolean>()
@@ -85,6 +88,7 @@ export function planBatch(
     cid: string | null,
     record: unknown,
     timeUs: number,
+    provenance: Provenance | null,
   ): { applied: boolean; invalid: boolean } => {
     const acc = account(did)
     if (acc && isPurgedBefore(acc, rev, timeUs)) return { applied: false, invalid: false }
@@ -113,6 +117,7 @@ export function planBatch(
       facts,
       templateHash: role === 'agent' && !deleted ? agentTemplateHash(record) : null,
       timeUs,
+      provenance,
     })
     if (facts && cid && (!wasLive || cur.cid !== cid))
       plan.revisions.push({ did, rkey, rev, cid, facts, ...textsOf(record) })
@@ -138,17 +143,28 @@ export function planBatch(
           deleted ? null : ev.cid,
           ev.record,
           ev.timeUs,
+          ev.provenance ?? null,
         )
         count(ev.collection, ev.op, r.applied ? (r.invalid ? 'invalid' : 'indexed') : 'ignored_rev')
         break
       }
       case 'snapshot': {
+        const provenance = ev.provenance ?? null
         const present = new Set<string>()
         for (const rec of ev.records) {
           const role = roleOf.get(rec.collection)
           if (!role) continue
           present.add(`${role}\u0000${rec.rkey}`)
-          const r = write(role, ev.did, rec.rkey, ev.rev, rec.cid, rec.record, ev.timeUs)
+          const r = write(
+            role,
+            ev.did,
+            rec.rkey,
+            ev.rev,
+            rec.cid,
+            rec.record,
+            ev.timeUs,
+            provenance,
+          )
           count(
             rec.collection,
             'create',
@@ -162,12 +178,16 @@ export function planBatch(
           for (const key of liveKeysOf(ev.did, role, loaded, plan)) {
             const rkey = splitKey(key)[1]
             if (present.has(`${role}\u0000${rkey}`)) continue
-            const r = write(role, ev.did, rkey, ev.rev, null, null, ev.timeUs)
+            const r = write(role, ev.did, rkey, ev.rev, null, null, ev.timeUs, provenance)
             if (r.applied) count(nsid, 'delete', 'indexed')
           }
         }
+        if (ev.commit) plan.chains.set(ev.did, snapshotChain(ev, ev.commit))
         break
       }
+      case 'chain':
+        plan.chains.set(ev.did, ev)
+        break
       case 'account': {
         const acc = account(ev.did)
         // Account events arrive for every DID on the network; keep only the ones we index.

@@ -234,7 +234,7 @@ describe('a database from before revision content', () => {
     const e1 = w.commit(DID, P, old, 'create', { ...w.promptRecord(DID, old), content: 'one\n' })
     const e2 = w.commit(DID, P, old, 'update', { ...w.promptRecord(DID, old), content: 'two\n' })
     await apply(deps, [e1, e2])
-    // What migration 0003 leaves for revisions indexed before it: no texts.
+    // What migration 0004 leaves for revisions indexed before it: no texts.
     await db.rows(sql`UPDATE prompt_revisions SET text_kept = false, core_memory_hash = NULL,
       core_memory_at = NULL, core_memory_length = NULL WHERE did = ${DID} AND rkey = ${old}`)
     await db.rows(sql`DELETE FROM revision_texts WHERE did = ${DID}

@@ -11,4 +11,6 @@ CREATE TABLE "revision_texts" (
 ALTER TABLE "prompt_revisions" ADD COLUMN "text_kept" boolean DEFAULT false NOT NULL;--> statement-breakpoint
 ALTER TABLE "prompt_revisions" ADD COLUMN "core_memory_hash" text;--> statement-breakpoint
 ALTER TABLE "prompt_revisions" ADD COLUMN "core_memory_at" integer;--> statement-breakpoint
-ALTER TABLE "prompt_revisions" ADD COLUMN "core_memory_length" integer;
+ALTER TABLE "prompt_revisions" ADD COLUMN "core_memory_length" integer;--> statement-breakpoint
+ALTER TABLE "prompts" ADD COLUMN "search_vector" "tsvector";--> statement-breakpoint
+CREATE INDEX "prompts_search_idx" ON "prompts" USING gin ("search_vector") WHERE NOT deleted AND NOT hidden;
