@@ -20,6 +20,8 @@ import { metricsRoutes } from './routes/metrics.ts'
 import { promptRoutes } from './routes/prompts.ts'
 import { recordRoutes } from './routes/records.ts'
 import { repoRoutes } from './routes/repos.ts'
+import { revisionRoutes } from './routes/revisions.ts'
+import { searchRoutes } from './routes/search.ts'
 import { statsRoutes } from './routes/stats.ts'
 import { answerConnect, clientErrorHandler } from './unroutable.ts'
 
@@ -151,6 +153,8 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   if (!readApi) return app
   await app.register(statsRoutes)
   await app.register(promptRoutes)
+  await app.register(revisionRoutes)
+  await app.register(searchRoutes)
   await app.register(recordRoutes)
   await app.register(repoRoutes)
   await app.register(changesRoutes, { pageSize: opts.changesPageSize ?? 500 })
