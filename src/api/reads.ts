@@ -4,10 +4,12 @@ import {
   changesQuery,
   conversationQuery,
   handleQuery,
+  handlesQuery,
   type PromptListQuery,
   promptByKeyQuery,
   promptListQuery,
   promptStateQuery,
+  recentChangesQuery,
   revisionsQuery,
 } from '../db/api-queries.ts'
 import type { Database } from '../db/client.ts'
@@ -206,4 +208,21 @@ export function changeLine(r: ChangeRow, promptNsid: string): string {
     flags,
     at: iso(r.at),
   })}\n`
+}
+
+/** Verified handles of visible accounts among `dids` (at most 200 asked at once). */
+export async function getHandles(
+  db: Database,
+  dids: Iterable<string>,
+): Promise<Map<string, string>> {
+  const unique = [...new Set(dids)].slice(0, 200)
+  if (unique.length === 0) return new Map()
+  const rows = await db.rows<{ did: string; handle: string }>(handlesQuery(unique))
+  return new Map(rows.map((r) => [r.did, r.handle]))
+}
+
+/** The newest visible changes, newest first (withheld rows dropped, so maybe fewer). */
+export async function recentChanges(db: Database, take: number): Promise<ChangeRow[]> {
+  const rows = await db.rows<ChangeRow>(recentChangesQuery(take))
+  return rows.filter((r) => !r.withheld).map((r) => ({ ...r, seq: Number(r.seq) }))
 }
