@@ -13,9 +13,11 @@ import {
   revisionsQuery,
 } from '../db/api-queries.ts'
 import type { Database } from '../db/client.ts'
+import { type FlagEvidenceRow, flagEvidenceQuery } from '../db/flag-evidence.ts'
 import { type FlagCounts, type PromptRow, type PromptView, toPromptView } from '../db/queries.ts'
-import { FLAG_NAMES, flagsToNames } from '../indexer/flags.ts'
+import { FLAG_NAMES, type FlagName, flagsToNames } from '../indexer/flags.ts'
 import type { Nsids } from '../indexer/prompt-record.ts'
+import { FLAGS_WITH_EVIDENCE, flagReasons, type Reasons } from './flag-reasons.ts'
 import { type Actor, encodeCursor, encodeRevCursor } from './params.ts'
 
 // Runs the API's queries and shapes their rows into the answers of SPEC section 6.
@@ -29,14 +31,23 @@ export async function resolveActor(db: Database, actor: Actor): Promise<string |
   return rows[0]?.did ?? null
 }
 
+/** A single prompt's answer: the view plus one sentence per flag (lists leave these out). */
+export type PromptAnswer = PromptView & { reasons: Reasons }
+
 export async function getPromptView(
   db: Database,
   nsids: Nsids,
   did: string,
   rkey: string,
-): Promise<PromptView | null> {
+): Promise<PromptAnswer | null> {
   const rows = await db.rows<PromptRow>(promptByKeyQuery(nsids, did, rkey))
-  return rows[0] ? toPromptView(rows[0], nsids) : null
+  if (!rows[0]) return null
+  const view = toPromptView(rows[0], nsids)
+  const needsEvidence = view.flags.some((f) => FLAGS_WITH_EVIDENCE.includes(f as FlagName))
+  const evidence = needsEvidence
+    ? ((await db.rows<FlagEvidenceRow>(flagEvidenceQuery(did, rkey)))[0] ?? null)
+    : null
+  return { ...view, reasons: flagReasons(view, evidence, nsids) }
 }
 
 export type PromptListItem = PromptView & { contentBytes: number | null }

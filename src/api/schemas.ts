@@ -50,11 +50,19 @@ const promptProperties = {
 } as const
 const promptRequired = Object.keys(promptProperties)
 
+const reasonsSchema = {
+  type: 'object',
+  description:
+    'One plain-language sentence per flag set, naming its evidence; the keys are exactly `flags`',
+  properties: Object.fromEntries(FLAG_NAMES.map((f) => [f, str])),
+  additionalProperties: false,
+} as const
+
 export const promptSchema = {
   type: 'object',
-  description: 'One compiledPrompt with its flags',
-  properties: promptProperties,
-  required: promptRequired,
+  description: 'One compiledPrompt with its flags and their reasons',
+  properties: { ...promptProperties, reasons: reasonsSchema },
+  required: [...promptRequired, 'reasons'],
 } as const
 
 export const promptListItemSchema = {

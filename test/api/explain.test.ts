@@ -13,6 +13,7 @@ import {
   revisionsQuery,
 } from '../../src/db/api-queries.ts'
 import type { Database } from '../../src/db/client.ts'
+import { flagEvidenceQuery } from '../../src/db/flag-evidence.ts'
 import { FILTER_NAMES } from '../../src/indexer/flags.ts'
 import { createTestDatabase, usingPostgres } from '../helpers/db.ts'
 import { NSIDS } from '../helpers/events.ts'
@@ -88,6 +89,7 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
         }
       }
     }
+    out.push(['flag evidence', flagEvidenceQuery(did(1234), rkey(1234))])
     out.push(['prompt state', promptStateQuery(did(5), rkey(5))])
     out.push(['revisions', revisionsQuery(did(5), rkey(5), null, 51)])
     out.push(['revisions before', revisionsQuery(did(5), rkey(5), rkey(5), 51)])

@@ -35,6 +35,7 @@ describe('GET /v1/prompts/{did}/{rkey}', () => {
         'recompiles',
         'record',
         'rev',
+        'reasons',
         'rkey',
         'uri',
         'validationError',
@@ -49,6 +50,7 @@ describe('GET /v1/prompts/{did}/{rkey}', () => {
       agent: { uri: agentUri(ALICE, AGENT_RKEY), exists: true },
       recompiles: 2,
       validationError: null,
+      reasons: {},
     })
     // The record comes back whole, fields the schema does not know included.
     expect(r.body.record).toMatchObject({
