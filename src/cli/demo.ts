@@ -9,6 +9,7 @@ import {
   openRuntime,
   startIngest,
   startServer,
+  uiAddress,
 } from './runtime.ts'
 
 export interface DemoOptions {
@@ -74,11 +75,10 @@ export async function demoCommand(config: Config, opts: DemoOptions): Promise<nu
     await rt.close()
   })
   app = await startServer(rt, { source: 'jetstream', key: ingest.key }, { readApi: true })
-  const address = app.server.address()
-  const port = address && typeof address === 'object' ? address.port : config.port
+  const ui = uiAddress(app, config.host)
   logger.info(
-    { api: `http://${config.host}:${port}`, rate: opts.rate, dids: opts.dids },
-    'demo running: try /v1/stats, /v1/prompts?flag=staleTemplate, /metrics',
+    { ui, api: `${ui}v1/stats`, rate: opts.rate, dids: opts.dids },
+    `demo running: open ${ui} in a browser, or try /v1/stats, /v1/prompts?flag=staleTemplate, /metrics`,
   )
   return -1
 }

@@ -24,6 +24,7 @@ export function layout(opts: PageOptions, body: Slot): Html {
 <meta name="color-scheme" content="light dark">
 <title>${opts.title} · prompt-appview</title>
 <link rel="stylesheet" href="/assets/ui.css">
+<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">
 <script src="/assets/ui.js" defer></script>
 </head>
 <body>

@@ -78,12 +78,12 @@ async function changesPanel(ctx: PageContext): Promise<Html> {
     rows.map((r) => r.did),
   )
   const body = rows.length
-    ? html`<table class="changes"><caption>Newest first</caption>
+    ? html`<div class="scroll" tabindex="0" role="region" aria-label="Recent changes table"><table class="changes"><caption>Newest first</caption>
 <thead><tr><th scope="col">seq</th><th scope="col">what</th><th scope="col">record</th><th scope="col">repo</th><th scope="col">flags</th><th scope="col">at</th></tr></thead>
 <tbody>${rows.map(
         (c) =>
           html`<tr><td class="num">${c.seq}</td><td>${c.op} ${shortCollection(c.collection)}</td><td>${changeTarget(c, ctx)}</td><td>${repoLink(c.did, handles)}</td><td>${c.op !== 'delete' && c.collection === ctx.nsids.prompt ? flagBadges(flagsToNames(Number(c.flags ?? 0))) : ''}</td><td>${time(new Date(c.at).toISOString())}</td></tr>`,
-      )}</tbody></table>`
+      )}</tbody></table></div>`
     : html`<p class="muted">No changes yet.</p>`
   return html`<section aria-labelledby="changes-h" class="panel wide"><h2 id="changes-h">Recent changes</h2>${body}<p><a href="/v1/changes">the full change feed (NDJSON)</a></p></section>`
 }
