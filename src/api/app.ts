@@ -18,6 +18,7 @@ import { healthRoutes } from './routes/health.ts'
 import { metricsRoutes } from './routes/metrics.ts'
 import { promptRoutes } from './routes/prompts.ts'
 import { recordRoutes } from './routes/records.ts'
+import { revisionRoutes } from './routes/revisions.ts'
 import { statsRoutes } from './routes/stats.ts'
 import { isInternalRequest } from './ui/api-client.ts'
 import { sendHtmlError, uiRoutes, wantsHtml } from './ui/plugin.ts'
@@ -141,6 +142,7 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   if (!readApi) return app
   await app.register(statsRoutes)
   await app.register(promptRoutes)
+  await app.register(revisionRoutes)
   await app.register(recordRoutes)
   await app.register(changesRoutes, { pageSize: opts.changesPageSize ?? 500 })
   await app.register(uiRoutes)

@@ -192,15 +192,21 @@ export async function insertRevisions(
     raw_system_hash: string | null
     memfs_revision: string | null
     content_hash: string | null
+    core_memory_hash: string | null
+    core_memory_at: number | null
+    core_memory_length: number | null
   }>,
   now: Date,
 ): Promise<void> {
   if (rows.length === 0) return
   await ex.execute(sql`
-    INSERT INTO prompt_revisions (did, rkey, rev, cid, compiled_at, raw_system_hash, memfs_revision, content_hash, seen_at)
-    SELECT did, rkey, rev, cid, compiled_at, raw_system_hash, memfs_revision, content_hash, ${now.toISOString()}::timestamptz
+    INSERT INTO prompt_revisions (did, rkey, rev, cid, compiled_at, raw_system_hash, memfs_revision, content_hash, seen_at,
+      text_kept, core_memory_hash, core_memory_at, core_memory_length)
+    SELECT did, rkey, rev, cid, compiled_at, raw_system_hash, memfs_revision, content_hash, ${now.toISOString()}::timestamptz,
+      true, core_memory_hash, core_memory_at, core_memory_length
     FROM jsonb_to_recordset(${json(rows)}) AS x(did text, rkey text, rev text, cid text, compiled_at text,
-      raw_system_hash text, memfs_revision text, content_hash text)
+      raw_system_hash text, memfs_revision text, content_hash text, core_memory_hash text,
+      core_memory_at int, core_memory_length int)
     ON CONFLICT DO NOTHING`)
 }
 
@@ -245,6 +251,7 @@ export async function purgeRepos(ex: Executor, dids: string[]): Promise<void> {
       WHERE did IN ${list} AND NOT deleted`)
   }
   await ex.execute(sql`DELETE FROM prompt_revisions WHERE did IN ${list}`)
+  await ex.execute(sql`DELETE FROM revision_texts WHERE did IN ${list}`)
 }
 
 export async function setHidden(ex: Executor, visibility: Map<string, boolean>): Promise<void> {
