@@ -10,7 +10,7 @@ import { indexerDeps } from '../helpers/events.ts'
 import { indexDemoTraffic, indexShowcase, SHOWCASE_DID, SHOWCASE_HANDLE } from './fixtures.ts'
 
 declare const document: PageDocument
-declare const window: { innerWidth: number }
+declare const window: { innerWidth: number; scrollTo(x: number, y: number): void }
 
 // A person's walk through the browse UI in headless Chromium, on the demo generator's
 // traffic: overview, a flag filter, paging both ways, a prompt, a diff between two of its
@@ -116,6 +116,44 @@ describe('browsing in a real browser', () => {
     expect(await page.locator('form.revisions tbody tr').count()).toBe(4)
     await expect(page.locator('.sub').textContent()).resolves.toContain(`@${SHOWCASE_HANDLE}`)
     await expectAccessible(page)
+  })
+
+  it('opens a diff between two revisions', async () => {
+    // Oldest against newest: picked with the radio buttons, sent by the form (a GET).
+    await page.locator(`#from-3`).check()
+    await page.locator(`#to-0`).check()
+    await page.locator('#compare').click()
+    await page.waitForURL((u) => u.searchParams.has('from') && u.searchParams.has('to'))
+    const url = new URL(page.url())
+    expect(url.searchParams.get('from')).toBe(showcase.revs[0])
+    expect(url.searchParams.get('to')).toBe(showcase.revs[3])
+    const diff = page.locator('#diff')
+    await expect(diff.locator('h2').textContent()).resolves.toContain(showcase.revs[0])
+    const content = diff.locator('.diff').first()
+    const inserted = (await content.locator('.d-ins').allTextContents()).join('\n')
+    expect(inserted).toContain('+ facts learned: 4')
+    expect(inserted).toContain('+ - summarize(text)')
+    const deleted = (await content.locator('.d-del').allTextContents()).join('\n')
+    expect(deleted).toContain('- facts learned: 1')
+    // The 40 unchanged rules are folded into a count, not sent whole.
+    await expect(content.locator('.fold').first().textContent()).resolves.toMatch(
+      /\d+ unchanged lines/,
+    )
+    await expect(diff.locator('.diff').nth(1).locator('.d-ins').textContent()).resolves.toBe(
+      '+ facts learned: 4',
+    )
+    await expectAccessible(page)
+    await page.evaluate(() => window.scrollTo(0, 0))
+    await page.screenshot({
+      path: new URL('prompt-diff.png', SHOTS).pathname,
+      fullPage: true,
+      clip: { x: 0, y: 0, width: 1280, height: 1500 },
+    })
+    // The per-revision link: what changed in one revision, against the one before it.
+    await page.locator(`a[aria-label="what changed in revision ${showcase.revs[1]}"]`).click()
+    await page.waitForURL(new RegExp(`to=${showcase.revs[1]}`))
+    await expect(page.locator('#diff h2').textContent()).resolves.toContain(showcase.revs[0])
+    await page.goto(`/prompts/${encodeURIComponent(SHOWCASE_DID)}/${showcase.rkey}`)
   })
 
   it('follows the links to its conversation, agent and repo', async () => {

@@ -97,8 +97,8 @@ beforeAll(async () => {
       rkeys.big,
       'update',
       w.promptRecord(EVIL, rkeys.big, {
-        content: big('second middle'),
-        coreMemory: 'second middle',
+        content: big('later middle'),
+        coreMemory: 'later middle',
       }),
     ),
   ])
@@ -113,6 +113,8 @@ afterAll(async () => {
 })
 
 const enc = encodeURIComponent
+const newestRev = async (rkey: string): Promise<string> =>
+  JSON.parse((await app.inject(`/v1/prompts/${EVIL}/${rkey}/revisions`)).body).items[0].rev
 
 async function expectInert(p: Page, texts: string[]): Promise<void> {
   for (const t of texts)
@@ -178,11 +180,21 @@ describe('hostile records render as text and run nothing', () => {
     await page.goto(`/prompts/${enc(EVIL)}/${rkeys.big}`)
     const length = await page.locator('#content').evaluate((el) => el.textContent?.length)
     expect(length).toBe(200_000)
-    await expect(page.locator('#content mark.core').textContent()).resolves.toBe('second middle')
+    await expect(page.locator('#content mark.core').textContent()).resolves.toBe('later middle')
     await page.keyboard.press('Tab')
     await expect(page.evaluate(() => document.activeElement?.textContent)).resolves.toBe(
       'Skip to content',
     )
+    // Its diff: the one changed line among thousands, the unchanged runs folded to counts.
+    await page.goto(`/prompts/${enc(EVIL)}/${rkeys.big}?to=${enc(await newestRev(rkeys.big))}`)
+    const diff = page.locator('#diff .diff').first()
+    await expect(diff.locator('.d-del').textContent()).resolves.toBe('- first middle')
+    await expect(diff.locator('.d-ins').textContent()).resolves.toBe('+ later middle')
+    const folds = await diff.locator('.fold').allTextContents()
+    expect(
+      folds.map((f) => Number(/(\d+) unchanged lines/.exec(f)?.[1])).every((n) => n > 1000),
+    ).toBe(true)
+    expect(await diff.evaluate((el) => el.textContent?.length)).toBeLessThan(2000)
   })
 
   it('nothing ran, and nothing was loaded from another origin', () => {

@@ -124,6 +124,8 @@ describe('bad input gets a friendly page, never a 5xx', () => {
     [`/repos/${enc(CAROL)}`, 404, 'no visible records'],
     ['/repos/nobody.test', 404, 'no visible records'],
     ['/no/such/page', 404, 'there is no page at /no/such/page'],
+    [`/prompts/${enc(ALICE)}/${'3zzzzzzzzzzzz'}?from=3zzzzzzzzzzzz`, 404, 'no prompt at'],
+    ['/prompts/x/y?from=%3Cb%3E', 400, 'did must be a DID or a handle'],
     ['/prompts/%E0%A4%A', 400, ''],
   ]
   for (const [url, status, text] of cases) {
@@ -136,6 +138,24 @@ describe('bad input gets a friendly page, never a 5xx', () => {
       expect(r.body).not.toMatch(/at [\w./]+\.ts:\d+/)
     })
   }
+
+  it('a diff with a rev that does not exist, or of another prompt, is a 404 page', async () => {
+    const base = `/prompts/${enc(ALICE)}/${s.alice.recompiled}`
+    const revs = JSON.parse(
+      (await page(`/v1/prompts/${ALICE}/${s.alice.recompiled}/revisions`)).body,
+    ).items as Array<{ rev: string }>
+    expect(revs.length).toBe(3)
+    const ok = await page(`${base}?from=${revs[2]!.rev}&to=${revs[0]!.rev}`)
+    expect(ok.status).toBe(200)
+    expect(ok.body).toContain('id="diff"')
+    const other = JSON.parse((await page(`/v1/prompts/${ALICE}/${s.alice.ok}/revisions`)).body)
+      .items[0].rev
+    for (const q of [`from=${other}&to=${revs[0]!.rev}`, 'to=3zzzzzzzzzzzz', 'from=bad%20rev']) {
+      const r = await page(`${base}?${q}`)
+      expect(r.status, q).toBe(q.includes('bad') ? 400 : 404)
+      expect(r.headers['content-type']).toMatch(/^text\/html/)
+    }
+  })
 
   it("a hidden repo's prompt is a 404 like any missing one", async () => {
     const r = await page(`/prompts/${enc(CAROL)}/${s.carolRkey}`)

@@ -16,7 +16,7 @@ export interface Hunk {
 const CONTEXT = 3
 const FOLD_OVER = 2 * CONTEXT + 4
 
-const text = (lines: string[]): string => lines.join('\n')
+const text = (lines: string[]): string => lines.map((l) => `  ${l}`).join('\n')
 const mark = { insert: '+', delete: '-', equal: ' ' } as const
 
 function linesOf(h: Hunk): string[] {
@@ -32,7 +32,9 @@ function omitted(h: Hunk): number {
 function equalRun(h: Hunk, first: boolean, last: boolean): Html {
   const lines = linesOf(h)
   const hidden = omitted(h)
-  const note = hidden ? html`<div class="fold muted">${hidden} unchanged lines not sent</div>` : ''
+  if (lines.length === 0)
+    return hidden ? html`<div class="fold muted">⋯ ${hidden} unchanged lines</div>` : html``
+  const note = hidden ? html`<div class="fold muted">⋯ ${hidden} unchanged lines</div>` : ''
   if (lines.length <= FOLD_OVER) return html`${note}<pre class="d-eq">${text(lines)}</pre>`
   const head = first ? [] : lines.slice(0, CONTEXT)
   const tail = last ? [] : lines.slice(-CONTEXT)
@@ -40,7 +42,7 @@ function equalRun(h: Hunk, first: boolean, last: boolean): Html {
   return html`${head.length ? html`<pre class="d-eq">${text(head)}</pre>` : ''}<details class="fold"><summary>${middle.length + hidden} unchanged lines</summary><pre class="d-eq">${text(middle)}</pre></details>${tail.length ? html`<pre class="d-eq">${text(tail)}</pre>` : ''}`
 }
 
-export function diffView(hunks: Hunk[] | undefined, label: string): Html {
+export function diffView(hunks: Hunk[] | null | undefined, label: string): Html {
   if (!hunks || hunks.length === 0)
     return html`<p class="muted">${label}: no lines on either side.</p>`
   if (hunks.every((h) => h.op === 'equal')) return html`<p class="muted">${label}: no change.</p>`
@@ -49,7 +51,7 @@ export function diffView(hunks: Hunk[] | undefined, label: string): Html {
     const cls = h.op === 'insert' ? 'd-ins' : 'd-del'
     const word = h.op === 'insert' ? 'added' : 'removed'
     const lines = linesOf(h).map((l) => `${mark[h.op]} ${l}`)
-    return html`<pre class="${cls}" aria-label="${lines.length} lines ${word}">${text(lines)}</pre>`
+    return html`<pre class="${cls}" aria-label="${lines.length} lines ${word}">${lines.join('\n')}</pre>`
   })
   return html`<div class="diff" role="region" aria-label="${label} diff" tabindex="0">${parts}</div>`
 }
