@@ -19,6 +19,7 @@ import { metricsRoutes } from './routes/metrics.ts'
 import { promptRoutes } from './routes/prompts.ts'
 import { recordRoutes } from './routes/records.ts'
 import { revisionRoutes } from './routes/revisions.ts'
+import { searchRoutes } from './routes/search.ts'
 import { statsRoutes } from './routes/stats.ts'
 import { isInternalRequest } from './ui/api-client.ts'
 import { sendHtmlError, uiRoutes, wantsHtml } from './ui/plugin.ts'
@@ -143,6 +144,7 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   await app.register(statsRoutes)
   await app.register(promptRoutes)
   await app.register(revisionRoutes)
+  await app.register(searchRoutes)
   await app.register(recordRoutes)
   await app.register(changesRoutes, { pageSize: opts.changesPageSize ?? 500 })
   await app.register(uiRoutes)

@@ -248,3 +248,38 @@ export const revParam = {
   maxLength: 512,
   description: 'Revision (the commit rev, a TID)',
 } as const
+
+export const searchPageSchema = {
+  type: 'object',
+  properties: {
+    items: {
+      type: 'array',
+      items: {
+        ...promptListItemSchema,
+        description: 'A prompt in a list, with a snippet of content around the first match',
+        properties: {
+          ...promptListItemSchema.properties,
+          snippet: {
+            type: 'object',
+            properties: {
+              text: { type: 'string', description: 'Plain text (escape it to show it as HTML)' },
+              matches: {
+                type: 'array',
+                description: 'Where the words of q occur in text: UTF-16 offsets [start, end)',
+                items: {
+                  type: 'object',
+                  properties: { start: int, end: int },
+                  required: ['start', 'end'],
+                },
+              },
+            },
+            required: ['text', 'matches'],
+          },
+        },
+        required: [...promptListItemSchema.required, 'snippet'],
+      },
+    },
+    cursor: promptPageSchema.properties.cursor,
+  },
+  required: ['items'],
+} as const

@@ -3,6 +3,7 @@ import {
   bigint,
   bigserial,
   boolean,
+  customType,
   index,
   integer,
   jsonb,
@@ -30,6 +31,8 @@ const recordColumns = {
   emittedCid: text('emitted_cid'),
   emittedVisible: boolean('emitted_visible').notNull().default(false),
 }
+
+const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' })
 
 export const prompts = pgTable(
   'prompts',
@@ -61,6 +64,16 @@ export const prompts = pgTable(
     listRecord: jsonb('list_record').generatedAlwaysAs(
       sql`CASE WHEN jsonb_typeof(record) = 'object' THEN record - 'content' - 'coreMemory' ELSE record END`,
     ),
+    /**
+     * The words of content for /v1/search, kept by Postgres on every write: the 'simple'
+     * configuration (lowercased words, no stemming, no stop words, the same in every
+     * database), stripped of positions (search matches words, never phrases, so positions
+     * would only make the column several times larger). Capped at 200,000 characters (all of
+     * any valid prompt, whose content is at most 200,000 bytes) so an invalid giant record can never exceed tsvector's 1 MB and fail its write.
+     */
+    searchVector: tsvector('search_vector').generatedAlwaysAs(
+      sql`strip(to_tsvector('simple'::regconfig, CASE WHEN jsonb_typeof(record->'content') = 'string' THEN left(record->>'content', 200000) ELSE '' END))`,
+    ),
   },
   (t) => [
     primaryKey({ columns: [t.did, t.rkey] }),
@@ -87,6 +100,8 @@ export const prompts = pgTable(
     index('prompts_invalid_idx')
       .on(t.rkey.desc(), t.did)
       .where(sql`NOT deleted AND NOT hidden AND (flags & 32) <> 0`),
+    // Full-text search over visible prompts.
+    index('prompts_search_idx').using('gin', t.searchVector).where(sql`NOT deleted AND NOT hidden`),
     // Staleness groups (same repo, same agent at-uri), ordered by compile time.
     index('prompts_agent_group_idx').on(t.did, t.agentUri, t.compiledUs),
     // Prompts of any repo naming one agent record: an agent write re-flags them.

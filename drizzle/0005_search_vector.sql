@@ -1,0 +1,2 @@
+ALTER TABLE "prompts" ADD COLUMN "search_vector" "tsvector" GENERATED ALWAYS AS (strip(to_tsvector('simple'::regconfig, CASE WHEN jsonb_typeof(record->'content') = 'string' THEN left(record->>'content', 200000) ELSE '' END))) STORED;--> statement-breakpoint
+CREATE INDEX "prompts_search_idx" ON "prompts" USING gin ("search_vector") WHERE NOT deleted AND NOT hidden;
