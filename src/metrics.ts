@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import { type ChainMetrics, createChainMetrics } from './chain-metrics.ts'
 
 // Metric names are part of the product contract (SPEC section 7): dashboards and alerts
 // query them, and a test checks both against what this registry exports.
@@ -16,7 +17,7 @@ export const FLAG_LABELS = [
   'ok',
 ] as const
 
-export interface Metrics {
+export interface Metrics extends ChainMetrics {
   registry: Registry
   eventsTotal: Counter<'source' | 'collection' | 'op' | 'outcome'>
   ingestLagSeconds: Gauge
@@ -36,6 +37,8 @@ export interface MetricsOptions {
   collectPromptGauge?: () => Promise<Record<string, number>>
   /** Seconds since the newest processed event, at scrape time. */
   lagSeconds?: () => number | null
+  /** Sets `prompt_appview_repos{sync_state}` at scrape time, from the database. */
+  collectRepoGauge?: () => Promise<Record<string, number>>
 }
 
 export function createMetrics(opts: MetricsOptions): Metrics {
@@ -128,6 +131,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   buildInfo.set({ version: opts.version }, 1)
 
   return {
+    ...createChainMetrics(registry, p, opts.collectRepoGauge),
     registry,
     eventsTotal,
     ingestLagSeconds,

@@ -18,6 +18,7 @@ import { healthRoutes } from './routes/health.ts'
 import { metricsRoutes } from './routes/metrics.ts'
 import { promptRoutes } from './routes/prompts.ts'
 import { recordRoutes } from './routes/records.ts'
+import { repoRoutes } from './routes/repos.ts'
 import { revisionRoutes } from './routes/revisions.ts'
 import { searchRoutes } from './routes/search.ts'
 import { statsRoutes } from './routes/stats.ts'
@@ -146,6 +147,7 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   await app.register(revisionRoutes)
   await app.register(searchRoutes)
   await app.register(recordRoutes)
+  await app.register(repoRoutes)
   await app.register(changesRoutes, { pageSize: opts.changesPageSize ?? 500 })
   await app.register(uiRoutes)
   if (ctx.config.adminToken) {

@@ -15,6 +15,7 @@ import {
 import type { Database } from '../db/client.ts'
 import { type FlagEvidenceRow, flagEvidenceQuery } from '../db/flag-evidence.ts'
 import { type FlagCounts, type PromptRow, type PromptView, toPromptView } from '../db/queries.ts'
+import { countReposBySyncState, listUnsynchronized } from '../db/repo-chain.ts'
 import { FLAG_NAMES, type FlagName, flagsToNames } from '../indexer/flags.ts'
 import type { Nsids } from '../indexer/prompt-record.ts'
 import { FLAGS_WITH_EVIDENCE, flagReasons, type Reasons } from './flag-reasons.ts'
@@ -236,4 +237,16 @@ export async function getHandles(
 export async function recentChanges(db: Database, take: number): Promise<ChangeRow[]> {
   const rows = await db.rows<ChangeRow>(recentChangesQuery(take))
   return rows.filter((r) => !r.withheld).map((r) => ({ ...r, seq: Number(r.seq) }))
+}
+
+/** Tracked repos by sync state, and up to `limit` DIDs of repos not synchronized (oldest first). */
+export async function reposOutOfSync(
+  db: Database,
+  limit: number,
+): Promise<{ counts: Record<string, number>; dids: string[] }> {
+  const [counts, dids] = await Promise.all([
+    countReposBySyncState(db),
+    listUnsynchronized(db, limit),
+  ])
+  return { counts, dids }
 }

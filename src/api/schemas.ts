@@ -47,6 +47,21 @@ const promptProperties = {
   recompiles: int,
   indexedAt: { type: 'string', format: 'date-time' },
   validationError: nullableStr,
+  provenance: {
+    type: 'object',
+    description:
+      'How the record was obtained: source, whether its commit was verified, commit CID and rev',
+    properties: {
+      source: {
+        type: ['string', 'null'],
+        enum: ['firehose', 'jetstream', 'backfill', 'replay', null],
+      },
+      verified: { type: 'boolean' },
+      commit: nullableStr,
+      rev: str,
+    },
+    required: ['source', 'verified', 'commit', 'rev'],
+  },
 } as const
 const promptRequired = Object.keys(promptProperties)
 

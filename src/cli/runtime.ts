@@ -4,6 +4,7 @@ import { type Config, collectionsOf } from '../config.ts'
 import type { AppContext } from '../context.ts'
 import { openDatabase } from '../db/client.ts'
 import { countPromptsByFlag, getCursor } from '../db/queries.ts'
+import { countReposBySyncState } from '../db/repo-chain.ts'
 import { applyBatch, type IndexerDeps, indexerDepsFor } from '../indexer/apply.ts'
 import type { RepoSnapshotEvent } from '../indexer/events.ts'
 import { countOutcomes, IngestPipeline } from '../indexer/pipeline.ts'
@@ -60,12 +61,22 @@ export async function openRuntime(
         counting = false
       })
   }
+  let repoGauge: Record<string, number> = {}
   const metrics = createMetrics({
     version: VERSION,
     collections: collectionsOf(config),
     collectPromptGauge: async () => {
       refreshGauge()
       return gauge
+    },
+    collectRepoGauge: async () => {
+      // Tracked repos are few (the Letta users): one grouped count per scrape, last value
+      // kept when the database does not answer.
+      repoGauge = await countReposBySyncState(db).catch((err) => {
+        logger.warn({ err }, 'counting repos for the gauge failed')
+        return repoGauge
+      })
+      return repoGauge
     },
     lagSeconds: () => {
       const us = rt.newestEventUs()

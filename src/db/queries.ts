@@ -19,6 +19,7 @@ export interface PromptView {
   recompiles: number
   indexedAt: string
   validationError: string | null
+  provenance: { source: string | null; verified: boolean; commit: string | null; rev: string }
 }
 
 export interface PromptRow {
@@ -35,6 +36,9 @@ export interface PromptRow {
   conversation_exists: boolean
   agent_exists: boolean
   content_bytes: number | null
+  source: string | null
+  verified: boolean
+  commit_cid: string | null
 }
 
 // Lists leave out the bulky fields: the stored cut form (see schema.ts, prompts.listRecord).
@@ -44,6 +48,7 @@ const LIST_RECORD = sql.raw('p.list_record AS record')
 export const promptSelect = (_nsids: Nsids, withRecord = true) => sql`
   p.did, p.rkey, p.rev, p.cid, ${withRecord ? sql`p.record` : LIST_RECORD},
   p.flags, p.recompiles, p.indexed_at, p.validation_error, p.agent_uri, p.content_bytes,
+  p.source, p.verified, p.commit_cid,
   EXISTS (SELECT 1 FROM conversations c WHERE c.did = p.did AND c.rkey = p.rkey AND NOT c.deleted AND NOT c.hidden) AS conversation_exists,
   EXISTS (SELECT 1 FROM agents a WHERE a.did = p.agent_did AND a.rkey = p.agent_rkey AND NOT a.deleted AND NOT a.hidden) AS agent_exists`
 
@@ -64,6 +69,12 @@ export function toPromptView(row: PromptRow, nsids: Nsids): PromptView {
     recompiles: Number(row.recompiles),
     indexedAt: new Date(row.indexed_at).toISOString(),
     validationError: row.validation_error,
+    provenance: {
+      source: row.source,
+      verified: row.verified,
+      commit: row.commit_cid,
+      rev: row.rev,
+    },
   }
 }
 

@@ -30,6 +30,12 @@ const recordColumns = {
   indexedAt: timestamp('indexed_at', { withTimezone: true, mode: 'date' }).notNull(),
   emittedCid: text('emitted_cid'),
   emittedVisible: boolean('emitted_visible').notNull().default(false),
+  /** Provenance (SPEC 4): `firehose`, `jetstream`, `backfill` or `replay`; null before it was kept. */
+  source: text('source'),
+  /** The commit's signature and MST proof were checked. */
+  verified: boolean('verified').notNull().default(false),
+  /** CID of the commit the record came with, when the source names it. */
+  commitCid: text('commit_cid'),
 }
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' })
@@ -233,3 +239,26 @@ export const backfillRepos = pgTable('backfill_repos', {
   records: integer('records').notNull().default(0),
   finishedAt: timestamp('finished_at', { withTimezone: true, mode: 'date' }).notNull(),
 })
+
+/**
+ * Sync 1.1 chain state of each tracked repo (SPEC 4), written in the same transaction as the
+ * records it covers: the rev and MST root (`data`) of the last accepted commit, and whether
+ * the stored records still follow the repo's chain. The upstream account status is
+ * `accounts.active`/`status` (same key, same transaction).
+ */
+export const repoChain = pgTable(
+  'repo_chain',
+  {
+    did: text('did').primaryKey(),
+    rev: text('rev'),
+    data: text('data'),
+    commitCid: text('commit_cid'),
+    /** `synchronized`, `desynchronized` or `resyncing`. */
+    syncState: text('sync_state').notNull(),
+    syncReason: text('sync_reason'),
+    /** When the repo entered its current sync state. */
+    syncSince: timestamp('sync_since', { withTimezone: true, mode: 'date' }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [index('repo_chain_state_idx').on(t.syncState, t.syncSince)],
+)

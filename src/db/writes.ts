@@ -119,10 +119,14 @@ export async function upsertRecords(
     deleted: r.deleted,
     hidden: hiddenOf(r.did),
     indexed_at: now.toISOString(),
+    source: r.provenance?.source ?? null,
+    verified: r.provenance?.verified ?? false,
+    commit_cid: r.provenance?.commit ?? null,
   })
-  const common = sql`did text, rkey text, rev text, cid text, record jsonb, deleted boolean, hidden boolean, indexed_at timestamptz`
+  const common = sql`did text, rkey text, rev text, cid text, record jsonb, deleted boolean, hidden boolean, indexed_at timestamptz, source text, verified boolean, commit_cid text`
   const commonSet = sql`rev = excluded.rev, cid = excluded.cid, record = excluded.record,
-    deleted = excluded.deleted, hidden = excluded.hidden, indexed_at = excluded.indexed_at`
+    deleted = excluded.deleted, hidden = excluded.hidden, indexed_at = excluded.indexed_at,
+    source = excluded.source, verified = excluded.verified, commit_cid = excluded.commit_cid`
   if (role === 'prompt') {
     const data = rows.map((r) => {
       const f = r.facts
@@ -148,10 +152,10 @@ export async function upsertRecords(
       }
     })
     await ex.execute(sql`
-      INSERT INTO prompts (did, rkey, rev, cid, record, deleted, hidden, indexed_at, flags, base_flags,
+      INSERT INTO prompts (did, rkey, rev, cid, record, deleted, hidden, indexed_at, source, verified, commit_cid, flags, base_flags,
         validation_error, content_bytes, agent_uri, agent_did, agent_rkey, raw_system_hash,
         memfs_revision, compiled_us, evidence, recompiles)
-      SELECT did, rkey, rev, cid, record, deleted, hidden, indexed_at, base_flags, base_flags,
+      SELECT did, rkey, rev, cid, record, deleted, hidden, indexed_at, source, verified, commit_cid, base_flags, base_flags,
         validation_error, content_bytes, agent_uri, agent_did, agent_rkey, raw_system_hash,
         memfs_revision, compiled_us, evidence, recompiles
       FROM jsonb_to_recordset(${json(data)}) AS x(${common}, base_flags int, validation_error text,
@@ -168,13 +172,13 @@ export async function upsertRecords(
   } else if (role === 'agent') {
     const data = rows.map((r) => ({ ...base(r), template_hash: r.templateHash }))
     await ex.execute(sql`
-      INSERT INTO agents (did, rkey, rev, cid, record, deleted, hidden, indexed_at, template_hash)
+      INSERT INTO agents (did, rkey, rev, cid, record, deleted, hidden, indexed_at, source, verified, commit_cid, template_hash)
       SELECT * FROM jsonb_to_recordset(${json(data)}) AS x(${common}, template_hash text)
       ON CONFLICT (did, rkey) DO UPDATE SET ${commonSet}, template_hash = excluded.template_hash
       WHERE agents.rev <= excluded.rev`)
   } else {
     await ex.execute(sql`
-      INSERT INTO conversations (did, rkey, rev, cid, record, deleted, hidden, indexed_at)
+      INSERT INTO conversations (did, rkey, rev, cid, record, deleted, hidden, indexed_at, source, verified, commit_cid)
       SELECT * FROM jsonb_to_recordset(${json(rows.map(base))}) AS x(${common})
       ON CONFLICT (did, rkey) DO UPDATE SET ${commonSet}
       WHERE conversations.rev <= excluded.rev`)

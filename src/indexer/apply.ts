@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm'
 import { type Config, nsidsOf } from '../config.ts'
 import { emitChanges } from '../db/change-log.ts'
 import type { Database } from '../db/client.ts'
+import { saveChains } from '../db/repo-chain.ts'
 import { insertRevisionTexts, loadPreviousTexts } from '../db/revision-texts.ts'
 import {
   insertRevisions,
@@ -151,6 +152,7 @@ export async function applyBatch(
     )
     await insertRevisionTexts(tx, texts.texts)
     await setHidden(tx, plan.visibility)
+    await saveChains(tx, [...plan.chains.values()], now)
 
     // 4. Flags that depend on other records.
     const written = (role: Role) => [...plan.rows[role].keys()].map((k) => splitKey(k))

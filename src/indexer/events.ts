@@ -17,6 +17,36 @@ export interface CommitEvent {
   record: unknown
   /** Source time in microseconds since the epoch. */
   timeUs: number
+  /** How the record was obtained (SPEC 4); absent: unknown. */
+  provenance?: Provenance
+}
+
+/** How a record was obtained: stored with it and shown in prompt answers. */
+export interface Provenance {
+  source: 'firehose' | 'jetstream' | 'backfill' | 'replay'
+  /** Signature and MST proof checked. */
+  verified: boolean
+  /** The commit's CID, when the source names it. */
+  commit: string | null
+}
+
+export type SyncState = 'synchronized' | 'desynchronized' | 'resyncing'
+
+/**
+ * A repo's chain state after a commit, a #sync or a resync decision (Sync 1.1). `rev` and
+ * `data` are null when the event only changes the sync state (a break keeps the last good
+ * rev and root).
+ */
+export interface ChainEvent {
+  kind: 'chain'
+  did: string
+  rev: string | null
+  data: string | null
+  commit: string | null
+  state: SyncState
+  /** Why it is not synchronized (a chain-break reason), null when synchronized. */
+  reason: string | null
+  timeUs: number
 }
 
 /** `#account`: hosting status. `seq` is the upstream firehose seq when known. */
@@ -48,9 +78,12 @@ export interface RepoSnapshotEvent {
   rev: string
   records: Array<{ collection: string; rkey: string; cid: string; record: unknown }>
   timeUs: number
+  /** The fetched commit: its CID and MST root. With it the repo's chain state is set too. */
+  commit?: { cid: string; data: string }
+  provenance?: Provenance
 }
 
-export type IndexEvent = CommitEvent | AccountEvent | IdentityEvent | RepoSnapshotEvent
+export type IndexEvent = CommitEvent | AccountEvent | IdentityEvent | RepoSnapshotEvent | ChainEvent
 
 /** Where a batch leaves the source: stored in the same transaction as its writes. */
 export interface CursorPosition {

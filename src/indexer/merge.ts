@@ -1,4 +1,5 @@
 import type { Outcome } from '../metrics.ts'
+import type { ChainEvent, Provenance, RepoSnapshotEvent } from './events.ts'
 import {
   type AccountRow,
   type BatchEvent,
@@ -43,6 +44,7 @@ export function planBatch(
     accounts: new Map(),
     visibility: new Map(),
     purged: new Set(),
+    chains: new Map(),
     outcomes: [],
   }
   const initialVisibility = new Map<string, boolean>()
@@ -85,6 +87,7 @@ export function planBatch(
     cid: string | null,
     record: unknown,
     timeUs: number,
+    provenance: Provenance | null,
   ): { applied: boolean; invalid: boolean } => {
     const acc = account(did)
     if (acc && isPurgedBefore(acc, rev, timeUs)) return { applied: false, invalid: false }
@@ -113,6 +116,7 @@ export function planBatch(
       facts,
       templateHash: role === 'agent' && !deleted ? agentTemplateHash(record) : null,
       timeUs,
+      provenance,
     })
     if (facts && cid && (!wasLive || cur.cid !== cid))
       plan.revisions.push({ did, rkey, rev, cid, facts, ...textsOf(record) })
@@ -138,17 +142,28 @@ export function planBatch(
           deleted ? null : ev.cid,
           ev.record,
           ev.timeUs,
+          ev.provenance ?? null,
         )
         count(ev.collection, ev.op, r.applied ? (r.invalid ? 'invalid' : 'indexed') : 'ignored_rev')
         break
       }
       case 'snapshot': {
+        const provenance = ev.provenance ?? null
         const present = new Set<string>()
         for (const rec of ev.records) {
           const role = roleOf.get(rec.collection)
           if (!role) continue
           present.add(`${role}\u0000${rec.rkey}`)
-          const r = write(role, ev.did, rec.rkey, ev.rev, rec.cid, rec.record, ev.timeUs)
+          const r = write(
+            role,
+            ev.did,
+            rec.rkey,
+            ev.rev,
+            rec.cid,
+            rec.record,
+            ev.timeUs,
+            provenance,
+          )
           count(
             rec.collection,
             'create',
@@ -162,12 +177,16 @@ export function planBatch(
           for (const key of liveKeysOf(ev.did, role, loaded, plan)) {
             const rkey = splitKey(key)[1]
             if (present.has(`${role}\u0000${rkey}`)) continue
-            const r = write(role, ev.did, rkey, ev.rev, null, null, ev.timeUs)
+            const r = write(role, ev.did, rkey, ev.rev, null, null, ev.timeUs, provenance)
             if (r.applied) count(nsid, 'delete', 'indexed')
           }
         }
+        if (ev.commit) plan.chains.set(ev.did, snapshotChain(ev, ev.commit))
         break
       }
+      case 'chain':
+        plan.chains.set(ev.did, ev)
+        break
       case 'account': {
         const acc = account(ev.did)
         // Account events arrive for every DID on the network; keep only the ones we index.
@@ -230,6 +249,20 @@ export function planBatch(
     if (visible !== (initialVisibility.get(did) ?? true)) plan.visibility.set(did, visible)
   }
   return plan
+}
+
+/** A verified fetch of the whole repo: the chain continues from the fetched commit. */
+function snapshotChain(ev: RepoSnapshotEvent, commit: { cid: string; data: string }): ChainEvent {
+  return {
+    kind: 'chain',
+    did: ev.did,
+    rev: ev.rev,
+    data: commit.data,
+    commit: commit.cid,
+    state: 'synchronized',
+    reason: null,
+    timeUs: ev.timeUs,
+  }
 }
 
 function* liveKeysOf(

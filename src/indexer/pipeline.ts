@@ -2,7 +2,7 @@ import type { AppContext } from '../context.ts'
 import { isRetryableDbError } from '../errors.ts'
 import type { Sink, SourceItem } from '../ingest/source.ts'
 import { applyBatch, type BatchResult, type IndexerDeps } from './apply.ts'
-import type { CursorPosition } from './events.ts'
+import type { CursorPosition, Provenance } from './events.ts'
 import type { BatchEvent } from './merge.ts'
 
 // Between a source and the database: a bounded queue (a full queue makes the source wait,
@@ -77,6 +77,11 @@ export class IngestPipeline implements Sink {
     const part = this.#opts.partition
     if (part && item.event && didPartition(item.event.did, part.count) !== part.index) {
       item = { ...item, event: null }
+    }
+    const ev = item.event
+    // Sources that cannot vouch for a record (Jetstream, replay files) say nothing about it.
+    if (ev?.kind === 'commit' && !ev.provenance) {
+      item = { ...item, event: { ...ev, provenance: unverifiedFrom(this.#opts.source) } }
     }
     this.#queue.push(item)
     this.#queuedBytes += item.bytes ?? 0
@@ -275,6 +280,12 @@ export function countOutcomes(
   for (const o of result.outcomes) {
     metrics.eventsTotal.inc({ source, collection: o.collection, op: o.op, outcome: o.outcome })
   }
+}
+
+function unverifiedFrom(source: string): Provenance {
+  const known: Provenance['source'][] = ['firehose', 'jetstream', 'backfill', 'replay']
+  const name = known.find((k) => k === source) ?? 'replay'
+  return { source: name, verified: false, commit: null }
 }
 
 /** FNV-1a of the DID: stable across processes, so partitions never overlap. */

@@ -1,5 +1,5 @@
 import type { Outcome } from '../metrics.ts'
-import type { IndexEvent } from './events.ts'
+import type { ChainEvent, IndexEvent, Provenance } from './events.ts'
 import type { PromptFacts } from './prompt-record.ts'
 
 // The shapes a batch is planned in: what is read of the current state, and the rows,
@@ -24,6 +24,7 @@ export interface RecordRow extends StoredRecord {
   templateHash: string | null
   /** Source time (µs) the write arrived with: the "indexed" instant of the evidence rule. */
   timeUs: number
+  provenance: Provenance | null
 }
 
 export interface AccountRow {
@@ -73,6 +74,8 @@ export interface BatchPlan {
   visibility: Map<string, boolean>
   /** DIDs purged (account status `deleted`) during the batch. */
   purged: Set<string>
+  /** The last chain state of each repo the batch moves (Sync 1.1). */
+  chains: Map<string, ChainEvent>
   outcomes: OutcomeCount[]
 }
 

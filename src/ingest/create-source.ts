@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { collectionsOf } from '../config.ts'
 import type { AppContext } from '../context.ts'
+import { listUnsynchronized, loadChainHead, loadTrackedDids } from '../db/repo-chain.ts'
 import { createDidResolver, type DidResolver } from './did-resolver.ts'
 import { createFirehoseSource } from './firehose.ts'
 import { createHandleVerifier, type HandleVerifier } from './identity.ts'
@@ -77,6 +78,11 @@ export function createSource(ctx: AppContext, deps: SourceDeps = {}): CreatedSou
         verifyThreads: config.verifyThreads,
         allowPrivateNetwork: config.allowPrivateNetwork,
         isKnownDid: knownDid(ctx),
+        chainStore: {
+          loadHead: (did) => loadChainHead(ctx.db, did),
+          loadTracked: (limit) => loadTrackedDids(ctx.db, limit),
+          listUnsynchronized: (limit) => listUnsynchronized(ctx.db, limit),
+        },
       })
       return { source, verifyHandle: createHandleVerifier({ resolver }) }
     }

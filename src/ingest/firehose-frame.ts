@@ -9,6 +9,7 @@ import type {
   RepoSnapshotEvent,
 } from '../indexer/events.ts'
 import type { Metrics } from '../metrics.ts'
+import type { ChainFrames } from './chain/chain-frames.ts'
 import type { DidResolver } from './did-resolver.ts'
 import { collectionNeedles, skimUnmatchedCommit } from './frame-skim.ts'
 import type { HandleVerifier } from './identity.ts'
@@ -51,6 +52,15 @@ export interface FrameProcessorOptions {
    * instead of costing a getRepo or a handle lookup. Default: every DID matters.
    */
   isKnownDid?: (did: string) => boolean | Promise<boolean>
+  /**
+   * Sync 1.1 (verified firehose): every #commit and #sync of a tracked repo goes through the
+   * chain checks, wanted ops or not; the frame skim then skips untracked repos only.
+   */
+  chain?: {
+    frames: ChainFrames
+    isTracked: (did: string) => boolean
+    track: (did: string) => void
+  }
 }
 
 export type FrameProcessor = (frame: Uint8Array) => Promise<FrameResult>
@@ -62,6 +72,7 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
   const match = (collection: string) => wanted.has(collection)
   const needles = collectionNeedles(opts.collections)
   const { logger, metrics } = opts
+  const chain = opts.unauthenticated ? undefined : opts.chain
   const resolveKey: KeyLookup = (did, forceRefresh) =>
     opts.resolver.resolveKey(did, { forceRefresh })
   const countError = (collection: string, op: string) =>
@@ -71,6 +82,13 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
     const seq = body.seq
     const cursorOnly = [{ event: null, cursor: seq, timeUs }]
     const ops = body.ops.filter((op) => match(collectionOf(op.path)))
+    if (chain) {
+      if (ops.length === 0 && !chain.isTracked(body.repo)) return cursorOnly
+      // Tracked from its first wanted commit on, before it is checked: the frames right
+      // behind it are skimmed meanwhile, and one skipped commit would break the chain.
+      chain.track(body.repo)
+      return chain.frames.commit(body, timeUs)
+    }
     if (ops.length === 0) return cursorOnly
     if (body.tooBig) return sync(body.repo, seq, timeUs)
     let parsed: Awaited<ReturnType<typeof parseCommitUnauthenticated>>
@@ -143,7 +161,7 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
 
   return async (frame) => {
     const skimmed = skimUnmatchedCommit(frame, needles)
-    if (skimmed) {
+    if (skimmed && !chain?.isTracked(skimmed.repo)) {
       const timeUs = toTimeUs(skimmed.time)
       return { items: [{ event: null, cursor: skimmed.seq, timeUs }], seq: skimmed.seq }
     }
@@ -192,6 +210,12 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
       }
       case '#sync': {
         if (!did) break
+        if (chain) {
+          if (typeof b.rev !== 'string' || !(b.blocks instanceof Uint8Array)) break
+          if (!chain.isTracked(did)) return { items: [{ event: null, cursor: seq, timeUs }], seq }
+          const body = { did, rev: b.rev, blocks: b.blocks, seq }
+          return { items: await chain.frames.sync(body, timeUs), seq }
+        }
         return { items: await sync(did, seq, timeUs), seq }
       }
       default:

@@ -3,6 +3,12 @@ import WebSocket from 'ws'
 import type { RepoSnapshotEvent } from '../indexer/events.ts'
 import type { Metrics } from '../metrics.ts'
 import { pushUnlessAborted, sleepUnlessAborted } from './abortable.ts'
+import {
+  type ChainStore,
+  type FirehoseChain,
+  type FirehoseChainOptions,
+  startFirehoseChain,
+} from './chain/firehose-chain.ts'
 import type { DidResolver } from './did-resolver.ts'
 import { createFrameProcessor, type FrameProcessor, type FrameResult } from './firehose-frame.ts'
 import type { HandleVerifier } from './identity.ts'
@@ -42,6 +48,10 @@ export interface FirehoseSourceOptions {
   reconnectMaxMs?: number
   /** No frame or pong for this long: the connection is presumed dead. */
   idleTimeoutMs?: number
+  /** Sync 1.1 chain state (verified mode only); without it commits are checked one by one. */
+  chainStore?: ChainStore
+  /** Resync pacing (tests shorten it). */
+  resync?: FirehoseChainOptions['resync']
 }
 
 export function subscribeReposUrl(base: string, cursor: number | null): string {
@@ -63,7 +73,11 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
   const idleTimeoutMs = opts.idleTimeoutMs ?? 60_000
   const { logger, metrics } = opts
 
-  const makeProcessor = (signal: AbortSignal, pool: VerifyPool): FrameProcessor => {
+  const makeProcessor = (
+    signal: AbortSignal,
+    pool: VerifyPool,
+    chain: FirehoseChain | null,
+  ): FrameProcessor => {
     const fetchSnapshot =
       opts.fetchSnapshot ??
       ((did: string, s: AbortSignal) =>
@@ -89,6 +103,7 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
       checkSignature: pool.check,
       isKnownDid: opts.isKnownDid,
       fetchSnapshot: (did) => fetchSnapshot(did, signal),
+      chain: chain ?? undefined,
     })
   }
 
@@ -98,6 +113,7 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
     startCursor: number | null,
     signal: AbortSignal,
     processFrame: FrameProcessor,
+    chain: FirehoseChain | null,
   ): Promise<void> {
     let cursor = startCursor
     let failures = 0
@@ -112,6 +128,7 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
         await sleepUnlessAborted(delay, signal)
         if (signal.aborted) break
       }
+      chain?.onConnect()
       const conn = await connectOnce({
         url: subscribeReposUrl(opts.url, cursor),
         processFrame,
@@ -123,6 +140,7 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
         logger,
         onItem: (item) => {
           cursor = item.cursor
+          chain?.onPushed(item)
         },
       })
       failures = conn.frames > 0 ? 0 : failures + 1
@@ -149,9 +167,26 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
         threads: opts.unauthenticated ? 0 : (opts.verifyThreads ?? 0),
         logger,
       })
+      let chain: FirehoseChain | null = null
       try {
-        await readUntilAborted(sink, startCursor, signal, makeProcessor(signal, pool))
+        if (opts.chainStore && !opts.unauthenticated)
+          chain = await startFirehoseChain({
+            store: opts.chainStore,
+            sink,
+            startCursor,
+            resolver: opts.resolver,
+            collections: opts.collections,
+            checkSignature: pool.check,
+            allowPrivateNetwork: opts.allowPrivateNetwork,
+            logger,
+            metrics,
+            resync: opts.resync,
+            fetchSnapshot: opts.fetchSnapshot,
+          })
+        const processor = makeProcessor(signal, pool, chain)
+        await readUntilAborted(sink, startCursor, signal, processor, chain)
       } finally {
+        await chain?.close()
         await pool.close()
       }
     },

@@ -13,6 +13,8 @@ import { CID } from 'multiformats/cid'
 export interface SkimmedCommit {
   seq: number
   time: string | null
+  /** The repo's DID: a tracked repo's commit is verified even with no wanted op. */
+  repo: string
 }
 
 /**
@@ -67,6 +69,7 @@ const REQUIRED: Record<string, number> = { repo: 3, rev: 3, blocks: 2, commit: 6
 function readCommitBody(r: Reader): SkimmedCommit | null {
   let seq: number | null = null
   let time: string | null = null
+  let repo: string | null = null
   let opsOk = false
   const keys = new Set<string>()
   const seen = new Set<string>()
@@ -76,7 +79,10 @@ function readCommitBody(r: Reader): SkimmedCommit | null {
     const major = r.peekMajor()
     if (key === 'seq' && major === 0) seq = r.uint()
     else if (key === 'time' && major === 3) time = r.text()
-    else if (key === 'ops' && major === 4) {
+    else if (key === 'repo' && major === 3) {
+      repo = r.text()
+      seen.add(key)
+    } else if (key === 'ops' && major === 4) {
       opsOk = opsWellFormed(r)
       seen.add(key)
     } else {
@@ -85,7 +91,9 @@ function readCommitBody(r: Reader): SkimmedCommit | null {
     }
   }
   if (r.pos !== r.bytes.length || seq === null || !Number.isSafeInteger(seq)) return null
-  return opsOk && seen.size === Object.keys(REQUIRED).length ? { seq, time } : null
+  return opsOk && repo !== null && seen.size === Object.keys(REQUIRED).length
+    ? { seq, time, repo }
+    : null
 }
 
 /** Every op is a map whose `path` and `action` are text, as the full path requires. */

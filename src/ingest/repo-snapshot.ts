@@ -19,10 +19,17 @@ import { lexToJson } from './lex-json.ts'
 export class RepoFetchError extends Error {
   /** Worth another try later: network trouble, 429, 5xx. */
   readonly retryable: boolean
-  constructor(message: string, retryable: boolean, options?: { cause?: unknown }) {
+  /** How long the host asked us to wait (429/503 `retry-after`), when it said. */
+  readonly retryAfterMs: number | null
+  constructor(
+    message: string,
+    retryable: boolean,
+    options?: { cause?: unknown; retryAfterMs?: number | null },
+  ) {
     super(message, options)
     this.name = 'RepoFetchError'
     this.retryable = retryable
+    this.retryAfterMs = options?.retryAfterMs ?? null
   }
 }
 
@@ -47,6 +54,8 @@ export interface RepoFetchOptions {
 export interface VerifiedSnapshot {
   rev: string
   records: RepoSnapshotEvent['records']
+  /** The signed commit's CID and MST root: where the chain continues from. */
+  commit: { cid: string; data: string }
 }
 
 export async function fetchRepoSnapshot(
@@ -81,6 +90,8 @@ export async function fetchRepoSnapshot(
     rev: verified.rev,
     records: verified.records,
     timeUs: Date.now() * 1000,
+    commit: verified.commit,
+    provenance: { source: 'backfill', verified: true, commit: verified.commit.cid },
   }
 }
 
@@ -116,7 +127,11 @@ export async function verifyRepoSnapshot(
       })
     }
   }
-  return { rev: commit.rev, records }
+  return {
+    rev: commit.rev,
+    records,
+    commit: { cid: root.toString(), data: commit.data.toString() },
+  }
 }
 
 export async function fetchRepoCar(
@@ -150,7 +165,13 @@ export async function fetchRepoCar(
       // Not an XRPC error body: keep the raw text.
     }
     const retryable = res.status === 429 || res.status >= 500
-    throw new RepoFetchError(`getRepo ${url.host}: HTTP ${res.status} ${detail}`.trim(), retryable)
+    throw new RepoFetchError(
+      `getRepo ${url.host}: HTTP ${res.status} ${detail}`.trim(),
+      retryable,
+      {
+        retryAfterMs: retryAfterMs(res.headers),
+      },
+    )
   }
   const length = Number(res.headers.get('content-length') ?? 0)
   if (length > maxBytes) {
@@ -172,6 +193,23 @@ export async function fetchRepoCar(
     throw new RepoFetchError(`getRepo ${url.host}: ${(err as Error).message}`, true, { cause: err })
   }
   return Buffer.concat(chunks, total)
+}
+
+/** `retry-after` (seconds or an HTTP date), else `ratelimit-reset` (seconds), in ms. */
+export function retryAfterMs(headers: Headers, now = Date.now()): number | null {
+  const after = headers.get('retry-after')
+  if (after) {
+    const secs = Number(after)
+    if (Number.isFinite(secs) && secs >= 0) return secs * 1000
+    const at = Date.parse(after)
+    if (Number.isFinite(at)) return Math.max(0, at - now)
+  }
+  const reset = Number(headers.get('ratelimit-reset') ?? Number.NaN)
+  if (headers.get('ratelimit-remaining') === '0' && Number.isFinite(reset) && reset >= 0) {
+    // Seconds from now (the IETF draft); a value this large is an epoch time.
+    return reset > 1e9 ? Math.max(0, reset * 1000 - now) : reset * 1000
+  }
+  return null
 }
 
 function assertPublicEndpoint(url: URL): void {

@@ -60,13 +60,14 @@ async function verifyProofsNative(
     throw new RepoVerificationError(`Invalid signature on commit: ${car.root.toString()}`)
   const mst = MST.load(blockstore, commit.data)
   const verified: Claim[] = []
+  const signed = { data: commit.data, rev: commit.rev, did: commit.did }
   for (const claim of claims) {
     const found = await mst.get(formatDataKey(claim.collection, claim.rkey))
     // Read even when only its presence matters: a missing record block fails the commit.
     const record = found ? await blockstore.readObj(found, def.map) : null
     if (claim.cid === null ? record === null : found?.equals(claim.cid)) verified.push(claim)
   }
-  return { verified, blocks: car.blocks }
+  return { verified, blocks: car.blocks, root: car.root, signed }
 }
 
 /**
@@ -78,11 +79,34 @@ export async function parseCommitVerified(
   evt: CommitBody,
   matchCollection: (collection: string) => boolean,
   check: SignatureCheck = checkSignatureInline,
-  forceKeyRefresh = false,
 ): Promise<CommitEvt[]> {
+  if (!evt.ops.some((op) => matchCollection(parseDataKey(op.path).collection))) return []
+  return (await verifyCommit(resolveKey, evt, matchCollection, check)).events
+}
+
+export interface VerifiedCommit {
+  /** Proven ops of matching collections. */
+  events: CommitEvt[]
+  blocks: BlockMap
+  /** The CAR's root (the signed commit block's CID). */
+  root: Cid
+  /** Fields of the signed commit block. */
+  signed: { data: Cid; rev: string; did: string }
+}
+
+/**
+ * Checks the commit's signature whatever its ops (Sync 1.1 advances a repo's chain on every
+ * commit), and proves the matching ops against its MST.
+ */
+export async function verifyCommit(
+  resolveKey: KeyLookup,
+  evt: CommitBody,
+  matchCollection: (collection: string) => boolean,
+  check: SignatureCheck = checkSignatureInline,
+  forceKeyRefresh = false,
+): Promise<VerifiedCommit> {
   const did = evt.repo
   const ops = evt.ops.filter((op) => matchCollection(parseDataKey(op.path).collection))
-  if (ops.length === 0) return []
   const claims = ops.map((op): Claim => {
     const { collection, rkey } = parseDataKey(op.path)
     // op.cid as sent (not `?? null`): a create lacking one is judged as the library does.
@@ -94,7 +118,7 @@ export async function parseCommitVerified(
     proven = await verifyProofsNative(evt.blocks, claims, did, key, check)
   } catch (err) {
     if (err instanceof RepoVerificationError && !forceKeyRefresh)
-      return parseCommitVerified(resolveKey, evt, matchCollection, check, true)
+      return verifyCommit(resolveKey, evt, matchCollection, check, true)
     throw err
   }
   const verifiedCids = new Map<string, Cid | null>()
@@ -104,7 +128,12 @@ export async function parseCommitVerified(
     if (op.action === 'delete') return cid === null
     return op.cid != null && cid?.equals(op.cid) === true
   })
-  return formatCommitOps(evt, verifiedOps, proven.blocks)
+  return {
+    events: formatCommitOps(evt, verifiedOps, proven.blocks),
+    blocks: proven.blocks,
+    root: proven.root,
+    signed: proven.signed,
+  }
 }
 
 /** @atproto/sync's formatCommitOps over the blocks verifyProofs already read. */

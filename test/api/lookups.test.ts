@@ -32,6 +32,7 @@ describe('GET /v1/prompts/{did}/{rkey}', () => {
         'did',
         'flags',
         'indexedAt',
+        'provenance',
         'recompiles',
         'record',
         'rev',
@@ -60,6 +61,13 @@ describe('GET /v1/prompts/{did}/{rkey}', () => {
       coreMemory: expect.any(String),
     })
     expect(new Date(r.body.indexedAt).toISOString()).toBe(r.body.indexedAt)
+    // Seeded straight through applyBatch, which names no source: provenance says so.
+    expect(r.body.provenance).toEqual({
+      source: null,
+      verified: false,
+      commit: null,
+      rev: r.body.rev,
+    })
   })
 
   it('returns the stored record unchanged: escapes, unicode, numbers, nesting', async () => {

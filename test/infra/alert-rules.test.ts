@@ -58,6 +58,21 @@ const cases: { name: string; input: Series[]; checks: Check[] }[] = [
     ],
   },
   {
+    name: 'repo out of sync: 10 minutes stays quiet, past 15 minutes warns, a resync clears it',
+    input: [
+      {
+        series: sel('prompt_appview_repos_unsynchronized_oldest_seconds'),
+        // Scraped each minute: a repo waiting 0..20 minutes, then resynced (0).
+        values: '0+60x20 0x10',
+      },
+    ],
+    checks: [
+      silent('PromptAppviewRepoDesynchronized', '10m'),
+      firing('PromptAppviewRepoDesynchronized', '18m', { ...T, severity: 'warning' }),
+      silent('PromptAppviewRepoDesynchronized', '25m'),
+    ],
+  },
+  {
     name: 'reconnect storm: one a minute fires, one every 5 minutes does not',
     input: [
       {

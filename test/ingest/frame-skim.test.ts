@@ -44,12 +44,14 @@ describe('skimUnmatchedCommit', () => {
     expect(skimUnmatchedCommit(frame(HEADER, body()), needles)).toEqual({
       seq: 123456789,
       time: TIME,
+      repo: 'did:plc:aaaaaaaaaaaaaaaaaaaaaaaa',
     })
     // A large seq (more than 32 bits) and a missing time.
     const { time: _, ...noTime } = body({ seq: 2 ** 40 + 3 })
     expect(skimUnmatchedCommit(frame(HEADER, noTime), needles)).toEqual({
       seq: 2 ** 40 + 3,
       time: null,
+      repo: 'did:plc:aaaaaaaaaaaaaaaaaaaaaaaa',
     })
   })
 

@@ -28,13 +28,13 @@ let showcase: { rkey: string; agentRkey: string; revs: string[] }
 beforeAll(async () => {
   db = await createTestDatabase()
   const deps = indexerDeps(db)
-  await indexDemoTraffic(deps, 3000)
+  await indexDemoTraffic(deps, 2000)
   showcase = await indexShowcase(deps)
   app = await makeApp(db)
   b = await openBrowser(app)
   page = await b.newPage()
   mkdirSync(SHOTS, { recursive: true })
-}, 120_000)
+}, 300_000)
 afterAll(async () => {
   await b?.close()
   await app?.close()
@@ -103,6 +103,17 @@ describe('browsing in a real browser', () => {
     await noJs.waitForURL(/did=showcase\.test/)
     expect(await rowKeys(noJs)).toEqual([showcase.rkey])
     await noJs.context().close()
+  })
+
+  it('searches prompt text from the search box, with the matches marked', async () => {
+    await page.goto('/')
+    await page.locator('#site-q').fill('summarize')
+    await page.keyboard.press('Enter')
+    await page.waitForURL(/\/prompts\?q=summarize$/)
+    expect(await rowKeys(page)).toEqual([showcase.rkey])
+    await expect(page.locator('.snippet mark').first().textContent()).resolves.toBe('summarize')
+    await expect(page.locator('#f-q').inputValue()).resolves.toBe('summarize')
+    await expectAccessible(page)
   })
 
   it('opens a prompt with its core memory marked, flags and revisions', async () => {

@@ -105,7 +105,7 @@ beforeAll(async () => {
   app = await makeApp(db)
   b = await openBrowser(app)
   page = await b.newPage()
-}, 120_000)
+}, 300_000)
 afterAll(async () => {
   await b?.close()
   await app?.close()
@@ -153,8 +153,8 @@ describe('hostile records render as text and run nothing', () => {
     await expect(page.locator('#content mark.core').textContent()).resolves.toBe(CORE)
   })
 
-  it('the list, the overview and a repo filter', async () => {
-    for (const url of ['/prompts', '/', `/prompts?did=${enc(EVIL)}`]) {
+  it('the list, the overview, a repo filter and a search whose snippet is hostile', async () => {
+    for (const url of ['/prompts', '/', `/prompts?did=${enc(EVIL)}`, '/prompts?q=alert']) {
       await page.goto(url)
       await expectInert(page, [`@${HANDLE}`])
     }

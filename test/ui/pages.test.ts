@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs'
+import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
@@ -40,6 +41,9 @@ describe('pages', () => {
     expect(r.headers['x-content-type-options']).toBe('nosniff')
     expect(r.body).toContain('href="/prompts?flag=orphaned"')
     expect(r.body).toContain('Recent changes')
+    // Sync 1.1: the fixture's repos have no chain state yet, so none is out of sync.
+    expect(r.body).toContain('Repos out of sync')
+    expect(r.body).toContain('Every visible repo is in sync.')
     expect(r.body).toContain('@alice.test')
     // carol is taken down: her handle is gone, and of her changes only the deletes that
     // withdrew her records show (as in /v1/changes), without links.
@@ -67,6 +71,16 @@ describe('pages', () => {
     const again = await page(back!)
     expect(rkeysOf(again.body)).toEqual(newest.slice(0, 5))
     expect(again.body).not.toContain('id="page-prev"')
+  })
+
+  it('search answers SQL-looking text as words, with filters kept', async () => {
+    const r = await page(`/prompts?q=${enc("'; DROP TABLE prompts; --")}&flag=ok`)
+    expect(r.status).toBe(200)
+    expect(r.body).toContain('value="&#39;; DROP TABLE prompts; --"')
+    const hit = await page('/prompts?q=agent&did=alice.test')
+    expect(hit.status).toBe(200)
+    expect(hit.body).toContain('<mark>agent</mark>')
+    expect(hit.body).not.toContain(BOB)
   })
 
   it('a flag filter lists only prompts with that flag', async () => {
@@ -99,6 +113,31 @@ describe('pages', () => {
       const r = await page(`/repos/${who}`)
       expect(r.status).toBe(200)
       expect(r.body).toContain('@bob.test')
+      // Sync state and record counts come from /v1/repos.
+      // The fixture's events carry no commit chain, so the repo has no sync state to show.
+      expect(r.body).not.toContain('<dt>sync</dt>')
+      expect(r.body).toContain('<dt>account</dt><dd>active</dd>')
+      expect(r.body).toContain(`<dt>prompts</dt><dd>${s.bobRkeys.length}</dd>`)
+    }
+  })
+})
+
+describe('repos out of sync', () => {
+  it('the overview lists visible repos out of sync with their reason, never hidden ones', async () => {
+    for (const did of [ALICE, CAROL])
+      await db.rows(sql`INSERT INTO repo_chain (did, rev, sync_state, sync_reason, sync_since, updated_at)
+        VALUES (${did}, '3zzzzzzzzzzzz', 'desynchronized', 'since', now(), now())`)
+    try {
+      const r = await page('/')
+      expect(r.body).toMatch(/desynchronized: <strong>2<\/strong>/)
+      const panel = r.body.slice(r.body.indexOf('id="sync-h"'), r.body.indexOf('id="changes-h"'))
+      expect(panel).toContain(`href="/repos/${enc(ALICE)}"`)
+      expect(panel).toContain('desynchronized (since)')
+      expect(panel).not.toContain(CAROL)
+      const repo = await page(`/repos/${enc(ALICE)}`)
+      expect(repo.body).toContain('<dt>sync</dt><dd>desynchronized (since)</dd>')
+    } finally {
+      await db.rows(sql`DELETE FROM repo_chain`)
     }
   })
 })
@@ -121,9 +160,10 @@ describe('bad input gets a friendly page, never a 5xx', () => {
     [`/prompts/${enc(CAROL)}/${'3zzzzzzzzzzz2'}`, 404, 'no prompt at'],
     ['/conversations/did%3Aplc%3Anobody/3zzzzzzzzzzzz', 404, 'no conversation'],
     ['/agents/did%3Aplc%3Anobody/3zzzzzzzzzzzz', 404, 'no agent'],
-    [`/repos/${enc(CAROL)}`, 404, 'no visible records'],
     ['/repos/nobody.test', 404, 'no visible records'],
     ['/no/such/page', 404, 'there is no page at /no/such/page'],
+    [`/prompts?q=${'a'.repeat(10_000)}`, 400, 'q'],
+    ['/prompts?q=%21%40%23%24%25%5E%26*()', 400, 'q has no words'],
     [`/prompts/${enc(ALICE)}/${'3zzzzzzzzzzzz'}?from=3zzzzzzzzzzzz`, 404, 'no prompt at'],
     ['/prompts/x/y?from=%3Cb%3E', 400, 'did must be a DID or a handle'],
     ['/prompts/%E0%A4%A', 400, ''],
@@ -155,6 +195,15 @@ describe('bad input gets a friendly page, never a 5xx', () => {
       expect(r.status, q).toBe(q.includes('bad') ? 400 : 404)
       expect(r.headers['content-type']).toMatch(/^text\/html/)
     }
+  })
+
+  it('a taken-down repo says so, without its handle or records', async () => {
+    const r = await page(`/repos/${enc(CAROL)}`)
+    expect(r.status).toBe(200)
+    expect(r.body).toContain('inactive (takendown)')
+    expect(r.body).toContain('withheld')
+    expect(r.body).not.toContain('carol.test')
+    expect(r.body).not.toContain(`href="/prompts/${enc(CAROL)}/`)
   })
 
   it("a hidden repo's prompt is a 404 like any missing one", async () => {

@@ -15,6 +15,7 @@ import {
 import { type Html, html } from './html.ts'
 import { layout } from './layout.ts'
 import type { PageContext, PageInput } from './page-route.ts'
+import { syncPanel } from './sync-panel.ts'
 
 const RECENT = 20
 
@@ -89,10 +90,11 @@ async function changesPanel(ctx: PageContext): Promise<Html> {
 }
 
 export async function overviewPage(_input: PageInput, ctx: PageContext): Promise<Html> {
-  const [stats, readyz, changes] = await Promise.all([
+  const [stats, readyz, changes, sync] = await Promise.all([
     apiGet<StatsAnswer>(ctx.app, '/v1/stats'),
     apiRaw(ctx.app, '/readyz'),
     changesPanel(ctx),
+    syncPanel(ctx),
   ])
   let reason: string | null = null
   try {
@@ -106,6 +108,7 @@ export async function overviewPage(_input: PageInput, ctx: PageContext): Promise
 <div class="grid">
 <section aria-labelledby="counts-h" class="panel"><h2 id="counts-h">Prompt health</h2>${countsTable(stats)}</section>
 ${ingestPanel(stats, { status: readyz.status, reason })}
+${sync}
 ${changes}
 </div>`,
   )

@@ -90,10 +90,18 @@ interface RepoAnswer {
   records?: { prompts?: number; conversations?: number; agents?: number }
 }
 
+function accountText(a: NonNullable<RepoAnswer['account']>): Html {
+  const state = a.active === false ? `inactive (${a.status ?? 'no status'})` : 'active'
+  return a.hidden
+    ? html`<span class="warn">${state}; hidden: its records are withheld from every answer</span>`
+    : html`${state}`
+}
+
 function repoFacts(did: string, handle: string | undefined, repo: RepoAnswer | null): Html {
   return facts([
     ['DID', html`<code>${did}</code>`],
-    ['handle', handle ? `@${handle}` : html`<span class="muted">none verified</span>`],
+    ['handle', handle ? `@${handle}` : html`<span class="muted">none verified and visible</span>`],
+    ['account', repo?.account ? accountText(repo.account) : null],
     [
       'sync',
       repo?.sync?.state

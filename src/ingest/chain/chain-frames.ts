@@ -1,0 +1,170 @@
+import type { parseCommitUnauthenticated } from '@atproto/sync'
+import type { Logger } from 'pino'
+import type { ChainEvent, CommitEvent } from '../../indexer/events.ts'
+import type { Metrics } from '../../metrics.ts'
+import { lexToJson } from '../lex-json.ts'
+import type { SignatureCheck } from '../native-verify.ts'
+import type { KeyLookup } from '../signature.ts'
+import type { SourceItem } from '../source.ts'
+import { type CommitVerdict, checkCommit } from './check-commit.ts'
+import { checkSync, type SyncBody } from './check-sync.ts'
+import type { ChainTracker } from './tracker.ts'
+
+// The verified firehose's #commit and #sync frames under Sync 1.1: each frame of a tracked
+// repo is checked against the repo's chain (check-commit.ts, check-sync.ts), one repo at a
+// time in arrival order, and turns into record events plus the repo's new chain state.
+
+type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
+
+export interface ChainFrameOptions {
+  tracker: ChainTracker
+  resolveKey: KeyLookup
+  match: (collection: string) => boolean
+  checkSignature?: SignatureCheck
+  logger: Logger
+  metrics: Metrics
+  /** A repo whose commits keep arriving while it waits: make sure a resync is on its way. */
+  onWaiting: (did: string) => void
+}
+
+export interface ChainFrames {
+  commit(body: CommitBody, timeUs: number): Promise<SourceItem[]>
+  sync(body: SyncBody & { seq: number }, timeUs: number): Promise<SourceItem[]>
+}
+
+export function createChainFrames(o: ChainFrameOptions): ChainFrames {
+  const { tracker, logger, metrics } = o
+  const deps = { resolveKey: o.resolveKey, match: o.match, check: o.checkSignature }
+  const chainItem = (ev: ChainEvent, seq: number, timeUs: number): SourceItem[] => [
+    { event: ev, cursor: seq, timeUs },
+  ]
+  const countOps = (body: CommitBody, outcome: 'ignored_rev' | 'error') => {
+    for (const op of body.ops) {
+      const collection = op.path.slice(0, op.path.indexOf('/'))
+      if (o.match(collection))
+        metrics.eventsTotal.inc({ source: 'firehose', collection, op: op.action, outcome })
+    }
+  }
+
+  const judge = async (body: CommitBody, timeUs: number): Promise<SourceItem[]> => {
+    const did = body.repo
+    const seq = body.seq
+    const cursorOnly: SourceItem[] = [{ event: null, cursor: seq, timeUs }]
+    const head = await tracker.head(did)
+    const v: CommitVerdict = await checkCommit(deps, body, head, timeUs)
+    const log = { did, seq, rev: body.rev }
+    switch (v.kind) {
+      case 'replay':
+        countOps(body, 'ignored_rev')
+        return cursorOnly
+      case 'waiting':
+        logger.debug({ ...log, state: v.state }, 'commit of a repo awaiting resync, dropped')
+        o.onWaiting(did)
+        return cursorOnly
+      case 'reject':
+        if (v.reason === 'future_rev') metrics.chainBreaksTotal.inc({ reason: 'future_rev' })
+        countOps(body, 'error')
+        logger.warn({ ...log, reason: v.detail }, 'firehose commit rejected')
+        return cursorOnly
+      case 'break':
+        metrics.chainBreaksTotal.inc({ reason: v.reason })
+        countOps(body, 'error')
+        logger.warn({ ...log, reason: v.reason, detail: v.detail }, 'repo chain break: resync')
+        tracker.setHead({
+          did,
+          rev: head?.rev ?? null,
+          data: head?.data ?? null,
+          state: 'desynchronized',
+        })
+        return chainItem(v.chain, seq, timeUs)
+      case 'accept': {
+        if (v.legacy) metrics.legacyCommitsTotal.inc()
+        tracker.setHead({ did, rev: v.chain.rev, data: v.chain.data, state: 'synchronized' })
+        const items = recordItems(body, v, timeUs, logger, metrics, o.match)
+        // Only the last item completes the frame: an earlier cursor replays all of it.
+        for (const it of items) it.cursor = seq - 1
+        return [...items, ...chainItem(v.chain, seq, timeUs)]
+      }
+    }
+  }
+
+  const judgeSync = async (body: SyncBody & { seq: number }, timeUs: number) => {
+    const { did, seq } = body
+    const head = await tracker.head(did)
+    if (head && head.state !== 'synchronized') {
+      // A resync is on its way already; it brings a state at least as new as this.
+      o.onWaiting(did)
+      return [{ event: null, cursor: seq, timeUs }]
+    }
+    const v = await checkSync(o.resolveKey, body, head, timeUs)
+    const log = { did, seq, rev: body.rev }
+    switch (v.kind) {
+      case 'noop':
+        return [{ event: null, cursor: seq, timeUs }]
+      case 'unverifiable':
+      case 'future_rev':
+        if (v.kind === 'future_rev') metrics.chainBreaksTotal.inc({ reason: 'future_rev' })
+        else metrics.unverifiableSyncsTotal.inc()
+        logger.warn({ ...log, reason: v.detail }, 'firehose #sync ignored')
+        return [{ event: null, cursor: seq, timeUs }]
+      case 'advance':
+        tracker.setHead({ did, rev: v.chain.rev, data: v.chain.data, state: 'synchronized' })
+        return chainItem(v.chain, seq, timeUs)
+      case 'resync':
+        metrics.chainBreaksTotal.inc({ reason: 'sync_event' })
+        logger.info(log, 'firehose #sync: the repo moved on, resync')
+        tracker.setHead({
+          did,
+          rev: head?.rev ?? null,
+          data: head?.data ?? null,
+          state: 'desynchronized',
+        })
+        return chainItem(v.chain, seq, timeUs)
+    }
+  }
+
+  return {
+    // Registered synchronously, so a repo's frames are judged in the order they arrived.
+    commit: (body, timeUs) => tracker.serialize(body.repo, () => judge(body, timeUs)),
+    sync: (body, timeUs) => tracker.serialize(body.did, () => judgeSync(body, timeUs)),
+  }
+}
+
+function recordItems(
+  body: CommitBody,
+  v: Extract<CommitVerdict, { kind: 'accept' }>,
+  timeUs: number,
+  logger: Logger,
+  metrics: Metrics,
+  match: (collection: string) => boolean,
+): SourceItem[] {
+  const items: SourceItem[] = []
+  const provenance = { source: 'firehose' as const, verified: true, commit: v.chain.commit }
+  for (const op of body.ops) {
+    const slash = op.path.indexOf('/')
+    const collection = op.path.slice(0, slash)
+    if (!match(collection)) continue
+    const rkey = op.path.slice(slash + 1)
+    const evt = v.events.find((e) => e.collection === collection && e.rkey === rkey)
+    if (!evt) {
+      // @atproto/sync's rule: an op its MST does not prove (or without its record) is dropped.
+      metrics.eventsTotal.inc({ source: 'firehose', collection, op: op.action, outcome: 'error' })
+      logger.warn({ did: body.repo, seq: body.seq, path: op.path }, 'op not proven, skipped')
+      continue
+    }
+    const event: CommitEvent = {
+      kind: 'commit',
+      did: body.repo,
+      collection,
+      rkey,
+      rev: body.rev,
+      op: evt.event,
+      cid: evt.event === 'delete' ? null : evt.cid.toString(),
+      record: evt.event === 'delete' ? null : lexToJson(evt.record),
+      timeUs,
+      provenance,
+    }
+    items.push({ event, cursor: body.seq, timeUs })
+  }
+  return items
+}

@@ -1,0 +1,129 @@
+import { TID } from '@atproto/common'
+import type { CommitEvt, parseCommitUnauthenticated } from '@atproto/sync'
+import type { BreakReason } from '../../chain-metrics.ts'
+import type { ChainHead } from '../../db/repo-chain.ts'
+import type { ChainEvent } from '../../indexer/events.ts'
+import type { SignatureCheck } from '../native-verify.ts'
+import { type KeyLookup, type VerifiedCommit, verifyCommit } from '../signature.ts'
+import { InversionError, invertCommit } from './invert.ts'
+
+// The Sync 1.1 checks of one #commit of a tracked repo (notes/sync-1.1.md, section 3), in
+// the order that lets the cheap ones refuse first: rev syntax and clock, the repo's sync
+// state, replay, then the signature and proofs, then the chain (since, prevData,
+// inversion). Policies: a commit without prevData whose ops carry no prev is legacy and
+// accepted (counted); inversion is strict, a proof that cannot give back prevData is a
+// break (a resync costs less than serving a hidden delete).
+
+type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
+
+/** A rev this far ahead of our clock is refused (the relay's and atmos's tolerance). */
+export const FUTURE_REV_TOLERANCE_MS = 5 * 60 * 1000
+
+export type CommitVerdict =
+  | { kind: 'accept'; events: CommitEvt[]; chain: ChainEvent; legacy: boolean }
+  /** rev at or below the stored one: a replay, dropped. */
+  | { kind: 'replay' }
+  /** The repo waits for a resync: its commits are not applied blindly. */
+  | { kind: 'waiting'; state: ChainHead['state'] }
+  /** A bad commit: dropped, state unchanged, no resync (it would not help). */
+  | { kind: 'reject'; reason: 'future_rev' | 'invalid'; detail: string }
+  | { kind: 'break'; reason: BreakReason; detail: string; chain: ChainEvent }
+
+export interface CheckDeps {
+  resolveKey: KeyLookup
+  match: (collection: string) => boolean
+  check?: SignatureCheck
+  now?: () => number
+}
+
+export async function checkCommit(
+  deps: CheckDeps,
+  body: CommitBody,
+  head: ChainHead | null,
+  timeUs: number,
+): Promise<CommitVerdict> {
+  const early = checkRev(body.rev, deps.now?.() ?? Date.now())
+  if (early) return early
+  if (head && head.state !== 'synchronized') return { kind: 'waiting', state: head.state }
+  if (head?.rev && body.rev <= head.rev) return { kind: 'replay' }
+  let verified: VerifiedCommit
+  try {
+    verified = await verifyCommit(deps.resolveKey, body, deps.match, deps.check)
+    checkEnvelope(body, verified)
+  } catch (err) {
+    return { kind: 'reject', reason: 'invalid', detail: (err as Error).message }
+  }
+  const broken = (reason: BreakReason, detail: string): CommitVerdict => ({
+    kind: 'break',
+    reason,
+    detail,
+    chain: stateEvent(body.repo, 'desynchronized', reason, timeUs),
+  })
+  if (body.since && body.since >= body.rev)
+    return broken('rev_order', `since ${body.since} is not before rev ${body.rev}`)
+  let legacy = false
+  if (head?.rev && head.data) {
+    if (body.since !== head.rev)
+      return broken('since', `since ${body.since} but the stored rev is ${head.rev}`)
+    const prevData = body.prevData
+    if (!prevData) {
+      if (body.ops.some((op) => op.prev)) return broken('inversion', 'ops carry prev, no prevData')
+      legacy = true
+    } else if (prevData.toString() !== head.data) {
+      return broken('prev_data', `prevData ${prevData} but the stored root is ${head.data}`)
+    } else {
+      try {
+        const before = await invertCommit(verified.blocks, verified.signed.data, body.ops)
+        if (!before.equals(prevData))
+          return broken('inversion', `inverted root ${before} is not prevData ${prevData}`)
+      } catch (err) {
+        if (!(err instanceof InversionError)) throw err
+        return broken('inversion', err.message)
+      }
+    }
+  }
+  const chain: ChainEvent = {
+    kind: 'chain',
+    did: body.repo,
+    rev: body.rev,
+    data: verified.signed.data.toString(),
+    commit: verified.root.toString(),
+    state: 'synchronized',
+    reason: null,
+    timeUs,
+  }
+  return { kind: 'accept', events: verified.events, chain, legacy }
+}
+
+export function checkRev(rev: string, nowMs: number): CommitVerdict | null {
+  if (!TID.is(rev)) return { kind: 'reject', reason: 'invalid', detail: `rev ${rev} is not a TID` }
+  const revMs = TID.fromStr(rev).timestamp() / 1000
+  if (revMs > nowMs + FUTURE_REV_TOLERANCE_MS)
+    return {
+      kind: 'reject',
+      reason: 'future_rev',
+      detail: `rev ${rev} is ${Math.round((revMs - nowMs) / 1000)} s in the future`,
+    }
+  return null
+}
+
+/**
+ * The proofs authenticate the CAR's root commit; the frame's `commit` and `rev` are plain
+ * claims beside it. Tie them together, or a relay could attach any rev.
+ */
+function checkEnvelope(body: CommitBody, v: VerifiedCommit): void {
+  if (!v.root.equals(body.commit)) throw new Error('frame commit is not the root of its blocks')
+  if (v.signed.did !== body.repo)
+    throw new Error(`commit is for ${v.signed.did}, frame says ${body.repo}`)
+  if (v.signed.rev !== body.rev)
+    throw new Error(`commit rev ${v.signed.rev}, frame says ${body.rev}`)
+}
+
+export function stateEvent(
+  did: string,
+  state: ChainEvent['state'],
+  reason: string | null,
+  timeUs: number,
+): ChainEvent {
+  return { kind: 'chain', did, rev: null, data: null, commit: null, state, reason, timeUs }
+}

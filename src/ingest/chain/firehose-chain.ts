@@ -1,0 +1,122 @@
+import type { Logger } from 'pino'
+import type { ChainHead } from '../../db/repo-chain.ts'
+import type { ChainEvent, RepoSnapshotEvent } from '../../indexer/events.ts'
+import type { Metrics } from '../../metrics.ts'
+import type { DidResolver } from '../did-resolver.ts'
+import type { SignatureCheck } from '../native-verify.ts'
+import { fetchRepoSnapshot } from '../repo-snapshot.ts'
+import type { Sink, SourceItem } from '../source.ts'
+import { type ChainFrames, createChainFrames } from './chain-frames.ts'
+import { Resyncer, type ResyncerOptions } from './resyncer.ts'
+import { ChainTracker } from './tracker.ts'
+
+// Sync 1.1 for one run of the firehose source: the tracker, the chain checks of frames and
+// the resyncer, tied to the sink. A resync is asked for when a break's item is handed to the
+// sink (not when it is checked), so the snapshot always lands after the break it heals.
+
+/** Where the chain state lives (src/db/repo-chain.ts), passed in by the wiring. */
+export interface ChainStore {
+  loadHead: (did: string) => Promise<ChainHead | null>
+  loadTracked: (limit: number) => Promise<string[]>
+  listUnsynchronized: (limit: number) => Promise<string[]>
+}
+
+export interface FirehoseChainOptions {
+  store: ChainStore
+  sink: Sink
+  startCursor: number | null
+  resolver: DidResolver
+  collections: string[]
+  checkSignature?: SignatureCheck
+  allowPrivateNetwork?: boolean
+  logger: Logger
+  metrics: Metrics
+  maxTracked?: number
+  resync?: Partial<
+    Pick<ResyncerOptions, 'retryBaseMs' | 'retryMaxMs' | 'maxAttempts' | 'perRepoPerMinute'>
+  >
+  /** Default: a verified getRepo from the DID's PDS. */
+  fetchSnapshot?: (did: string, signal: AbortSignal) => Promise<RepoSnapshotEvent>
+}
+
+export interface FirehoseChain {
+  frames: ChainFrames
+  isTracked: (did: string) => boolean
+  track: (did: string) => void
+  /** Every item the connection handed to the sink, in order. */
+  onPushed: (item: SourceItem) => void
+  onConnect: () => void
+  close: () => Promise<void>
+}
+
+export async function startFirehoseChain(o: FirehoseChainOptions): Promise<FirehoseChain> {
+  const { logger, metrics } = o
+  const tracker = new ChainTracker({ loadHead: o.store.loadHead, logger, maxTracked: o.maxTracked })
+  for (const did of await o.store.loadTracked(o.maxTracked ?? 200_000)) tracker.track(did)
+  let cursor = o.startCursor
+  let cursorKnown: (() => void) | null = null
+  const cursorReady = new Promise<void>((r) => {
+    cursorKnown = r
+  })
+  if (cursor !== null) cursorKnown!()
+
+  const emit = async (event: ChainEvent | RepoSnapshotEvent) => {
+    // Out-of-band items ride at the cursor already handed on: they never move it.
+    await cursorReady
+    await o.sink.push({ event, cursor: cursor!, timeUs: event.timeUs })
+    if (event.kind === 'chain') tracker.pushed(event)
+  }
+  const fetchSnapshot =
+    o.fetchSnapshot ??
+    ((did: string, signal: AbortSignal) =>
+      fetchRepoSnapshot(did, {
+        resolver: o.resolver,
+        collections: o.collections,
+        signal,
+        allowPrivateNetwork: o.allowPrivateNetwork,
+      }))
+  const resyncer = new Resyncer({
+    ...o.resync,
+    fetchSnapshot,
+    hostOf: async (did) => new URL(await o.resolver.resolvePds(did)).host,
+    emit,
+    head: (did) => tracker.head(did),
+    settle: (chain) => tracker.settle(chain),
+    logger,
+    metrics,
+  })
+  const wanted = new Set(o.collections)
+  const frames = createChainFrames({
+    tracker,
+    resolveKey: (did, forceRefresh) => o.resolver.resolveKey(did, { forceRefresh }),
+    match: (c) => wanted.has(c),
+    checkSignature: o.checkSignature,
+    logger,
+    metrics,
+    onWaiting: (did) => {
+      // Only once the break is handed on (or it came from the database): see above.
+      const state = tracker.pushedState(did)
+      if (state === undefined || state !== 'synchronized') resyncer.request(did)
+    },
+  })
+  // Repos a break or an interrupted resync left out of sync before this run.
+  for (const did of await o.store.listUnsynchronized(1_000)) resyncer.request(did)
+  logger.info({ tracked: tracker.trackedCount }, 'firehose chain state loaded')
+
+  return {
+    frames,
+    isTracked: (did) => tracker.isTracked(did),
+    track: (did) => tracker.track(did),
+    onPushed(item) {
+      cursor = item.cursor
+      cursorKnown?.()
+      cursorKnown = null
+      const ev = item.event
+      if (ev?.kind !== 'chain') return
+      tracker.pushed(ev)
+      if (ev.state === 'desynchronized') resyncer.request(ev.did)
+    },
+    onConnect: () => tracker.resetConnection(),
+    close: () => resyncer.close(),
+  }
+}

@@ -1,0 +1,119 @@
+import type { Logger } from 'pino'
+import type { ChainHead } from '../../db/repo-chain.ts'
+import type { ChainEvent } from '../../indexer/events.ts'
+
+// What the firehose knows of each tracked repo's chain, ahead of the database. Two layers:
+// `heads` is the state as frames of the current connection were checked (frames are
+// checked before they are handed on, and a connection's unhanded frames are read again
+// after a reconnect, so this layer is dropped on every connect); `pushed` is the state as
+// of the items already handed to the pipeline, which will commit in order. Below both is
+// the database. Both layers are LRU maps: an evicted repo is read back from below.
+
+export interface ChainTrackerOptions {
+  loadHead: (did: string) => Promise<ChainHead | null>
+  logger: Logger
+  /**
+   * Tracked DIDs kept in memory (default 200,000, ~20 MB). Past it a new repo is not added:
+   * its commits without wanted ops are then skipped, and its next wanted commit does not
+   * continue the stored chain, which costs one resync but loses nothing.
+   */
+  maxTracked?: number
+  /** Heads per layer (default 50,000). */
+  maxHeads?: number
+}
+
+export class ChainTracker {
+  readonly #opts: Required<ChainTrackerOptions>
+  readonly #tracked = new Set<string>()
+  #heads = new Map<string, ChainHead>()
+  readonly #pushed = new Map<string, ChainHead>()
+  readonly #tails = new Map<string, Promise<unknown>>()
+  #full = false
+
+  constructor(opts: ChainTrackerOptions) {
+    this.#opts = { maxTracked: 200_000, maxHeads: 50_000, ...opts }
+  }
+
+  isTracked(did: string): boolean {
+    return this.#tracked.has(did)
+  }
+
+  track(did: string): void {
+    if (this.#tracked.has(did)) return
+    if (this.#tracked.size >= this.#opts.maxTracked) {
+      if (!this.#full)
+        this.#opts.logger.warn(
+          { maxTracked: this.#opts.maxTracked },
+          'tracked-repo set is full: further new repos are verified only on wanted commits',
+        )
+      this.#full = true
+      return
+    }
+    this.#tracked.add(did)
+  }
+
+  get trackedCount(): number {
+    return this.#tracked.size
+  }
+
+  /** A new connection: frames not handed on will be read again, so forget what they said. */
+  resetConnection(): void {
+    this.#heads = new Map()
+  }
+
+  async head(did: string): Promise<ChainHead | null> {
+    const h = this.#heads.get(did) ?? this.#pushed.get(did)
+    if (h) return h
+    return this.#opts.loadHead(did)
+  }
+
+  /** The state as of the items handed on; undefined when none of them named the repo. */
+  pushedState(did: string): ChainHead['state'] | undefined {
+    return this.#pushed.get(did)?.state
+  }
+
+  /** The state after a checked frame of the current connection. */
+  setHead(head: ChainHead): void {
+    put(this.#heads, head, this.#opts.maxHeads)
+  }
+
+  /** An item carrying this chain state was handed to the pipeline. */
+  pushed(ev: ChainEvent): void {
+    const prev = this.#pushed.get(ev.did)
+    put(this.#pushed, headOf(ev, prev), this.#opts.maxHeads)
+  }
+
+  /** A resync's state, at once in both layers: later frames continue from it. */
+  settle(ev: ChainEvent): void {
+    const head = headOf(ev, this.#pushed.get(ev.did))
+    put(this.#pushed, head, this.#opts.maxHeads)
+    put(this.#heads, head, this.#opts.maxHeads)
+  }
+
+  /** Runs `task` after every earlier task of the same repo: one repo's frames stay in order. */
+  serialize<T>(did: string, task: () => Promise<T>): Promise<T> {
+    const prev = this.#tails.get(did) ?? Promise.resolve()
+    const run = prev.then(task, task)
+    const tail = run.catch(() => {})
+    this.#tails.set(did, tail)
+    void tail.then(() => {
+      if (this.#tails.get(did) === tail) this.#tails.delete(did)
+    })
+    return run
+  }
+}
+
+function headOf(ev: ChainEvent, prev: ChainHead | undefined): ChainHead {
+  return {
+    did: ev.did,
+    rev: ev.rev ?? prev?.rev ?? null,
+    data: ev.data ?? prev?.data ?? null,
+    state: ev.state,
+  }
+}
+
+function put(map: Map<string, ChainHead>, head: ChainHead, max: number): void {
+  map.delete(head.did)
+  map.set(head.did, head)
+  if (map.size > max) map.delete(map.keys().next().value as string)
+}
