@@ -7,8 +7,12 @@ FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
-# --ignore-scripts: no production dependency needs an install script.
+COPY patches ./patches
+# --ignore-scripts: no production dependency needs an install script. Our own postinstall
+# (patch-package, a devDependency) is skipped with them, so the driver fix in patches/
+# (postgres.js crashing on a database outage) is applied here explicitly.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+  && npx --yes patch-package@8.0.1 --error-on-fail \
   && npm cache clean --force
 
 # --- runtime ---------------------------------------------------------------------------

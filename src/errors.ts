@@ -46,3 +46,12 @@ export function isRetryableDbError(err: unknown): boolean {
   }
   return e.cause ? isRetryableDbError(e.cause) : false
 }
+
+/** The first driver or SQLSTATE code along the cause chain, for a message; else 'unknown'. */
+export function dbErrorCode(err: unknown): string {
+  for (let e = err as { code?: unknown; cause?: unknown } | null, i = 0; e && i < 10; i++) {
+    if (typeof e.code === 'string') return e.code
+    e = e.cause as typeof e
+  }
+  return 'unknown'
+}

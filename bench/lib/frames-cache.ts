@@ -11,7 +11,7 @@ import { buildFrames, type FrameOptions, type FrameSet } from './frames.ts'
 const CACHE = fileURLToPath(
   new URL('../../node_modules/.cache/prompt-appview-bench/', import.meta.url),
 )
-const VERSION = 3
+const VERSION = 4
 
 /** Frames stored as [u32 length][frame] one after another. */
 export function readFramesFile(path: string): Uint8Array[] {

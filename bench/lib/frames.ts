@@ -9,6 +9,7 @@ import {
   Repo,
   WriteOpAction,
 } from '@atproto/repo'
+import { createRandom } from '../../src/demo/random.ts'
 import { benchGenerator, COLLECTIONS } from './traffic.ts'
 
 // subscribeRepos traffic made of real signed commits: every repo is an @atproto/repo Repo
@@ -141,6 +142,9 @@ async function commitFrame(
 export async function buildFrames(o: FrameOptions, log: (m: string) => void): Promise<FrameSet> {
   const t0 = performance.now()
   const gen = benchGenerator({ dids: o.lettaDids, seed: 41, noiseRatio: 0 })
+  // Seeded like the generator: the share of matching frames is then the same on every
+  // build, so a check of it is not a coin toss (Math.random missed 0.95 about 1 run in 20).
+  const rnd = createRandom(43)
   const kept = new Set(COLLECTIONS)
   const repos = new Map<string, RepoState>()
   const noise: RepoState[] = []
@@ -158,7 +162,7 @@ export async function buildFrames(o: FrameOptions, log: (m: string) => void): Pr
   }
   while (frames.length < o.frames) {
     const time = new Date(baseMs + seq).toISOString()
-    if (Math.random() < o.matchingShare) {
+    if (rnd.next() < o.matchingShare) {
       const ev = gen.next()
       if (ev.kind === 'identity') continue
       let st = repos.get(ev.did)
@@ -204,8 +208,8 @@ export async function buildFrames(o: FrameOptions, log: (m: string) => void): Pr
       matchingFrames++
       expected.push({ did: st.did, collection: c.collection, rkey: c.rkey, op: write.action, cid })
     } else {
-      const st = noise[Math.floor(Math.random() * noise.length)]
-      const collection = NOISE[Math.floor(Math.random() * NOISE.length)]
+      const st = rnd.pick(noise)
+      const collection = rnd.pick(NOISE)
       const createdAt = new Date(baseMs + seq).toISOString()
       const record =
         collection === 'app.bsky.feed.post'

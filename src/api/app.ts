@@ -9,6 +9,7 @@ import Fastify, {
   LogController,
 } from 'fastify'
 import type { AppContext } from '../context.ts'
+import { dbErrorCode, isRetryableDbError } from '../errors.ts'
 import { addCacheHeaders } from './http-cache.ts'
 import { errorNameOf, HttpError, validationMessage } from './http-errors.ts'
 import { adminRoutes } from './routes/admin.ts'
@@ -91,6 +92,15 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
         error: 'InvalidRequest',
         message: validationMessage(err.validation, err.validationContext),
       })
+    }
+    // The database is down or restarting: a 503 the client may retry, said at once (the
+    // driver fails fast once its connection is gone), not a 500 and not a hang.
+    if (isRetryableDbError(err)) {
+      request.log.warn({ err }, 'request failed: database unavailable')
+      return reply
+        .status(503)
+        .header('retry-after', '5')
+        .send({ error: errorNameOf(503), message: `database unavailable (${dbErrorCode(err)})` })
     }
     const status =
       err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500

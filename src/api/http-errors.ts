@@ -7,6 +7,7 @@ export const ERROR_NAMES: Record<number, string> = {
   404: 'NotFound',
   429: 'RateLimitExceeded',
   500: 'InternalServerError',
+  503: 'ServiceUnavailable',
 }
 
 export class HttpError extends Error {

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { Config } from '../config.ts'
 import { collectionsOf } from '../config.ts'
+import { retryWhileDbDown } from '../db/retry.ts'
 import { runBackfill } from '../ingest/backfill.ts'
 import { resolverFor } from '../ingest/create-source.ts'
 import { indexSnapshot, onShutdownSignal, openRuntime } from './runtime.ts'
@@ -19,6 +20,9 @@ export async function backfillCommand(
   const { ctx } = rt
   const abort = new AbortController()
   onShutdownSignal(ctx.logger, async () => abort.abort())
+  // The store calls wait out a database outage; a repo is marked done only once indexed.
+  const store = <T>(what: string, fn: () => Promise<T>) =>
+    retryWhileDbDown(fn, { logger: ctx.logger, what: `backfill: ${what}`, signal: abort.signal })
   try {
     if (opts.reset) await ctx.db.rows(sql`DELETE FROM backfill_repos`)
     const summary = await runBackfill({
@@ -29,14 +33,19 @@ export async function backfillCommand(
       relayUrl: config.relayUrl,
       dids: opts.dids.length > 0 ? opts.dids : undefined,
       concurrency: opts.concurrency,
-      isDone: async (did) =>
-        (await ctx.db.rows(sql`SELECT 1 FROM backfill_repos WHERE did = ${did}`)).length > 0,
-      markDone: async (did, rev) => {
-        await ctx.db.rows(sql`INSERT INTO backfill_repos (did, rev, finished_at) VALUES (${did}, ${rev}, now())
+      isDone: (did) =>
+        store(
+          'checking a repo',
+          async () =>
+            (await ctx.db.rows(sql`SELECT 1 FROM backfill_repos WHERE did = ${did}`)).length > 0,
+        ),
+      markDone: (did, rev) =>
+        store('marking a repo done', async () => {
+          await ctx.db.rows(sql`INSERT INTO backfill_repos (did, rev, finished_at) VALUES (${did}, ${rev}, now())
           ON CONFLICT (did) DO UPDATE SET rev = excluded.rev, finished_at = excluded.finished_at`)
-      },
+        }),
       // Each repo in its own transaction, beside live ingestion if it runs.
-      emit: (snapshot) => indexSnapshot(rt, snapshot),
+      emit: (snapshot) => store('indexing a repo', () => indexSnapshot(rt, snapshot)),
       signal: abort.signal,
       allowPrivateNetwork: config.allowPrivateNetwork,
     })

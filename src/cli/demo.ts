@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.ts'
 import { createGenerator } from '../demo/generator.ts'
@@ -20,16 +23,40 @@ export interface DemoOptions {
 }
 
 const TICK_MS = 100
+const CATCH_UP = 4
+// The local Jetstream's replay window: two minutes of events, and never more than this
+// much JSON text (V8 keeps text with any non-Latin-1 character at two bytes a character,
+// so 16 MB of heap at most), so the demo stays flat under the 256 MB heap at any --rate.
+// At the default rate that is a few seconds of events: an indexer that falls further
+// behind skips what was trimmed, as with a real Jetstream.
+const LOG_WINDOW_SECONDS = 120
+const LOG_MAX_CHARS = 8 << 20
 
 /**
  * A simulated network on loopback: a Jetstream-compatible server fed by the demo generator
  * in real time, and the indexer consuming it exactly as it would consume the real one.
- * Without DATABASE_URL the data lives in memory: a demo never mixes with a real DATA_DIR.
+ * Without DATABASE_URL the data lives in a PGlite directory of its own under the system temp
+ * dir, removed on exit: a demo never mixes with a real DATA_DIR, and on disk (unlike PGlite
+ * in memory, whose files live on the JS heap) a run of hours does not grow the heap.
  */
 export async function demoCommand(config: Config, opts: DemoOptions): Promise<number> {
-  const server = await startJetstreamServer({ maxLogEvents: Math.max(10_000, opts.rate * 120) })
-  const demoConfig: Config = { ...config, source: 'jetstream', jetstreamUrl: server.url }
-  const rt = await openRuntime(demoConfig, { migrate: true, memory: !config.databaseUrl })
+  const server = await startJetstreamServer({
+    maxLogEvents: opts.rate * LOG_WINDOW_SECONDS,
+    maxLogBytes: LOG_MAX_CHARS,
+  })
+  const tempDir = config.databaseUrl ? null : mkdtempSync(join(tmpdir(), 'prompt-appview-demo-'))
+  const removeTemp = () => {
+    if (tempDir) rmSync(tempDir, { recursive: true, force: true })
+  }
+  // Also on a hard exit (second signal, shutdown deadline, last-resort handler).
+  process.once('exit', removeTemp)
+  const demoConfig: Config = {
+    ...config,
+    source: 'jetstream',
+    jetstreamUrl: server.url,
+    dataDir: tempDir ?? config.dataDir,
+  }
+  const rt = await openRuntime(demoConfig, { migrate: true })
   const { logger } = rt.ctx
   const gen = createGenerator({
     seed: 20261130,
@@ -50,10 +77,17 @@ export async function demoCommand(config: Config, opts: DemoOptions): Promise<nu
   let produced = 0
   let next = gen.next()
   // Release events as the wall clock reaches their time_us, so the stream is real-time.
+  // After the loop was busy (startup, a long GC) the generator catches up at most
+  // CATCH_UP times faster than real time: a tick never builds seconds of events at once.
+  const perTick = Math.max(1, Math.ceil((opts.rate * TICK_MS * CATCH_UP) / 1000))
   const feeder = setInterval(() => {
     const now = Date.now() * 1000
     const batch = []
-    while (next.time_us <= now && (opts.events === null || produced < opts.events)) {
+    while (
+      next.time_us <= now &&
+      batch.length < perTick &&
+      (opts.events === null || produced < opts.events)
+    ) {
       batch.push(next)
       produced++
       next = gen.next()
@@ -73,11 +107,19 @@ export async function demoCommand(config: Config, opts: DemoOptions): Promise<nu
     await app?.close()
     await server.close()
     await rt.close()
+    removeTemp()
   })
   app = await startServer(rt, { source: 'jetstream', key: ingest.key }, { readApi: true })
   const ui = uiAddress(app, config.host)
   logger.info(
-    { ui, api: `${ui}v1/stats`, rate: opts.rate, dids: opts.dids },
+    {
+      ui,
+      api: `${ui}v1/stats`,
+      rate: opts.rate,
+      dids: opts.dids,
+      dataDir: tempDir ?? 'DATABASE_URL',
+      replayWindow: `${LOG_WINDOW_SECONDS} s, at most ${LOG_MAX_CHARS >> 20} M characters`,
+    },
     `demo running: open ${ui} in a browser, or try /v1/stats, /v1/prompts?flag=staleTemplate, /metrics`,
   )
   return -1

@@ -14,6 +14,7 @@ import type { Source } from '../ingest/source.ts'
 import { createLogger } from '../logger.ts'
 import { createMetrics } from '../metrics.ts'
 import { VERSION } from '../version.ts'
+import { installLastResort } from './last-resort.ts'
 
 export interface Runtime {
   ctx: AppContext
@@ -27,12 +28,11 @@ export interface Runtime {
 export async function openRuntime(
   config: Config,
   opts: {
-    migrate: boolean /** PGlite in memory instead of DATA_DIR (the demo). */
-    memory?: boolean
+    migrate: boolean
   },
 ): Promise<Runtime> {
   const logger = createLogger(config.logLevel)
-  const dataDir = config.databaseUrl || opts.memory ? null : config.dataDir
+  const dataDir = config.databaseUrl ? null : config.dataDir
   const db = await openDatabase({ url: config.databaseUrl, dataDir })
   const rt: Runtime = {
     ctx: undefined as unknown as AppContext,
@@ -61,7 +61,22 @@ export async function openRuntime(
         counting = false
       })
   }
+  // Like the prompt gauge: a scrape never waits on the database (PGlite shares this thread
+  // with ingestion), it reads the last count and starts a new one.
   let repoGauge: Record<string, number> = {}
+  let repoCounting = false
+  const refreshRepoGauge = () => {
+    if (repoCounting) return
+    repoCounting = true
+    countReposBySyncState(db)
+      .then((c) => {
+        repoGauge = c
+      })
+      .catch((err) => logger.warn({ err }, 'counting repos for the gauge failed'))
+      .finally(() => {
+        repoCounting = false
+      })
+  }
   const metrics = createMetrics({
     version: VERSION,
     collections: collectionsOf(config),
@@ -70,12 +85,7 @@ export async function openRuntime(
       return gauge
     },
     collectRepoGauge: async () => {
-      // Tracked repos are few (the Letta users): one grouped count per scrape, last value
-      // kept when the database does not answer.
-      repoGauge = await countReposBySyncState(db).catch((err) => {
-        logger.warn({ err }, 'counting repos for the gauge failed')
-        return repoGauge
-      })
+      refreshRepoGauge()
       return repoGauge
     },
     lagSeconds: () => {
@@ -220,7 +230,8 @@ export async function startIngest(
 
 /**
  * SIGTERM/SIGINT: run `shutdown` once; a second signal or a stuck shutdown past the
- * deadline exits hard, as the last resort.
+ * deadline exits hard. An uncaught exception or unhandled rejection runs it too, bounded,
+ * and exits with status 1 (src/cli/last-resort.ts).
  */
 export function onShutdownSignal(
   logger: AppContext['logger'],
@@ -250,4 +261,9 @@ export function onShutdownSignal(
   }
   process.on('SIGTERM', handler)
   process.on('SIGINT', handler)
+  installLastResort(logger, async () => {
+    if (started) return
+    started = true
+    await shutdown()
+  })
 }

@@ -1,4 +1,12 @@
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
@@ -69,6 +77,9 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
 async function openPostgres(url: string, opts: DatabaseOptions): Promise<Database> {
   const client = postgres(url, {
     max: opts.maxConnections ?? 10,
+    // While the server is unreachable, a query waits this long for a connection before it
+    // fails (retryable): reads answer 503 after seconds, not the driver's default 30 s.
+    connect_timeout: 5,
     onnotice: () => {},
     connection: opts.searchPath ? { search_path: opts.searchPath } : {},
   })
@@ -153,8 +164,27 @@ function lockDataDir(dataDir: string): () => void {
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0)
-    return true
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM'
   }
+  return !isZombie(pid)
+}
+
+/**
+ * kill(pid, 0) succeeds on a zombie: a process killed with -9 whose parent (a shell, a
+ * supervisor) has not reaped it yet. It holds no memory and no files, so its lock is dead.
+ * Linux's /proc/<pid>/stat says so (state Z, or X while being reaped); elsewhere there is
+ * no portable way to tell, and the process counts as alive.
+ */
+export function isZombie(pid: number): boolean {
+  let stat: string
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  } catch {
+    // Without /proc (not Linux) nothing can be told; with it, the process just went away.
+    return existsSync('/proc/self/stat')
+  }
+  // "pid (comm) state ...": comm may hold spaces and parentheses, so read after the last ')'.
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
+  return state === 'Z' || state === 'X'
 }

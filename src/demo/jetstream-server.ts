@@ -27,6 +27,12 @@ export interface JetstreamServerOptions {
    * day); an unbounded demo would otherwise grow without limit. Default: keep everything.
    */
   maxLogEvents?: number
+  /**
+   * Keep the newest events whose JSON texts add up to at most this many characters (about
+   * bytes: the JSON is ASCII but for non-Latin text). Records vary from 1 KB to 200 KB, so a
+   * count alone does not bound memory. Default: no byte bound.
+   */
+  maxLogBytes?: number
 }
 
 export interface SubscribeRequest {
@@ -41,9 +47,14 @@ export interface JetstreamServer {
   readonly connections: number
   /** Events in the log. */
   readonly size: number
+  /** Characters of JSON text in the log (what maxLogBytes bounds). */
+  readonly logChars: number
   /** Frames handed to sockets, over all connections (a slow client holds this back). */
   readonly sent: number
-  /** Every subscribe request received, oldest first (lets tests check resume cursors). */
+  /**
+   * Subscribe requests received, oldest first (lets tests check resume cursors); the
+   * newest MAX_REQUESTS only, so a client reconnecting for hours cannot grow it.
+   */
   readonly requests: SubscribeRequest[]
   /**
    * Adds events to the log (in time_us order) and streams them to live subscribers.
@@ -66,6 +77,8 @@ interface Stored {
 interface Log {
   items: Stored[]
   base: number
+  /** Sum of the items' text lengths. */
+  chars: number
 }
 
 interface Conn {
@@ -83,25 +96,24 @@ type Matcher = (collection: string | null) => boolean
 const HIGH_WATER_BYTES = 1 << 20
 // Sending is synchronous; yielding now and then keeps a same-process client responsive.
 const YIELD_EVERY = 256
+const MAX_REQUESTS = 10_000
 
 export async function startJetstreamServer(
   opts: JetstreamServerOptions = {},
 ): Promise<JetstreamServer> {
   const host = opts.host ?? '127.0.0.1'
-  const log: Log = { items: [], base: 0 }
+  const log: Log = { items: [], base: 0, chars: 0 }
   const conns = new Set<Conn>()
   const requests: SubscribeRequest[] = []
   const counter = { sent: 0 }
 
   const append = (events: Array<JetstreamJson | string>) => {
-    for (const e of events) log.items.push(toStored(e, log.items.at(-1)?.timeUs ?? 0))
-    const max = opts.maxLogEvents
-    // Trim in chunks, not per event: splice is linear in what stays.
-    if (max && log.items.length > max + Math.max(1, max >> 3)) {
-      const drop = log.items.length - max
-      log.items.splice(0, drop)
-      log.base += drop
+    for (const e of events) {
+      const stored = toStored(e, log.items.at(-1)?.timeUs ?? 0)
+      log.items.push(stored)
+      log.chars += stored.text.length
     }
+    trimLog(log, opts.maxLogEvents, opts.maxLogBytes)
     for (const c of conns) c.wake?.()
   }
   append(opts.events ?? [])
@@ -113,6 +125,7 @@ export async function startJetstreamServer(
   wss.on('connection', (ws, req) => {
     const { cursor, wantedCollections } = parseRequest(req)
     requests.push({ cursor, wantedCollections })
+    if (requests.length > MAX_REQUESTS) requests.splice(0, requests.length - MAX_REQUESTS)
     // No cursor: the live tip. A cursor older than the log: its start (Jetstream clamps too).
     const start = cursor === null ? -1 : log.items.findIndex((e) => e.timeUs >= cursor)
     const conn: Conn = {
@@ -149,6 +162,9 @@ export async function startJetstreamServer(
     get size() {
       return log.items.length
     },
+    get logChars() {
+      return log.chars
+    },
     get sent() {
       return counter.sent
     },
@@ -164,6 +180,23 @@ export async function startJetstreamServer(
       await new Promise<void>((resolve) => http.close(() => resolve()))
     },
   }
+}
+
+/** Drops the oldest events beyond either bound, in chunks: splice is linear in what stays. */
+function trimLog(log: Log, maxEvents?: number, maxChars?: number): void {
+  const overEvents = maxEvents && log.items.length > maxEvents + Math.max(1, maxEvents >> 3)
+  const overChars = maxChars && log.chars > maxChars + (maxChars >> 3)
+  if (!overEvents && !overChars) return
+  let drop = maxEvents ? Math.max(0, log.items.length - maxEvents) : 0
+  let chars = log.chars
+  for (let i = 0; i < drop; i++) chars -= log.items[i].text.length
+  // The newest event always stays, whatever its size.
+  while (maxChars && chars > maxChars && drop < log.items.length - 1) {
+    chars -= log.items[drop++].text.length
+  }
+  log.items.splice(0, drop)
+  log.base += drop
+  log.chars = chars
 }
 
 async function pump(

@@ -1,5 +1,5 @@
 import type { Outcome } from '../metrics.ts'
-import type { ChainEvent, Provenance, RepoSnapshotEvent } from './events.ts'
+import type { Provenance } from './events.ts'
 import {
   type AccountRow,
   type BatchEvent,
@@ -10,6 +10,7 @@ import {
   ROLES,
   type Role,
   type StoredRecord,
+  snapshotChain,
   splitKey,
 } from './plan.ts'
 import {
@@ -249,20 +250,6 @@ export function planBatch(
     if (visible !== (initialVisibility.get(did) ?? true)) plan.visibility.set(did, visible)
   }
   return plan
-}
-
-/** A verified fetch of the whole repo: the chain continues from the fetched commit. */
-function snapshotChain(ev: RepoSnapshotEvent, commit: { cid: string; data: string }): ChainEvent {
-  return {
-    kind: 'chain',
-    did: ev.did,
-    rev: ev.rev,
-    data: commit.data,
-    commit: commit.cid,
-    state: 'synchronized',
-    reason: null,
-    timeUs: ev.timeUs,
-  }
 }
 
 function* liveKeysOf(

@@ -1,4 +1,5 @@
 import type { AppContext } from '../context.ts'
+import { dbRetryDelayMs } from '../db/retry.ts'
 import { isRetryableDbError } from '../errors.ts'
 import type { Sink, SourceItem } from '../ingest/source.ts'
 import { applyBatch, type BatchResult, type IndexerDeps } from './apply.ts'
@@ -221,7 +222,8 @@ export class IngestPipeline implements Sink {
         return await applyBatch(this.#deps, events, cursor)
       } catch (err) {
         if (isRetryableDbError(err) && (attempt < 10 || !this.#stopping)) {
-          const delay = Math.min(30_000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2)
+          // A database outage: reading pauses behind the full queue until this succeeds.
+          const delay = dbRetryDelayMs(attempt)
           this.#ctx.logger.warn({ err, attempt, delay }, 'batch failed, retrying')
           await new Promise((r) => setTimeout(r, delay))
           continue

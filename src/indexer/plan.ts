@@ -1,5 +1,5 @@
 import type { Outcome } from '../metrics.ts'
-import type { ChainEvent, IndexEvent, Provenance } from './events.ts'
+import type { ChainEvent, IndexEvent, Provenance, RepoSnapshotEvent } from './events.ts'
 import type { PromptFacts } from './prompt-record.ts'
 
 // The shapes a batch is planned in: what is read of the current state, and the rows,
@@ -90,3 +90,20 @@ export interface OperatorHideEvent {
   hidden: boolean
 }
 export type BatchEvent = IndexEvent | OperatorHideEvent
+
+/** A verified fetch of the whole repo: the chain continues from the fetched commit. */
+export function snapshotChain(
+  ev: RepoSnapshotEvent,
+  commit: { cid: string; data: string },
+): ChainEvent {
+  return {
+    kind: 'chain',
+    did: ev.did,
+    rev: ev.rev,
+    data: commit.data,
+    commit: commit.cid,
+    state: 'synchronized',
+    reason: null,
+    timeUs: ev.timeUs,
+  }
+}

@@ -171,17 +171,11 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
       try {
         if (opts.chainStore && !opts.unauthenticated)
           chain = await startFirehoseChain({
+            ...opts,
             store: opts.chainStore,
             sink,
             startCursor,
-            resolver: opts.resolver,
-            collections: opts.collections,
             checkSignature: pool.check,
-            allowPrivateNetwork: opts.allowPrivateNetwork,
-            logger,
-            metrics,
-            resync: opts.resync,
-            fetchSnapshot: opts.fetchSnapshot,
           })
         const processor = makeProcessor(signal, pool, chain)
         await readUntilAborted(sink, startCursor, signal, processor, chain)

@@ -58,4 +58,28 @@ describe('jetstream test server', () => {
     expect(performance.now() - t).toBeGreaterThan(200)
     c.ws.close()
   })
+  it('bounds its log by characters as well as by count, keeping the newest', async () => {
+    const big = (n: number) => ({ ...commit(n), pad: 'x'.repeat(10_000) })
+    s = await startJetstreamServer({ maxLogEvents: 1000, maxLogBytes: 50_000 })
+    for (let n = 1; n <= 40; n++) s.append([big(n)])
+    // Trimmed in chunks: never more than the bound and its eighth of slack.
+    expect(s.logChars).toBeLessThanOrEqual(50_000 + (50_000 >> 3))
+    expect(s.size).toBeGreaterThanOrEqual(4)
+    expect(s.size).toBeLessThan(10)
+    // A cursor before the window starts at its oldest event, which is one of the newest.
+    const c = subscribe(`?cursor=${us(1)}`)
+    await until(() => c.got.length === s.size)
+    expect(c.got.at(-1)?.time_us).toBe(us(40))
+    expect(c.got[0].time_us).toBe(us(41 - s.size))
+    c.ws.close()
+  })
+
+  it('keeps the newest event even when it alone is over the character bound', async () => {
+    s = await startJetstreamServer({ maxLogBytes: 100 })
+    s.append([
+      { ...commit(1), pad: 'y'.repeat(500) },
+      { ...commit(2), pad: 'y'.repeat(500) },
+    ])
+    expect(s.size).toBe(1)
+  })
 })

@@ -138,4 +138,31 @@ describe('Resyncer', () => {
     expect(r.resyncer.isBusy(did)).toBe(true)
     await r.resyncer.close()
   })
+
+  it('a corrupted or truncated repo CAR fails the resync for good: counted, the repo left desynchronized', async () => {
+    for (const [name, damage] of [
+      // One byte of the last block flipped: its hash no longer matches its CID.
+      [
+        'corrupted',
+        (car: Uint8Array) => {
+          const bad = Buffer.from(car)
+          bad[bad.length - 1] ^= 0xff
+          return bad
+        },
+      ],
+      ['truncated', (car: Uint8Array) => car.subarray(0, car.length - 7)],
+    ] as const) {
+      const did = `did:plc:${name}aaaaaaaaaaaaaaaa`.slice(0, 32)
+      const { kp, car } = await repoCar(did)
+      const host = await pds(damage(car), 0)
+      const r = await rig({ [did]: { url: host.url, key: kp.did() } })
+      r.resyncer.request(did)
+      await until(() => r.emitted.some((e) => e.kind === 'chain' && e.reason === 'resync_failed'))
+      expect(r.snapshots(did)).toEqual([])
+      expect(await r.count('failed')).toBe(1)
+      // Bad data is not retried: one request only.
+      expect(host.hits.length).toBe(1)
+      await r.resyncer.close()
+    }
+  })
 })

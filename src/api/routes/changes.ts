@@ -57,7 +57,7 @@ export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (ap
       const since = parseSince(request.query.since)
       const limit = parseLimit(request.query.limit, CHANGES_DEFAULT_LIMIT, CHANGES_MAX_LIMIT)
       // The first chunk is read before the status goes out, so a database failure is
-      // still a clean 500 rather than a truncated 200.
+      // still a clean error (503 while the database is down) rather than a truncated 200.
       const asked = Math.min(pageSize, limit)
       const first = await readChanges(db, since, asked)
       reply.header('cache-control', 'no-store')

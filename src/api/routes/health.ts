@@ -1,4 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify'
+import { dbErrorCode } from '../../errors.ts'
+
+// A probe answers within a load balancer's timeout even when the database hangs.
+const PING_TIMEOUT_MS = 3000
 
 const okSchema = {
   type: 'object',
@@ -35,12 +39,25 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
       if (!app.apiOptions.isReady())
         return reply.status(503).send({ ok: false, reason: 'migrations pending' })
       try {
-        await app.ctx.db.ping()
+        await withTimeout(app.ctx.db.ping(), PING_TIMEOUT_MS)
       } catch (err) {
         app.log.warn({ err }, 'readiness check: database does not answer')
-        return reply.status(503).send({ ok: false, reason: 'database unavailable' })
+        return reply
+          .status(503)
+          .send({ ok: false, reason: `database unavailable (${dbErrorCode(err)})` })
       }
       return { ok: true }
     },
   )
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(Object.assign(new Error(`no answer in ${ms} ms`), { code: 'PING_TIMEOUT' })),
+      ms,
+    )
+  })
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer))
 }

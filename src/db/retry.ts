@@ -1,0 +1,48 @@
+import type { Logger } from 'pino'
+import { isRetryableDbError } from '../errors.ts'
+
+// A database outage is waited out, not failed: work that cannot go on without the store
+// (a batch, a backfilled repo) retries with capped, jittered backoff for as long as the
+// failure is a transient one (connection lost, server shutting down) and no one asked to
+// stop. Anything else is thrown at once.
+
+export interface DbRetryOptions {
+  logger: Logger
+  /** What is being retried, for the log. */
+  what: string
+  signal?: AbortSignal
+  baseMs?: number
+  /** The cap: once the database is back, work resumes within this long. */
+  maxMs?: number
+}
+
+export const DB_RETRY_MAX_MS = 10_000
+
+export function dbRetryDelayMs(attempt: number, baseMs = 100, maxMs = DB_RETRY_MAX_MS): number {
+  return Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 20)) * (0.5 + Math.random() / 2)
+}
+
+export async function retryWhileDbDown<T>(fn: () => Promise<T>, o: DbRetryOptions): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn()
+    } catch (err) {
+      if (!isRetryableDbError(err) || o.signal?.aborted) throw err
+      const delay = dbRetryDelayMs(attempt, o.baseMs, o.maxMs)
+      o.logger.warn({ err, attempt, delay }, `${o.what}: database unavailable, retrying`)
+      await sleep(delay, o.signal)
+    }
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(t)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    const t = setTimeout(done, ms)
+    signal?.addEventListener('abort', done, { once: true })
+  })
+}
