@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages the test suite needs beyond node_modules:
 # Debian's `prometheus` package (provides `prometheus` and `promtool`), used by
-# test/infra/*.test.ts. Idempotent: does nothing when both binaries are present.
+# test/infra/*.test.ts, and Debian's `chromium` (with a font for its screenshots), which
+# test/ui/*.test.ts drive through playwright-core (never `playwright install`).
+# Idempotent: installs only what is missing.
 # The tests start their own Prometheus on a random loopback port, so any system
 # service the package starts is stopped and kept from listening on :9090.
 set -euo pipefail
@@ -35,8 +37,14 @@ stop_system_prometheus() {
   done
 }
 
-if have_prometheus; then
-  echo "ci-system-deps: prometheus already installed ($(command -v prometheus))"
+have_chromium() { [ -x /usr/bin/chromium ]; }
+
+missing=()
+have_prometheus || missing+=(prometheus)
+have_chromium || missing+=(chromium fonts-dejavu-core)
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "ci-system-deps: prometheus and chromium already installed"
 else
   # Keep the package's init scripts from starting a daemon during install.
   policy=/usr/sbin/policy-rc.d
@@ -50,7 +58,7 @@ else
   trap cleanup EXIT
 
   $SUDO apt-get update
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
 stop_system_prometheus
@@ -60,3 +68,8 @@ if ! have_prometheus; then
   exit 1
 fi
 promtool --version | head -n 1
+if ! have_chromium; then
+  echo 'ci-system-deps: /usr/bin/chromium still missing after install' >&2
+  exit 1
+fi
+/usr/bin/chromium --version 2>/dev/null | head -n 1 || true

@@ -50,6 +50,7 @@ const COPY_COLUMNS: Record<string, { cols: string[]; did: string[]; text: string
       'compiled_us',
       'evidence',
       'recompiles',
+      'search_vector',
     ],
     did: ['agent_did'],
     text: ['agent_uri'],

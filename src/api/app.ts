@@ -20,7 +20,11 @@ import { metricsRoutes } from './routes/metrics.ts'
 import { promptRoutes } from './routes/prompts.ts'
 import { recordRoutes } from './routes/records.ts'
 import { repoRoutes } from './routes/repos.ts'
+import { revisionRoutes } from './routes/revisions.ts'
+import { searchRoutes } from './routes/search.ts'
 import { statsRoutes } from './routes/stats.ts'
+import { isInternalRequest } from './ui/api-client.ts'
+import { sendHtmlError, uiRoutes, wantsHtml } from './ui/plugin.ts'
 import { answerConnect, clientErrorHandler } from './unroutable.ts'
 
 /** What a source reports of a hole it left in the stream (see ingestGapSchema). */
@@ -72,7 +76,9 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
     // names them, not a route miss.
     routerOptions: { maxParamLength: 4096 },
     clientErrorHandler,
-    frameworkErrors: (err, _request, reply) => {
+    frameworkErrors: (err, request, reply) => {
+      if (wantsHtml(request as never))
+        return void sendHtmlError(reply as FastifyReply, 400, err.message)
       ;(reply as FastifyReply).status(400).send({ error: 'InvalidRequest', message: err.message })
     },
   }) as unknown as FastifyInstance
@@ -82,6 +88,8 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
 
   const histogram = ctx.metrics.httpRequestDurationSeconds
   app.addHook('onResponse', async (request, reply) => {
+    // The UI's in-process reads of the API: the page request itself is the one counted.
+    if (isInternalRequest(request.headers)) return
     // The route pattern, never the raw URL: labels must not carry DIDs or URIs.
     const route = request.routeOptions.url ?? 'unmatched'
     histogram.observe(
@@ -118,11 +126,14 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
           : 'internal error'
     return reply.status(status).send({ error: errorNameOf(status), message })
   })
+  const readApi = opts.readApi ?? true
   app.setNotFoundHandler((request, reply) =>
-    reply.status(404).send({
-      error: 'NotFound',
-      message: `no route ${request.method} ${request.url.split('?')[0]}`,
-    }),
+    readApi && wantsHtml(request)
+      ? sendHtmlError(reply, 404, `there is no page at ${request.url.split('?')[0]}`)
+      : reply.status(404).send({
+          error: 'NotFound',
+          message: `no route ${request.method} ${request.url.split('?')[0]}`,
+        }),
   )
 
   // Before compress: the ETag is computed on the uncompressed body.
@@ -142,8 +153,12 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
     brotliOptions: { params: { [zlib.BROTLI_PARAM_QUALITY]: 4 } },
   })
   // Keyed by request.ip, which honours TRUST_PROXY (Fastify's trustProxy above).
-  await app.register(rateLimit, { max: ctx.config.rateLimitPerMinute, timeWindow: 60_000 })
-  const readApi = opts.readApi ?? true
+  // The UI's in-process reads are exempt: the page request was already counted.
+  await app.register(rateLimit, {
+    max: ctx.config.rateLimitPerMinute,
+    timeWindow: 60_000,
+    allowList: (request) => isInternalRequest(request.headers),
+  })
   if (readApi) await registerDocs(app)
 
   await app.register(healthRoutes)
@@ -151,9 +166,12 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   if (!readApi) return app
   await app.register(statsRoutes)
   await app.register(promptRoutes)
+  await app.register(revisionRoutes)
+  await app.register(searchRoutes)
   await app.register(recordRoutes)
   await app.register(repoRoutes)
   await app.register(changesRoutes, { pageSize: opts.changesPageSize ?? 500 })
+  await app.register(uiRoutes)
   if (ctx.config.adminToken) {
     await app.register(adminRoutes, { token: ctx.config.adminToken, resyncRepo: opts.resyncRepo })
   }

@@ -4,16 +4,21 @@ import {
   changesQuery,
   conversationQuery,
   handleQuery,
+  handlesQuery,
   type PromptListQuery,
   promptByKeyQuery,
   promptListQuery,
   promptStateQuery,
+  recentChangesQuery,
   revisionsQuery,
 } from '../db/api-queries.ts'
 import type { Database } from '../db/client.ts'
+import { type FlagEvidenceRow, flagEvidenceQuery } from '../db/flag-evidence.ts'
 import { type FlagCounts, type PromptRow, type PromptView, toPromptView } from '../db/queries.ts'
-import { FLAG_NAMES, flagsToNames } from '../indexer/flags.ts'
+import { countReposBySyncState, listUnsynchronized } from '../db/repo-chain.ts'
+import { FLAG_NAMES, type FlagName, flagsToNames } from '../indexer/flags.ts'
 import type { Nsids } from '../indexer/prompt-record.ts'
+import { FLAGS_WITH_EVIDENCE, flagReasons, type Reasons } from './flag-reasons.ts'
 import { type Actor, encodeCursor, encodeRevCursor } from './params.ts'
 
 // Runs the API's queries and shapes their rows into the answers of SPEC section 6.
@@ -27,14 +32,23 @@ export async function resolveActor(db: Database, actor: Actor): Promise<string |
   return rows[0]?.did ?? null
 }
 
+/** A single prompt's answer: the view plus one sentence per flag (lists leave these out). */
+export type PromptAnswer = PromptView & { reasons: Reasons }
+
 export async function getPromptView(
   db: Database,
   nsids: Nsids,
   did: string,
   rkey: string,
-): Promise<PromptView | null> {
+): Promise<PromptAnswer | null> {
   const rows = await db.rows<PromptRow>(promptByKeyQuery(nsids, did, rkey))
-  return rows[0] ? toPromptView(rows[0], nsids) : null
+  if (!rows[0]) return null
+  const view = toPromptView(rows[0], nsids)
+  const needsEvidence = view.flags.some((f) => FLAGS_WITH_EVIDENCE.includes(f as FlagName))
+  const evidence = needsEvidence
+    ? ((await db.rows<FlagEvidenceRow>(flagEvidenceQuery(did, rkey)))[0] ?? null)
+    : null
+  return { ...view, reasons: flagReasons(view, evidence, nsids) }
 }
 
 export type PromptListItem = PromptView & { contentBytes: number | null }
@@ -206,4 +220,33 @@ export function changeLine(r: ChangeRow, promptNsid: string): string {
     flags,
     at: iso(r.at),
   })}\n`
+}
+
+/** Verified handles of visible accounts among `dids` (at most 200 asked at once). */
+export async function getHandles(
+  db: Database,
+  dids: Iterable<string>,
+): Promise<Map<string, string>> {
+  const unique = [...new Set(dids)].slice(0, 200)
+  if (unique.length === 0) return new Map()
+  const rows = await db.rows<{ did: string; handle: string }>(handlesQuery(unique))
+  return new Map(rows.map((r) => [r.did, r.handle]))
+}
+
+/** The newest visible changes, newest first (withheld rows dropped, so maybe fewer). */
+export async function recentChanges(db: Database, take: number): Promise<ChangeRow[]> {
+  const rows = await db.rows<ChangeRow>(recentChangesQuery(take))
+  return rows.filter((r) => !r.withheld).map((r) => ({ ...r, seq: Number(r.seq) }))
+}
+
+/** Tracked repos by sync state, and up to `limit` DIDs of repos not synchronized (oldest first). */
+export async function reposOutOfSync(
+  db: Database,
+  limit: number,
+): Promise<{ counts: Record<string, number>; dids: string[] }> {
+  const [counts, dids] = await Promise.all([
+    countReposBySyncState(db),
+    listUnsynchronized(db, limit),
+  ])
+  return { counts, dids }
 }

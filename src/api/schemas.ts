@@ -66,11 +66,19 @@ const promptProperties = {
 } as const
 const promptRequired = Object.keys(promptProperties)
 
+const reasonsSchema = {
+  type: 'object',
+  description:
+    'One plain-language sentence per flag set, naming its evidence; the keys are exactly `flags`',
+  properties: Object.fromEntries(FLAG_NAMES.map((f) => [f, str])),
+  additionalProperties: false,
+} as const
+
 export const promptSchema = {
   type: 'object',
-  description: 'One compiledPrompt with its flags',
-  properties: promptProperties,
-  required: promptRequired,
+  description: 'One compiledPrompt with its flags and their reasons',
+  properties: { ...promptProperties, reasons: reasonsSchema },
+  required: [...promptRequired, 'reasons'],
 } as const
 
 export const promptListItemSchema = {
@@ -217,4 +225,97 @@ export const cursorParam = {
   type: 'string',
   maxLength: 2048,
   description: 'Opaque cursor of the previous page',
+} as const
+
+export const revisionDetailSchema = {
+  type: 'object',
+  description: 'One revision with its content and coreMemory',
+  properties: {
+    uri: str,
+    ...revisionSchema.properties,
+    contentKept: {
+      type: 'boolean',
+      description: 'false for revisions indexed before revision content was kept',
+    },
+    content: nullableStr,
+    coreMemory: nullableStr,
+    note: { type: ['string', 'null'], description: 'Why content is null, when it is' },
+  },
+  required: [...revisionSchema.required, 'uri', 'contentKept', 'content', 'coreMemory', 'note'],
+} as const
+
+const hunkList = {
+  type: ['array', 'null'],
+  description: 'null when the content of either revision is not available (see note)',
+  items: {
+    type: 'object',
+    properties: {
+      op: { type: 'string', enum: ['equal', 'insert', 'delete'] },
+      lines: { type: 'array', items: str },
+      skipped: {
+        type: 'integer',
+        description: 'A collapsed unchanged run: this many lines stand here; lines is empty',
+      },
+    },
+    required: ['op', 'lines'],
+  },
+} as const
+
+export const revisionDiffSchema = {
+  type: 'object',
+  description: 'Line diff of content and of coreMemory between two revisions',
+  properties: {
+    uri: str,
+    from: {
+      type: ['string', 'null'],
+      description: 'null: diffed against nothing (first revision)',
+    },
+    to: str,
+    content: hunkList,
+    coreMemory: hunkList,
+    note: nullableStr,
+  },
+  required: ['uri', 'from', 'to', 'content', 'coreMemory', 'note'],
+} as const
+
+export const revParam = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 512,
+  description: 'Revision (the commit rev, a TID)',
+} as const
+
+export const searchPageSchema = {
+  type: 'object',
+  properties: {
+    items: {
+      type: 'array',
+      items: {
+        ...promptListItemSchema,
+        description: 'A prompt in a list, with a snippet of content around the first match',
+        properties: {
+          ...promptListItemSchema.properties,
+          snippet: {
+            type: 'object',
+            properties: {
+              text: { type: 'string', description: 'Plain text (escape it to show it as HTML)' },
+              matches: {
+                type: 'array',
+                description: 'Where the words of q occur in text: UTF-16 offsets [start, end)',
+                items: {
+                  type: 'object',
+                  properties: { start: int, end: int },
+                  required: ['start', 'end'],
+                },
+              },
+            },
+            required: ['text', 'matches'],
+          },
+        },
+        required: [...promptListItemSchema.required, 'snippet'],
+      },
+    },
+    cursor: promptPageSchema.properties.cursor,
+  },
+  required: ['items'],
 } as const

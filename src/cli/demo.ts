@@ -13,6 +13,7 @@ import {
   openRuntime,
   startIngest,
   startServer,
+  uiAddress,
 } from './runtime.ts'
 
 export interface DemoOptions {
@@ -114,18 +115,18 @@ export async function demoCommand(config: Config, opts: DemoOptions): Promise<nu
   })
   const served = { source: 'jetstream', key: ingest.key, gap: () => source.gap ?? null }
   app = await startServer(rt, served, { readApi: true })
-  const address = app.server.address()
-  const port = address && typeof address === 'object' ? address.port : config.port
+  const ui = uiAddress(app, config.host)
   logger.info(
     {
-      api: `http://${config.host}:${port}`,
+      ui,
+      api: `${ui}v1/stats`,
       rate: opts.rate,
       dids: opts.dids,
       dataDir: tempDir ?? 'DATABASE_URL',
       replayWindow: `${LOG_WINDOW_SECONDS} s, at most ${LOG_MAX_CHARS >> 20} M characters`,
       wire: opts.wire ?? 'v1',
     },
-    'demo running: try /v1/stats, /v1/prompts?flag=staleTemplate, /metrics',
+    `demo running: open ${ui} in a browser, or try /v1/stats, /v1/prompts?flag=staleTemplate, /metrics`,
   )
   return -1
 }

@@ -160,7 +160,25 @@ export async function startServer(
     },
   })
   await app.listen({ host: config.host, port: config.port })
+  if (opts.readApi)
+    rt.ctx.logger.info(
+      { ui: uiAddress(app, config.host) },
+      `browse UI at ${uiAddress(app, config.host)}`,
+    )
   return app
+}
+
+/** Where a person points a browser: a wildcard bind address is reachable as localhost. */
+export function uiAddress(app: FastifyInstance, host: string): string {
+  const address = app.server.address()
+  const port = address && typeof address === 'object' ? address.port : 0
+  const shown =
+    host === '0.0.0.0' || host === '::' || host === ''
+      ? 'localhost'
+      : host.includes(':')
+        ? `[${host}]`
+        : host
+  return `http://${shown}:${port}/`
 }
 
 export interface IngestHandle {

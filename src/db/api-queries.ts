@@ -128,3 +128,30 @@ export function handleQuery(handle: string): SQL {
   return sql`SELECT a.did FROM accounts a WHERE a.handle = ${handle}
     ORDER BY a.identity_us DESC NULLS LAST LIMIT 1`
 }
+
+/**
+ * The handles of some repos, for the browse UI: only verified handles (identity events store
+ * an unverifiable one as absent) of accounts that are visible, so a takedown hides the name too.
+ */
+export function handlesQuery(dids: string[]): SQL {
+  return sql`SELECT a.did, a.handle FROM accounts a
+    WHERE a.did IN (${sql.join(
+      dids.map((d) => sql`${d}`),
+      sql`, `,
+    )}) AND a.handle IS NOT NULL AND a.active AND NOT a.operator_hidden`
+}
+
+/**
+ * The newest change rows, newest first, for the UI's overview: the primary key read
+ * backwards, with the same `withheld` probe as changesQuery so a hidden repo's rows are
+ * skipped by the caller.
+ */
+export function recentChangesQuery(take: number): SQL {
+  return sql`SELECT c.seq, c.did, c.collection, c.rkey, c.op, c.cid, c.flags, c.at,
+      (c.op <> 'delete' AND COALESCE(acc.hidden, false)) AS withheld
+    FROM (SELECT seq, did, collection, rkey, op, cid, flags, at FROM changes ORDER BY seq DESC LIMIT ${take}) c
+    LEFT JOIN LATERAL (
+      SELECT (NOT a.active OR a.operator_hidden) AS hidden FROM accounts a WHERE a.did = c.did LIMIT 1
+    ) acc ON true
+    ORDER BY c.seq DESC`
+}

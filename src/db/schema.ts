@@ -3,6 +3,7 @@ import {
   bigint,
   bigserial,
   boolean,
+  customType,
   index,
   integer,
   jsonb,
@@ -37,6 +38,8 @@ const recordColumns = {
   commitCid: text('commit_cid'),
 }
 
+const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' })
+
 export const prompts = pgTable(
   'prompts',
   {
@@ -67,6 +70,12 @@ export const prompts = pgTable(
     listRecord: jsonb('list_record').generatedAlwaysAs(
       sql`CASE WHEN jsonb_typeof(record) = 'object' THEN record - 'content' - 'coreMemory' ELSE record END`,
     ),
+    /**
+     * The words of content for /v1/search (see search-queries.ts, searchVectorOf): written
+     * with the record, and only then. Not a generated column: Postgres recomputes those on
+     * every UPDATE of the row, and flag updates would re-parse the whole content each time.
+     */
+    searchVector: tsvector('search_vector'),
   },
   (t) => [
     primaryKey({ columns: [t.did, t.rkey] }),
@@ -93,6 +102,8 @@ export const prompts = pgTable(
     index('prompts_invalid_idx')
       .on(t.rkey.desc(), t.did)
       .where(sql`NOT deleted AND NOT hidden AND (flags & 32) <> 0`),
+    // Full-text search over visible prompts.
+    index('prompts_search_idx').using('gin', t.searchVector).where(sql`NOT deleted AND NOT hidden`),
     // Staleness groups (same repo, same agent at-uri), ordered by compile time.
     index('prompts_agent_group_idx').on(t.did, t.agentUri, t.compiledUs),
     // Prompts of any repo naming one agent record: an agent write re-flags them.
@@ -113,8 +124,41 @@ export const promptRevisions = pgTable(
     /** Lowercase hex SHA-256 of the UTF-8 content. */
     contentHash: text('content_hash'),
     seenAt: timestamp('seen_at', { withTimezone: true, mode: 'date' }).notNull(),
+    /** Content and coreMemory of this revision are in revision_texts (false: indexed before). */
+    textKept: boolean('text_kept').notNull().default(false),
+    /** Lowercase hex SHA-256 of coreMemory, when it is a string. */
+    coreMemoryHash: text('core_memory_hash'),
+    /**
+     * Where coreMemory lies in content (UTF-16 offset and length), the usual case: it then
+     * costs nothing. Null when it is not part of content: it is a text of its own.
+     */
+    coreMemoryAt: integer('core_memory_at'),
+    coreMemoryLength: integer('core_memory_length'),
   },
   (t) => [primaryKey({ columns: [t.did, t.rkey, t.rev] })],
+)
+
+/**
+ * Revision texts (content, and coreMemory when it is not part of content), one row per
+ * distinct text of a repo, keyed by its hash: a text seen again costs nothing. `body` is
+ * the text itself, or (when `base` is set) a line delta against the text `base` names,
+ * of the same repo: a recompile whose memory block changed stores the lines that changed.
+ * `depth` counts the deltas to the nearest whole text and is capped, so a read applies a
+ * bounded chain. Keyed by repo first, like every table: a purge drops a repo's texts and
+ * no text is shared across repos, so a hidden repo's text never backs a visible one's.
+ */
+export const revisionTexts = pgTable(
+  'revision_texts',
+  {
+    did: text('did').notNull(),
+    hash: text('hash').notNull(),
+    base: text('base'),
+    depth: integer('depth').notNull().default(0),
+    /** UTF-16 length of the whole text (what a delta decodes to), for a quick check. */
+    length: integer('length').notNull(),
+    body: text('body').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.did, t.hash] })],
 )
 
 export const conversations = pgTable('conversations', recordColumns, (t) => [

@@ -149,25 +149,28 @@ export async function upsertRecords(
           f.compiledUs !== null &&
           f.compiledUs <= r.timeUs + EVIDENCE_HORIZON_US,
         recompiles: r.recompiles,
+        search_words: f?.searchWords ?? [],
       }
     })
     await ex.execute(sql`
       INSERT INTO prompts (did, rkey, rev, cid, record, deleted, hidden, indexed_at, source, verified, commit_cid, flags, base_flags,
         validation_error, content_bytes, agent_uri, agent_did, agent_rkey, raw_system_hash,
-        memfs_revision, compiled_us, evidence, recompiles)
+        memfs_revision, compiled_us, evidence, recompiles, search_vector)
       SELECT did, rkey, rev, cid, record, deleted, hidden, indexed_at, source, verified, commit_cid, base_flags, base_flags,
         validation_error, content_bytes, agent_uri, agent_did, agent_rkey, raw_system_hash,
-        memfs_revision, compiled_us, evidence, recompiles
+        memfs_revision, compiled_us, evidence, recompiles,
+        array_to_tsvector(ARRAY(SELECT jsonb_array_elements_text(search_words)))
       FROM jsonb_to_recordset(${json(data)}) AS x(${common}, base_flags int, validation_error text,
         content_bytes int, agent_uri text, agent_did text, agent_rkey text, raw_system_hash text,
-        memfs_revision text, compiled_us bigint, evidence boolean, recompiles int)
+        memfs_revision text, compiled_us bigint, evidence boolean, recompiles int, search_words jsonb)
       ON CONFLICT (did, rkey) DO UPDATE SET ${commonSet}, base_flags = excluded.base_flags,
         -- A tombstone has no flags; live rows get theirs from recomputeFlags.
         flags = CASE WHEN excluded.deleted THEN 0 ELSE prompts.flags END,
         validation_error = excluded.validation_error, content_bytes = excluded.content_bytes,
         agent_uri = excluded.agent_uri, agent_did = excluded.agent_did, agent_rkey = excluded.agent_rkey,
         raw_system_hash = excluded.raw_system_hash, memfs_revision = excluded.memfs_revision,
-        compiled_us = excluded.compiled_us, evidence = excluded.evidence, recompiles = excluded.recompiles
+        compiled_us = excluded.compiled_us, evidence = excluded.evidence, recompiles = excluded.recompiles,
+        search_vector = excluded.search_vector
       WHERE prompts.rev <= excluded.rev`)
   } else if (role === 'agent') {
     const data = rows.map((r) => ({ ...base(r), template_hash: r.templateHash }))
@@ -196,15 +199,21 @@ export async function insertRevisions(
     raw_system_hash: string | null
     memfs_revision: string | null
     content_hash: string | null
+    core_memory_hash: string | null
+    core_memory_at: number | null
+    core_memory_length: number | null
   }>,
   now: Date,
 ): Promise<void> {
   if (rows.length === 0) return
   await ex.execute(sql`
-    INSERT INTO prompt_revisions (did, rkey, rev, cid, compiled_at, raw_system_hash, memfs_revision, content_hash, seen_at)
-    SELECT did, rkey, rev, cid, compiled_at, raw_system_hash, memfs_revision, content_hash, ${now.toISOString()}::timestamptz
+    INSERT INTO prompt_revisions (did, rkey, rev, cid, compiled_at, raw_system_hash, memfs_revision, content_hash, seen_at,
+      text_kept, core_memory_hash, core_memory_at, core_memory_length)
+    SELECT did, rkey, rev, cid, compiled_at, raw_system_hash, memfs_revision, content_hash, ${now.toISOString()}::timestamptz,
+      true, core_memory_hash, core_memory_at, core_memory_length
     FROM jsonb_to_recordset(${json(rows)}) AS x(did text, rkey text, rev text, cid text, compiled_at text,
-      raw_system_hash text, memfs_revision text, content_hash text)
+      raw_system_hash text, memfs_revision text, content_hash text, core_memory_hash text,
+      core_memory_at int, core_memory_length int)
     ON CONFLICT DO NOTHING`)
 }
 
@@ -244,11 +253,16 @@ export async function purgeRepos(ex: Executor, dids: string[]): Promise<void> {
   const list = didSet(dids)
   for (const role of ['prompt', 'conversation', 'agent'] as Role[]) {
     const extra =
-      role === 'agent' ? sql`, template_hash = NULL` : role === 'prompt' ? sql`, flags = 0` : sql``
+      role === 'agent'
+        ? sql`, template_hash = NULL`
+        : role === 'prompt'
+          ? sql`, flags = 0, search_vector = NULL`
+          : sql``
     await ex.execute(sql`UPDATE ${TABLE[role]} SET deleted = true, cid = NULL, record = NULL ${extra}
       WHERE did IN ${list} AND NOT deleted`)
   }
   await ex.execute(sql`DELETE FROM prompt_revisions WHERE did IN ${list}`)
+  await ex.execute(sql`DELETE FROM revision_texts WHERE did IN ${list}`)
 }
 
 export async function setHidden(ex: Executor, visibility: Map<string, boolean>): Promise<void> {

@@ -3,6 +3,7 @@ import { type Config, nsidsOf } from '../config.ts'
 import { emitChanges } from '../db/change-log.ts'
 import type { Database } from '../db/client.ts'
 import { saveChains } from '../db/repo-chain.ts'
+import { insertRevisionTexts, loadPreviousTexts } from '../db/revision-texts.ts'
 import {
   insertRevisions,
   loadAccounts,
@@ -26,6 +27,7 @@ import {
 } from './merge.ts'
 import { type Nsids, PromptValidator } from './prompt-record.ts'
 import { recomputeFlags } from './recompute-flags.ts'
+import { planRevisionTexts } from './revision-texts.ts'
 
 export interface IndexerDeps {
   db: Database
@@ -116,13 +118,24 @@ export async function applyBatch(
       const acc = finalAccounts.get(did)
       return acc ? !isVisible(acc) : false
     }
+    // Revision texts delta against the current content, so it is read before it is replaced;
+    // a repo purged in this batch loses its texts, so nothing may rest on them.
+    const textKeys = new Map(
+      plan.revisions
+        .filter((r) => !plan.purged.has(r.did))
+        .map((r) => [keyOf(r.did, r.rkey), { did: r.did, rkey: r.rkey }]),
+    )
+    const texts = planRevisionTexts(
+      plan.revisions.map((r) => ({ ...r, contentHash: r.facts.contentHash })),
+      await loadPreviousTexts(db, tx, [...textKeys.values()]),
+    )
     await upsertAccounts(tx, [...plan.accounts.values()], now)
     await purgeRepos(tx, [...plan.purged])
     for (const role of ROLES)
       await upsertRecords(tx, role, [...plan.rows[role].values()], hiddenOf, now)
     await insertRevisions(
       tx,
-      plan.revisions.map((r) => ({
+      plan.revisions.map((r, i) => ({
         did: r.did,
         rkey: r.rkey,
         rev: r.rev,
@@ -131,9 +144,13 @@ export async function applyBatch(
         raw_system_hash: r.facts.rawSystemHash,
         memfs_revision: r.facts.memfsRevision,
         content_hash: r.facts.contentHash,
+        core_memory_hash: texts.refs[i].coreMemoryHash,
+        core_memory_at: texts.refs[i].coreMemoryAt,
+        core_memory_length: texts.refs[i].coreMemoryLength,
       })),
       now,
     )
+    await insertRevisionTexts(tx, texts.texts)
     await setHidden(tx, plan.visibility)
     await saveChains(tx, [...plan.chains.values()], now)
 

@@ -123,7 +123,7 @@ export function planBatch(
       provenance,
     })
     if (facts && cid && (!wasLive || cur.cid !== cid))
-      plan.revisions.push({ did, rkey, rev, cid, facts })
+      plan.revisions.push({ did, rkey, rev, cid, facts, ...textsOf(record) })
     const accRow = touchAccount(did)
     if (!accRow.lastRev || rev > accRow.lastRev) accRow.lastRev = rev
     return { applied: true, invalid: facts?.validationError != null }
@@ -304,4 +304,10 @@ function isOlder(
 ): boolean {
   if (seq !== null && lastSeq !== null) return seq <= lastSeq
   return lastUs !== null && us < lastUs
+}
+
+function textsOf(record: unknown): { content: string | null; coreMemory: string | null } {
+  const r = (record ?? {}) as Record<string, unknown>
+  const str = (v: unknown) => (typeof v === 'string' ? v : null)
+  return { content: str(r.content), coreMemory: str(r.coreMemory) }
 }

@@ -48,6 +48,9 @@ export interface RevisionRow {
   rev: string
   cid: string
   facts: PromptFacts
+  /** The revision's texts, when they are strings: kept in revision_texts. */
+  content: string | null
+  coreMemory: string | null
 }
 
 export interface OutcomeCount {

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { type LexiconDoc, Lexicons } from '@atproto/lexicon'
 import { AtUri, ensureValidDatetime, isValidTid } from '@atproto/syntax'
 import { FLAG_BITS, normalizeHash } from './flags.ts'
+import { contentWords } from './search-words.ts'
 
 export interface Nsids {
   prompt: string
@@ -60,6 +61,8 @@ export interface PromptFacts {
   memfsRevision: string | null
   compiledAt: string | null
   compiledUs: number | null
+  /** The distinct words of content, for search (see search-words.ts). */
+  searchWords: string[]
 }
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null)
@@ -99,6 +102,7 @@ export function analyzePrompt(
     memfsRevision: str(r.memfsRevision),
     compiledAt,
     compiledUs,
+    searchWords: contentWords(content),
   }
 }
 

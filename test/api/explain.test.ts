@@ -13,6 +13,9 @@ import {
   revisionsQuery,
 } from '../../src/db/api-queries.ts'
 import type { Database } from '../../src/db/client.ts'
+import { flagEvidenceQuery } from '../../src/db/flag-evidence.ts'
+import { revisionPairQuery, revisionQuery, textChainsQuery } from '../../src/db/revision-texts.ts'
+import { searchQuery, searchVectorOf } from '../../src/db/search-queries.ts'
 import { FILTER_NAMES } from '../../src/indexer/flags.ts'
 import { createTestDatabase, usingPostgres } from '../helpers/db.ts'
 import { NSIDS } from '../helpers/events.ts'
@@ -40,7 +43,7 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
     await db.rows(sql`INSERT INTO prompts (did, rkey, rev, cid, record, deleted, hidden, indexed_at, flags, base_flags,
         content_bytes, agent_uri, agent_did, agent_rkey, compiled_us, evidence)
       SELECT ${didExpr}, ${rkeyExpr}, ${rkeyExpr}, 'bafyseed' || i,
-        jsonb_build_object('$type', ${NSIDS.prompt}::text, 'content', repeat('x', 200), 'coreMemory', 'x'),
+        jsonb_build_object('$type', ${NSIDS.prompt}::text, 'content', 'common words w' || (i % 100) || ' r' || i || ' ' || repeat('x', 150), 'coreMemory', 'x'),
         i % 50 = 0, (i % ${DIDS}) % 100 = 7, now(),
         (ARRAY[0,0,0,0,0,0,1,2,12,48])[i % 10 + 1], 0, 200,
         'at://' || ${didExpr} || '/' || ${NSIDS.agent}::text || '/agent' || (i % 20),
@@ -54,9 +57,13 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
       FROM generate_series(0, ${DIDS * 20 - 1}) i`)
     await db.rows(sql`INSERT INTO prompt_revisions (did, rkey, rev, cid, seen_at)
       SELECT ${didExpr}, ${rkeyExpr}, ${rkeyExpr}, 'bafyseed' || i, now() FROM generate_series(1, ${PROMPTS}) i`)
+    await db.rows(sql`INSERT INTO revision_texts (did, hash, base, depth, length, body)
+      SELECT ${didExpr}, 'h' || i, CASE WHEN i % 10 = 0 THEN NULL ELSE 'h' || (i - ${DIDS}) END, 0, 4, 'body'
+      FROM generate_series(1, ${PROMPTS}) i`)
     await db.rows(sql`INSERT INTO changes (did, collection, rkey, op, cid, flags, at)
       SELECT ${didExpr}, ${NSIDS.prompt}, ${rkeyExpr}, 'upsert', 'bafyseed' || i, 0, now()
       FROM generate_series(1, ${PROMPTS * 2}) i`)
+    await db.rows(sql`UPDATE prompts SET search_vector = ${searchVectorOf(sql.raw('record'))}`)
     await db.rows(sql`ANALYZE`)
   })
   afterAll(async () => db?.close())
@@ -88,6 +95,23 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
         }
       }
     }
+    out.push(['flag evidence', flagEvidenceQuery(did(1234), rkey(1234))])
+    out.push(['revision', revisionQuery(did(5), rkey(5), rkey(5))])
+    out.push(['revision pair', revisionPairQuery(did(5), rkey(5), null)])
+    out.push(['revision texts', textChainsQuery(did(5), ['h5', 'h2005'])])
+    // One row, every row, and 1% of rows.
+    for (const words of [['r40001'], ['common'], ['w7', 'common']]) {
+      for (const flag of [null, 'orphaned', 'ok'] as Array<ListFlag | null>) {
+        out.push([
+          `search ${words.join('+')} flag=${flag ?? '-'}`,
+          searchQuery(NSIDS, { words, flag, did: null, agent: null, after: null, take: 51 }),
+        ])
+      }
+      out.push([
+        `search ${words.join('+')} did+cursor`,
+        searchQuery(NSIDS, { words, flag: null, did: did(17), agent: null, after, take: 51 }),
+      ])
+    }
     out.push(['prompt state', promptStateQuery(did(5), rkey(5))])
     out.push(['revisions', revisionsQuery(did(5), rkey(5), null, 51)])
     out.push(['revisions before', revisionsQuery(did(5), rkey(5), rkey(5), 51)])
@@ -103,10 +127,14 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
   it('no lookup or list scans a record table sequentially', async () => {
     const failures: string[] = []
     const all = queries()
-    expect(all.length).toBeGreaterThan(70)
+    expect(all.length).toBeGreaterThan(80)
     for (const [name, q] of all) {
       const p = await plan(q)
-      if (/Seq Scan on (prompts|conversations|agents|changes|prompt_revisions|accounts)\b/.test(p))
+      if (
+        /Seq Scan on (prompts|conversations|agents|changes|prompt_revisions|accounts|revision_texts)\b/.test(
+          p,
+        )
+      )
         failures.push(`${name}:\n${p}`)
     }
     expect(failures, failures.join('\n\n')).toEqual([])
@@ -136,5 +164,30 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
       console.log(all)
       console.log(await plan(changesQuery(1000, 500)))
     }
+  })
+
+  it('a search for a rare word probes the GIN index, one for a common word walks the page index', async () => {
+    const rare = await plan(
+      searchQuery(NSIDS, {
+        words: ['r40001'],
+        flag: null,
+        did: null,
+        agent: null,
+        after: null,
+        take: 51,
+      }),
+    )
+    expect(rare, rare).toContain('prompts_search_idx')
+    const common = await plan(
+      searchQuery(NSIDS, {
+        words: ['common'],
+        flag: null,
+        did: null,
+        agent: null,
+        after: null,
+        take: 51,
+      }),
+    )
+    expect(common, common).toContain('Index Scan using prompts_page_idx')
   })
 })

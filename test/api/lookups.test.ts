@@ -36,6 +36,7 @@ describe('GET /v1/prompts/{did}/{rkey}', () => {
         'recompiles',
         'record',
         'rev',
+        'reasons',
         'rkey',
         'uri',
         'validationError',
@@ -50,6 +51,7 @@ describe('GET /v1/prompts/{did}/{rkey}', () => {
       agent: { uri: agentUri(ALICE, AGENT_RKEY), exists: true },
       recompiles: 2,
       validationError: null,
+      reasons: {},
     })
     // The record comes back whole, fields the schema does not know included.
     expect(r.body.record).toMatchObject({

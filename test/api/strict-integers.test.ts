@@ -78,6 +78,7 @@ describe('numeric query parameters', () => {
     (v: string) => `/v1/prompts/${ALICE}/${s.alice.recompiled}/revisions?limit=${v}`,
     (v: string) => `/v1/changes?limit=${v}`,
     (v: string) => `/v1/changes?since=${v}`,
+    (v: string) => `/v1/search?q=prompt&limit=${v}`,
   ]
 
   it('a malformed integer is a 400 naming the parameter, on every route', async () => {
@@ -101,6 +102,7 @@ describe('numeric query parameters', () => {
       `/v1/prompts/${ALICE}/${s.alice.recompiled}/revisions?limit=2`,
       '/v1/changes?since=0&limit=1',
       '/v1/changes?since=9007199254740991',
+      '/v1/search?q=prompt&limit=5',
     ]) {
       expect((await app.inject(url)).statusCode, url).toBe(200)
     }

@@ -1,0 +1,75 @@
+import type { Nsids } from '../../indexer/prompt-record.ts'
+import { seg } from './api-client.ts'
+import { type Html, html, type Slot } from './html.ts'
+
+// Small pieces shared by pages. Links are only ever built from parts this process checked
+// or made (DIDs, record keys, flag names), each URL-encoded; a record's own at-uri fields
+// are parsed against the expected collection before they become a link, and otherwise
+// shown as text. No record value is ever put into a URL, attribute or style as it is.
+
+export const promptHref = (did: string, rkey: string): string => `/prompts/${seg(did)}/${seg(rkey)}`
+export const conversationHref = (did: string, rkey: string): string =>
+  `/conversations/${seg(did)}/${seg(rkey)}`
+export const agentHref = (did: string, rkey: string): string => `/agents/${seg(did)}/${seg(rkey)}`
+export const repoHref = (did: string): string => `/repos/${seg(did)}`
+
+export function listHref(query: Record<string, string | undefined>): string {
+  const qs = new URLSearchParams()
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') qs.set(k, v)
+  const s = qs.toString()
+  return s ? `/prompts?${s}` : '/prompts'
+}
+
+const AT_URI =
+  /^at:\/\/(did:[a-z]+:[A-Za-z0-9._:%-]{1,2000})\/([a-zA-Z0-9.-]{1,317})\/([A-Za-z0-9._:~-]{1,512})$/
+
+/** The repo, collection and rkey of an at-uri with a DID authority, or null. */
+export function parseAtUri(uri: unknown): { did: string; collection: string; rkey: string } | null {
+  if (typeof uri !== 'string') return null
+  const m = AT_URI.exec(uri)
+  if (!m || m[3] === '.' || m[3] === '..') return null
+  return { did: m[1], collection: m[2], rkey: m[3] }
+}
+
+/** A link to the agent page when `uri` names an agent record, else the text as given. */
+export function agentLink(uri: string | null, nsids: Nsids, label?: string): Html {
+  if (uri === null) return html`<span class="muted">none</span>`
+  const ref = parseAtUri(uri)
+  if (!ref || ref.collection !== nsids.agent) return html`<code class="uri">${uri}</code>`
+  return html`<a href="${agentHref(ref.did, ref.rkey)}"><code class="uri">${label ?? uri}</code></a>`
+}
+
+/** A repo by handle when the index knows a verified one, always linked by DID. */
+export function repoLink(did: string, handles: Map<string, string>): Html {
+  const handle = handles.get(did)
+  return handle
+    ? html`<a class="repo" href="${repoHref(did)}" title="${did}">@${handle}</a>`
+    : html`<a class="repo" href="${repoHref(did)}"><code>${did}</code></a>`
+}
+
+export function flagBadges(flags: readonly string[]): Html {
+  if (flags.length === 0) return html`<span class="flag flag-ok">ok</span>`
+  return html`${flags.map((f) => html`<span class="flag flag-${f}">${f}</span> `)}`
+}
+
+export function time(iso: string | null | undefined): Html {
+  if (!iso) return html`<span class="muted">unknown</span>`
+  return html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, 'Z')}</time>`
+}
+
+export const bytes = (n: number | null | undefined): string =>
+  n == null ? 'unknown' : n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KiB`
+
+/** A definition list of facts; rows whose value is null are left out. */
+export function facts(rows: Array<[string, Slot]>): Html {
+  return html`<dl class="facts">${rows
+    .filter(([, v]) => v !== null && v !== undefined)
+    .map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>`
+}
+
+/** Record JSON as text: hostile strings stay text, and long ones stay in a scrolling box. */
+export function jsonBlock(value: unknown, label: string): Html {
+  return html`<details class="json"><summary>${label}</summary><pre tabindex="0">${JSON.stringify(value, null, 2)}</pre></details>`
+}
+
+export const str = (v: unknown): string | null => (typeof v === 'string' ? v : null)

@@ -1,0 +1,111 @@
+import { FILTER_NAMES } from '../../indexer/flags.ts'
+import { getHandles } from '../reads.ts'
+import { apiGet } from './api-client.ts'
+import type { PromptItem, PromptPage } from './api-types.ts'
+import {
+  agentLink,
+  bytes,
+  flagBadges,
+  listHref,
+  promptHref,
+  repoLink,
+  str,
+  time,
+} from './components.ts'
+import { type Html, html } from './html.ts'
+import { layout } from './layout.ts'
+import { pageLinks, parseTrail } from './page-params.ts'
+import type { PageContext, PageInput } from './page-route.ts'
+import { snippetView } from './snippet.ts'
+
+// The prompt list and search: every filter of /v1/prompts (and q for /v1/search) lives in
+// the query string, so a filtered page is a link to share. Paging is the API's keyset
+// cursor; `prev` carries the way back (page-params.ts).
+
+export const LIST_PARAMS = ['q', 'flag', 'did', 'agent', 'limit', 'cursor', 'prev'] as const
+
+type Filters = Partial<Record<'q' | 'flag' | 'did' | 'agent' | 'limit', string>>
+
+function filterForm(f: Filters): Html {
+  const option = (v: string, label: string) =>
+    html`<option value="${v}"${f.flag === v ? html` selected` : ''}>${label}</option>`
+  return html`<form class="filters" method="get" action="/prompts" aria-label="Filter prompts">
+<div><label for="f-q">Text</label><input id="f-q" name="q" type="search" maxlength="1000" value="${f.q ?? ''}"></div>
+<div><label for="f-flag">Flag</label><select id="f-flag" name="flag">${option('', 'any')}${FILTER_NAMES.map((n) => option(n, n))}</select></div>
+<div><label for="f-did">Repo (DID or handle)</label><input id="f-did" name="did" value="${f.did ?? ''}" autocomplete="off"></div>
+<div><label for="f-agent">Agent (at-uri)</label><input id="f-agent" name="agent" value="${f.agent ?? ''}" autocomplete="off"></div>
+${f.limit ? html`<input type="hidden" name="limit" value="${f.limit}">` : ''}
+<div class="actions"><button type="submit">Apply</button> <a href="/prompts">Clear</a></div>
+</form>`
+}
+
+function row(p: PromptItem, ctx: PageContext, handles: Map<string, string>): Html {
+  const rec = (p.record ?? {}) as Record<string, unknown>
+  const snippet = p.snippet === undefined ? '' : snippetView(p.snippet)
+  return html`<tr>
+<td><a href="${promptHref(p.did, p.rkey)}"><code>${p.rkey}</code></a>${snippet}</td>
+<td>${repoLink(p.did, handles)}</td>
+<td>${flagBadges(p.flags)}</td>
+<td class="agent">${agentLink(p.agent.uri, ctx.nsids)}</td>
+<td>${time(str(rec.compiledAt))}</td>
+<td class="num">${bytes(p.contentBytes)}</td>
+</tr>`
+}
+
+export function promptTable(
+  items: PromptItem[],
+  ctx: PageContext,
+  handles: Map<string, string>,
+  caption: string,
+): Html {
+  if (items.length === 0) return html`<p class="empty">No prompts match.</p>`
+  return html`<div class="scroll" tabindex="0" role="region" aria-label="${caption}"><table class="prompts">
+<caption>${caption}</caption>
+<thead><tr><th scope="col">prompt</th><th scope="col">repo</th><th scope="col">flags</th><th scope="col">agent</th><th scope="col">compiled</th><th scope="col" class="num">size</th></tr></thead>
+<tbody>${items.map((p) => row(p, ctx, handles))}</tbody></table></div>`
+}
+
+function pager(
+  f: Filters,
+  trail: string[],
+  cursor: string | undefined,
+  next: string | undefined,
+): Html {
+  const links = pageLinks(trail, cursor, next)
+  const prev = links.previous
+    ? html`<a rel="prev" id="page-prev" href="${listHref({ ...f, ...links.previous })}">← Previous</a>`
+    : html`<span class="muted">← Previous</span>`
+  const nxt = links.next
+    ? html`<a rel="next" id="page-next" href="${listHref({ ...f, ...links.next })}">Next →</a>`
+    : html`<span class="muted">Next →</span>`
+  const first = cursor ? html`<a href="${listHref(f)}">First page</a>` : ''
+  return html`<nav class="pager" aria-label="Pages">${prev} ${first} ${nxt}</nav>`
+}
+
+export async function listPage(input: PageInput, ctx: PageContext): Promise<Html> {
+  const { q, flag, did, agent, limit, cursor } = input.query
+  const trail = parseTrail(input.query.prev)
+  const filters: Filters = { q, flag, did, agent, limit }
+  const query = { flag, did, agent, limit: limit ?? '25', cursor }
+  const answer = q
+    ? await apiGet<PromptPage>(ctx.app, '/v1/search', { q, ...query })
+    : await apiGet<PromptPage>(ctx.app, '/v1/prompts', query)
+  const handles = await getHandles(
+    ctx.db,
+    answer.items.map((p) => p.did),
+  )
+  const what = [
+    q ? `matching “${q}”` : null,
+    flag ? `flagged ${flag}` : null,
+    did ? `in repo ${did}` : null,
+    agent ? `of agent ${agent}` : null,
+  ].filter((x): x is string => x !== null)
+  const caption = what.length ? `Prompts ${what.join(', ')}` : 'All visible prompts, newest first'
+  return layout(
+    { title: q ? `Search: ${q}` : 'Prompts', nav: 'prompts', q },
+    html`<h1>${q ? 'Search prompts' : 'Prompts'}</h1>
+${filterForm(filters)}
+${promptTable(answer.items, ctx, handles, caption)}
+${pager(filters, trail, cursor, answer.cursor)}`,
+  )
+}

@@ -1,0 +1,118 @@
+import { getHandles } from '../reads.ts'
+import { apiFind, apiGet, seg } from './api-client.ts'
+import type { PromptAnswer, RevisionPage, RevisionView } from './api-types.ts'
+import {
+  agentLink,
+  conversationHref,
+  facts,
+  flagBadges,
+  jsonBlock,
+  promptHref,
+  repoLink,
+  str,
+  time,
+} from './components.ts'
+import { contentView } from './content-view.ts'
+import { diffSection } from './diff-section.ts'
+import { type Html, html } from './html.ts'
+import { layout } from './layout.ts'
+import type { PageContext, PageInput } from './page-route.ts'
+
+export const PROMPT_PARAMS = ['from', 'to', 'revcursor'] as const
+
+function flagsPanel(p: PromptAnswer): Html {
+  if (p.flags.length === 0)
+    return html`<p class="health good">No flags: the sidecar matches its conversation, agent and newest compile.</p>`
+  return html`<ul class="reasons">${p.flags.map(
+    (f) =>
+      html`<li>${flagBadges([f])} ${p.reasons?.[f] ?? (f === 'invalid' && p.validationError ? p.validationError : '')}</li>`,
+  )}</ul>`
+}
+
+function provenance(p: PromptAnswer): Html | null {
+  const v = p.provenance
+  if (!v) return null
+  const verified =
+    v.verified === true ? 'verified commit' : v.verified === false ? 'not verified' : 'unknown'
+  return html`${v.source ?? 'unknown source'}, ${verified}${v.commit ? html`, commit <code>${v.commit}</code>` : ''}`
+}
+
+function factsPanel(p: PromptAnswer, ctx: PageContext, handles: Map<string, string>): Html {
+  const rec = (p.record ?? {}) as Record<string, unknown>
+  const conv = p.conversation.exists
+    ? html`<a href="${conversationHref(p.did, p.rkey)}">conversation ${p.rkey}</a>`
+    : html`<span class="warn">no conversation record in this slot</span>`
+  const agent = html`${agentLink(p.agent.uri, ctx.nsids)}${p.agent.exists ? '' : html` <span class="muted">(not indexed)</span>`}`
+  return facts([
+    ['repo', repoLink(p.did, handles)],
+    ['at-uri', html`<code class="uri">${p.uri}</code>`],
+    ['cid', html`<code>${p.cid}</code>`],
+    ['rev', html`<code>${p.rev}</code>`],
+    ['conversation', conv],
+    ['agent', agent],
+    ['compiled at', time(str(rec.compiledAt))],
+    ['recompiles', String(p.recompiles)],
+    ['indexed at', time(p.indexedAt)],
+    [
+      'raw system hash',
+      str(rec.rawSystemHash) ? html`<code>${str(rec.rawSystemHash)}</code>` : null,
+    ],
+    [
+      'memfs revision',
+      str(rec.memfsRevision) ? html`<code>${str(rec.memfsRevision)}</code>` : null,
+    ],
+    ['validation', p.validationError],
+    ['provenance', provenance(p)],
+  ])
+}
+
+function revisionsForm(
+  p: PromptAnswer,
+  revs: RevisionView[],
+  sel: { from?: string; to?: string },
+): Html {
+  if (revs.length === 0) return html`<p class="muted">No revisions recorded.</p>`
+  const from = sel.from ?? revs[1]?.rev
+  const to = sel.to ?? revs[0]?.rev
+  const radio = (name: 'from' | 'to', rev: string, checked: boolean, n: number) =>
+    html`<input type="radio" name="${name}" value="${rev}" id="${name}-${n}" aria-label="${name} revision ${rev}"${checked ? html` checked` : ''}>`
+  return html`<form method="get" action="${promptHref(p.did, p.rkey)}#diff" class="revisions">
+<div class="scroll" tabindex="0" role="region" aria-label="Revision history"><table>
+<caption>Revision history, newest first: pick two and compare</caption>
+<thead><tr><th scope="col">from</th><th scope="col">to</th><th scope="col">rev</th><th scope="col">cid</th><th scope="col">compiled</th><th scope="col">memfs</th><th scope="col">seen</th><th scope="col">diff</th></tr></thead>
+<tbody>${revs.map(
+    (r, n) =>
+      html`<tr><td>${radio('from', r.rev, r.rev === from, n)}</td><td>${radio('to', r.rev, r.rev === to, n)}</td><td><code>${r.rev}</code></td><td><code class="cid">${r.cid}</code></td><td>${time(r.compiledAt)}</td><td>${r.memfsRevision ?? ''}</td><td>${time(r.seenAt)}</td><td><a href="${promptHref(p.did, p.rkey)}?to=${seg(r.rev)}#diff" aria-label="what changed in revision ${r.rev}">what changed</a></td></tr>`,
+  )}</tbody></table></div>
+${revs.length > 1 ? html`<button type="submit" id="compare">Compare revisions</button>` : ''}
+</form>`
+}
+
+export async function promptPage(input: PageInput, ctx: PageContext): Promise<Html> {
+  const { did, rkey } = input.params
+  const base = `/v1/prompts/${seg(did)}/${seg(rkey)}`
+  const p = await apiGet<PromptAnswer>(ctx.app, base)
+  const { from, to, revcursor } = input.query
+  const [revs, handles, diff] = await Promise.all([
+    apiFind<RevisionPage>(ctx.app, `${base}/revisions`, { limit: '100', cursor: revcursor }),
+    getHandles(ctx.db, [p.did]),
+    from || to ? diffSection(ctx, base, { from, to }) : Promise.resolve(null),
+  ])
+  const rec = (p.record ?? {}) as Record<string, unknown>
+  const { content: _c, coreMemory: _m, ...rest } = rec
+  const more = revs?.cursor
+    ? html`<p><a href="${promptHref(p.did, p.rkey)}?revcursor=${seg(revs.cursor)}">Older revisions →</a></p>`
+    : ''
+  return layout(
+    { title: `Prompt ${p.rkey}` },
+    html`<h1>Prompt <code>${p.rkey}</code></h1>
+<p class="sub">${repoLink(p.did, handles)} · ${flagBadges(p.flags)}</p>
+<div class="grid">
+<section aria-labelledby="flags-h" class="panel"><h2 id="flags-h">Flags</h2>${flagsPanel(p)}</section>
+<section aria-labelledby="facts-h" class="panel"><h2 id="facts-h">Record</h2>${factsPanel(p, ctx, handles)}${jsonBlock(rest, 'Other record fields (JSON)')}</section>
+</div>
+${diff ?? ''}
+<section aria-labelledby="revs-h"><h2 id="revs-h">Revisions</h2>${revisionsForm(p, revs?.items ?? [], { from, to })}${more}</section>
+<section aria-labelledby="content-h"><h2 id="content-h">Content</h2>${contentView(str(rec.content), str(rec.coreMemory))}</section>`,
+  )
+}

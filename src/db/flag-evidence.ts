@@ -1,0 +1,48 @@
+import { type SQL, sql } from 'drizzle-orm'
+
+// The evidence behind a prompt's data-dependent flags, read only for a single prompt that
+// carries one of them (lists leave reasons out). Each probe mirrors the rule in
+// indexer/recompute-flags.ts exactly, so the sentence names what actually set the flag:
+// the agent record's template hash when the agent is indexed with a `system` (the direct
+// rule), else the newest later compile of the same repo and agent at-uri that differs.
+// The group probes walk prompts_agent_group_idx (did, agent_uri, compiled_us) from the
+// prompt's own compile time upwards, so they cost one index range per lookup.
+
+export interface FlagEvidenceRow {
+  raw_system_hash: string | null
+  memfs_revision: string | null
+  conversation_deleted: boolean | null
+  agent_template_hash: string | null
+  agent_hidden: boolean | null
+  newer_template_rkey: string | null
+  newer_template_hash: string | null
+  newer_template_us: string | number | null
+  newer_memory_rkey: string | null
+  newer_memory_revision: string | null
+  newer_memory_us: string | number | null
+}
+
+export function flagEvidenceQuery(did: string, rkey: string): SQL {
+  const later = sql.raw(`q.did = p.did AND q.agent_uri = p.agent_uri
+        AND q.compiled_us > p.compiled_us AND q.evidence AND NOT q.deleted`)
+  return sql`SELECT p.raw_system_hash, p.memfs_revision,
+      (SELECT c.deleted FROM conversations c WHERE c.did = p.did AND c.rkey = p.rkey) AS conversation_deleted,
+      a.template_hash AS agent_template_hash, a.hidden AS agent_hidden,
+      nt.rkey AS newer_template_rkey, nt.raw_system_hash AS newer_template_hash,
+      nt.compiled_us AS newer_template_us,
+      nm.rkey AS newer_memory_rkey, nm.memfs_revision AS newer_memory_revision,
+      nm.compiled_us AS newer_memory_us
+    FROM prompts p
+    LEFT JOIN agents a ON a.did = p.agent_did AND a.rkey = p.agent_rkey AND NOT a.deleted
+    LEFT JOIN LATERAL (
+      SELECT q.rkey, q.raw_system_hash, q.compiled_us FROM prompts q
+      WHERE ${later} AND q.raw_system_hash <> p.raw_system_hash
+      ORDER BY q.compiled_us DESC LIMIT 1
+    ) nt ON true
+    LEFT JOIN LATERAL (
+      SELECT q.rkey, q.memfs_revision, q.compiled_us FROM prompts q
+      WHERE ${later} AND q.memfs_revision <> p.memfs_revision
+      ORDER BY q.compiled_us DESC LIMIT 1
+    ) nm ON true
+    WHERE p.did = ${did} AND p.rkey = ${rkey} AND NOT p.deleted AND NOT p.hidden`
+}

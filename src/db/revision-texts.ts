@@ -1,0 +1,104 @@
+import { type SQL, sql } from 'drizzle-orm'
+import { keyOf } from '../indexer/plan.ts'
+import type { PreviousText, TextRow } from '../indexer/revision-texts.ts'
+import type { Database, Executor } from './client.ts'
+
+// Storage of revision content (see schema.ts, revision_texts): what the indexer reads to
+// delta against, what it writes, and what the revision and diff endpoints read back.
+
+const json = (v: unknown): SQL => sql`${JSON.stringify(v)}::jsonb`
+
+/**
+ * The current content of the given prompts, with its stored depth, when its text is kept:
+ * the base a recompile's delta is taken against. A prompt whose text was never kept (an
+ * older database) has no base, and its next revision is stored whole.
+ */
+export async function loadPreviousTexts(
+  db: Database,
+  ex: Executor,
+  keys: Array<{ did: string; rkey: string }>,
+): Promise<Map<string, PreviousText>> {
+  if (keys.length === 0) return new Map()
+  const rows = await db.rows<{
+    did: string
+    rkey: string
+    content: string
+    hash: string
+    depth: number
+  }>(
+    sql`SELECT p.did, p.rkey, x.content, t.hash, t.depth
+      FROM prompts p
+      JOIN jsonb_to_recordset(${json(keys)}) AS k(did text, rkey text) ON p.did = k.did AND p.rkey = k.rkey
+      CROSS JOIN LATERAL (SELECT p.record->>'content' AS content) x
+      JOIN revision_texts t ON t.did = p.did
+        AND t.hash = encode(sha256(convert_to(x.content, 'UTF8')), 'hex')
+      WHERE NOT p.deleted AND jsonb_typeof(p.record->'content') = 'string'`,
+    ex,
+  )
+  const out = new Map<string, PreviousText>()
+  for (const r of rows)
+    out.set(keyOf(r.did, r.rkey), { content: r.content, hash: r.hash, depth: Number(r.depth) })
+  return out
+}
+
+export async function insertRevisionTexts(ex: Executor, rows: TextRow[]): Promise<void> {
+  if (rows.length === 0) return
+  // Never replaced on conflict: a stored row may be the base of others.
+  await ex.execute(sql`
+    INSERT INTO revision_texts (did, hash, base, depth, length, body)
+    SELECT did, hash, base, depth, length, body
+    FROM jsonb_to_recordset(${json(rows)}) AS x(did text, hash text, base text, depth int, length int, body text)
+    ON CONFLICT DO NOTHING`)
+}
+
+export interface RevisionTextRow {
+  rev: string
+  cid: string
+  compiled_at: string | null
+  raw_system_hash: string | null
+  memfs_revision: string | null
+  content_hash: string | null
+  seen_at: string | Date
+  text_kept: boolean
+  core_memory_hash: string | null
+  core_memory_at: number | null
+  core_memory_length: number | null
+}
+
+const REVISION_COLUMNS = sql.raw(`r.rev, r.cid, r.compiled_at, r.raw_system_hash, r.memfs_revision,
+  r.content_hash, r.seen_at, r.text_kept, r.core_memory_hash, r.core_memory_at, r.core_memory_length`)
+
+export function revisionQuery(did: string, rkey: string, rev: string): SQL {
+  return sql`SELECT ${REVISION_COLUMNS} FROM prompt_revisions r
+    WHERE r.did = ${did} AND r.rkey = ${rkey} AND r.rev = ${rev}`
+}
+
+/** The newest revision at or below `atOrBelow` (or the newest of all), and the one before. */
+export function revisionPairQuery(did: string, rkey: string, atOrBelow: string | null): SQL {
+  const bound = atOrBelow === null ? sql`` : sql`AND r.rev <= ${atOrBelow}`
+  return sql`SELECT ${REVISION_COLUMNS} FROM prompt_revisions r
+    WHERE r.did = ${did} AND r.rkey = ${rkey} ${bound} ORDER BY r.rev DESC LIMIT 2`
+}
+
+/** Deltas a chain may hold, and more: a longer chain is a broken one, never a loop. */
+const CHAIN_LIMIT = 64
+
+/** The rows of each named text and of every text its deltas rest on. */
+export function textChainsQuery(did: string, hashes: string[]): SQL {
+  return sql`WITH RECURSIVE chain AS (
+      SELECT t.hash, t.base, t.length, t.body, 0 AS n FROM revision_texts t
+      WHERE t.did = ${did} AND t.hash IN (SELECT jsonb_array_elements_text(${json(hashes)}))
+      UNION
+      SELECT t.hash, t.base, t.length, t.body, c.n + 1 FROM chain c
+      JOIN revision_texts t ON t.did = ${did} AND t.hash = c.base
+      WHERE c.n < ${CHAIN_LIMIT}
+    )
+    SELECT DISTINCT ON (hash) hash, base, length, body FROM chain`
+}
+
+/** The current record's content and coreMemory, for a revision indexed before texts were kept. */
+export function currentTextQuery(did: string, rkey: string, cid: string): SQL {
+  return sql`SELECT p.record->>'content' AS content, p.record->>'coreMemory' AS core_memory
+    FROM prompts p WHERE p.did = ${did} AND p.rkey = ${rkey} AND p.cid = ${cid} AND NOT p.deleted
+      AND jsonb_typeof(p.record) = 'object'`
+}

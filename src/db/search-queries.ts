@@ -1,0 +1,60 @@
+import { type SQL, sql } from 'drizzle-orm'
+import type { Nsids } from '../indexer/prompt-record.ts'
+import { flagPredicate, type PromptListQuery } from './api-queries.ts'
+import { promptSelect } from './queries.ts'
+
+// /v1/search: the list query of api-queries.ts with one more predicate, the words of the
+// query against prompts.search_vector (GIN, prompts_search_idx), and a snippet cut from
+// content for the page's rows only. Same visibility, filters and keyset order as lists.
+
+/**
+ * The search words of a record's content in SQL, for rows the indexer did not write (the
+ * backfill of migration 0006, tests that seed tables directly): the same words as
+ * indexer/search-words.ts as closely as Postgres's regexes allow.
+ */
+export function searchVectorOf(record: SQL): SQL {
+  return sql`array_to_tsvector(ARRAY(SELECT DISTINCT lower(m[1])
+    FROM regexp_matches(CASE WHEN jsonb_typeof(${record}->'content') = 'string'
+      THEN left(${record}->>'content', 200000) ELSE '' END, '([[:alnum:]]+)', 'g') m
+    WHERE length(m[1]) <= 100))`
+}
+
+export interface SearchQuery extends PromptListQuery {
+  /** Lowercase words of letters and digits, at least one: the caller tokenizes. */
+  words: string[]
+}
+
+/** Characters of content shown before the first match, and in all. */
+export const SNIPPET_LEAD = 80
+export const SNIPPET_CHARS = 300
+
+export function searchQuery(nsids: Nsids, q: SearchQuery): SQL {
+  // The words are lexemes already (search-words.ts), quoted and ANDed into a tsquery that
+  // Postgres takes as it is: letters and digits only, so nothing the client sends is query
+  // syntax, and the snippet's regex has no metacharacters either.
+  const tsq = sql`${q.words.map((w) => `'${w}'`).join(' & ')}::tsquery`
+  const where: SQL[] = [sql.raw('NOT p.deleted AND NOT p.hidden'), sql`p.search_vector @@ ${tsq}`]
+  if (q.flag) where.push(flagPredicate(q.flag))
+  if (q.did) where.push(sql`p.did = ${q.did}`)
+  if (q.agent) where.push(sql`p.agent_did = ${q.agent.did} AND p.agent_rkey = ${q.agent.rkey}`)
+  if (q.after) {
+    const { rkey, did } = q.after
+    where.push(sql`p.rkey <= ${rkey} AND (p.rkey < ${rkey} OR p.did > ${did})`)
+  }
+  const pattern = `\\m(${q.words.join('|')})\\M`
+  // As in promptListQuery, the page is cut first; the snippet and existence checks run on
+  // its rows only.
+  return sql`SELECT ${promptSelect(nsids, false)}, s.start AS snippet_start,
+      substr(c.content, s.start, ${SNIPPET_CHARS}) AS snippet
+    FROM (
+      SELECT * FROM prompts p
+      WHERE ${sql.join(where, sql` AND `)}
+      ORDER BY p.rkey DESC NULLS LAST, p.did ASC
+      LIMIT ${q.take}
+    ) p
+    CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(p.record->'content') = 'string'
+      THEN p.record->>'content' ELSE '' END AS content) c
+    CROSS JOIN LATERAL (SELECT greatest(1,
+      coalesce(regexp_instr(c.content, ${pattern}, 1, 1, 0, 'i'), 0) - ${SNIPPET_LEAD}) AS start) s
+    ORDER BY p.rkey DESC NULLS LAST, p.did ASC`
+}

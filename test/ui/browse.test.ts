@@ -1,0 +1,223 @@
+import { mkdirSync } from 'node:fs'
+import type { FastifyInstance } from 'fastify'
+import type { Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Database } from '../../src/db/client.ts'
+import { makeApp } from '../api/fixtures.ts'
+import { axeProblems, type Browser, openBrowser, type PageDocument } from '../helpers/browser.ts'
+import { createTestDatabase } from '../helpers/db.ts'
+import { indexerDeps } from '../helpers/events.ts'
+import { indexDemoTraffic, indexShowcase, SHOWCASE_DID, SHOWCASE_HANDLE } from './fixtures.ts'
+
+declare const document: PageDocument
+declare const window: { innerWidth: number; scrollTo(x: number, y: number): void }
+
+// A person's walk through the browse UI in headless Chromium, on the demo generator's
+// traffic: overview, a flag filter, paging both ways, a prompt, a diff between two of its
+// revisions, its conversation, agent and repo. axe checks every page on the way; the
+// README's screenshots are taken here.
+
+const SHOTS = new URL('../../docs/screenshots/', import.meta.url)
+
+let db: Database
+let app: FastifyInstance
+let b: Browser
+let page: Page
+let showcase: { rkey: string; agentRkey: string; revs: string[] }
+
+beforeAll(async () => {
+  db = await createTestDatabase()
+  const deps = indexerDeps(db)
+  await indexDemoTraffic(deps, 2000)
+  showcase = await indexShowcase(deps)
+  app = await makeApp(db)
+  b = await openBrowser(app)
+  page = await b.newPage()
+  mkdirSync(SHOTS, { recursive: true })
+}, 300_000)
+afterAll(async () => {
+  await b?.close()
+  await app?.close()
+  await db?.close()
+})
+
+const rowKeys = (p: Page) => p.locator('table.prompts tbody tr td:first-child a').allTextContents()
+
+async function expectAccessible(p: Page): Promise<void> {
+  expect(await axeProblems(p)).toEqual([])
+}
+
+describe('browsing in a real browser', () => {
+  it('opens the overview with counts by flag, ingestion and recent changes', async () => {
+    await page.goto('/')
+    await expect(page.locator('h1').textContent()).resolves.toBe('Overview')
+    const stats = JSON.parse((await app.inject('/v1/stats')).body)
+    const allRow = page.locator('table.counts tr', { hasText: 'all prompts' })
+    await expect(allRow.locator('td').textContent()).resolves.toBe(String(stats.prompts))
+    await expect(page.locator('#ingest-h + p').textContent()).resolves.toContain('Ready')
+    await expect(page.locator('.panel', { hasText: 'Ingestion' }).textContent()).resolves.toContain(
+      'jetstream',
+    )
+    expect(await page.locator('table.changes tbody tr').count()).toBeGreaterThan(5)
+    await expectAccessible(page)
+    await page.screenshot({ path: new URL('overview.png', SHOTS).pathname })
+  })
+
+  it('filters by a flag and pages forward and back', async () => {
+    await page.goto('/')
+    await page.locator('table.counts a', { hasText: 'staleMemory' }).click()
+    await page.waitForURL(/\/prompts\?flag=staleMemory$/)
+    const first = await rowKeys(page)
+    expect(first).toHaveLength(25)
+    const flagCells = await page.locator('table.prompts tbody tr td:nth-child(3)').allTextContents()
+    for (const cell of flagCells) expect(cell).toContain('staleMemory')
+    await expect(page.locator('#f-flag').inputValue()).resolves.toBe('staleMemory')
+    await expectAccessible(page)
+
+    await page.locator('#page-next').click()
+    await page.waitForURL(/cursor=/)
+    expect(new URL(page.url()).searchParams.get('flag')).toBe('staleMemory')
+    const second = await rowKeys(page)
+    expect(second).toHaveLength(25)
+    expect(second.filter((k) => first.includes(k))).toEqual([])
+    expect(second[0] < first.at(-1)!).toBe(true)
+
+    // The keyboard shortcut (the optional script) goes one further; the link goes back.
+    await page.keyboard.press('n')
+    await page.waitForURL((u) => (u.searchParams.get('prev') ?? '').split('.').length === 2)
+    const third = await rowKeys(page)
+    expect(third.filter((k) => second.includes(k))).toEqual([])
+    await page.locator('#page-prev').click()
+    await page.waitForURL((u) => (u.searchParams.get('prev') ?? '').split('.').length === 1)
+    expect(await rowKeys(page)).toEqual(second)
+    await page.locator('#page-prev').click()
+    await page.waitForURL(/\/prompts\?flag=staleMemory$/)
+    expect(await rowKeys(page)).toEqual(first)
+  })
+
+  it('filters by repo handle through the form, without JavaScript too', async () => {
+    const noJs = await b.newPage({ javaScript: false })
+    await noJs.goto('/prompts')
+    await noJs.locator('#f-did').fill(SHOWCASE_HANDLE)
+    await noJs.locator('.filters button[type=submit]').click()
+    await noJs.waitForURL(/did=showcase\.test/)
+    expect(await rowKeys(noJs)).toEqual([showcase.rkey])
+    await noJs.context().close()
+  })
+
+  it('searches prompt text from the search box, with the matches marked', async () => {
+    await page.goto('/')
+    await page.locator('#site-q').fill('summarize')
+    await page.keyboard.press('Enter')
+    await page.waitForURL(/\/prompts\?q=summarize$/)
+    expect(await rowKeys(page)).toEqual([showcase.rkey])
+    await expect(page.locator('.snippet mark').first().textContent()).resolves.toBe('summarize')
+    await expect(page.locator('#f-q').inputValue()).resolves.toBe('summarize')
+    await expectAccessible(page)
+  })
+
+  it('opens a prompt with its core memory marked, flags and revisions', async () => {
+    await page.goto(`/prompts?did=${SHOWCASE_HANDLE}`)
+    await page.locator('table.prompts tbody a', { hasText: showcase.rkey }).click()
+    await page.waitForURL(new RegExp(`/prompts/[^/]+/${showcase.rkey}$`))
+    await expect(page.locator('h1').textContent()).resolves.toContain(showcase.rkey)
+    await expect(page.locator('#content mark.core').textContent()).resolves.toContain(
+      'facts learned: 4',
+    )
+    expect(await page.locator('form.revisions tbody tr').count()).toBe(4)
+    await expect(page.locator('.sub').textContent()).resolves.toContain(`@${SHOWCASE_HANDLE}`)
+    await expectAccessible(page)
+  })
+
+  it('opens a diff between two revisions', async () => {
+    // Oldest against newest: picked with the radio buttons, sent by the form (a GET).
+    await page.locator(`#from-3`).check()
+    await page.locator(`#to-0`).check()
+    await page.locator('#compare').click()
+    await page.waitForURL((u) => u.searchParams.has('from') && u.searchParams.has('to'))
+    const url = new URL(page.url())
+    expect(url.searchParams.get('from')).toBe(showcase.revs[0])
+    expect(url.searchParams.get('to')).toBe(showcase.revs[3])
+    const diff = page.locator('#diff')
+    await expect(diff.locator('h2').textContent()).resolves.toContain(showcase.revs[0])
+    const content = diff.locator('.diff').first()
+    const inserted = (await content.locator('.d-ins').allTextContents()).join('\n')
+    expect(inserted).toContain('+ facts learned: 4')
+    expect(inserted).toContain('+ - summarize(text)')
+    const deleted = (await content.locator('.d-del').allTextContents()).join('\n')
+    expect(deleted).toContain('- facts learned: 1')
+    // The 40 unchanged rules are folded into a count, not sent whole.
+    await expect(content.locator('.fold').first().textContent()).resolves.toMatch(
+      /\d+ unchanged lines/,
+    )
+    await expect(diff.locator('.diff').nth(1).locator('.d-ins').textContent()).resolves.toBe(
+      '+ facts learned: 4',
+    )
+    await expectAccessible(page)
+    await page.evaluate(() => window.scrollTo(0, 0))
+    await page.screenshot({
+      path: new URL('prompt-diff.png', SHOTS).pathname,
+      fullPage: true,
+      clip: { x: 0, y: 0, width: 1280, height: 1500 },
+    })
+    // The per-revision link: what changed in one revision, against the one before it.
+    await page.locator(`a[aria-label="what changed in revision ${showcase.revs[1]}"]`).click()
+    await page.waitForURL(new RegExp(`to=${showcase.revs[1]}`))
+    await expect(page.locator('#diff h2').textContent()).resolves.toContain(showcase.revs[0])
+    await page.goto(`/prompts/${encodeURIComponent(SHOWCASE_DID)}/${showcase.rkey}`)
+  })
+
+  it('follows the links to its conversation, agent and repo', async () => {
+    const promptUrl = page.url()
+    await page.locator('.facts a', { hasText: 'conversation' }).click()
+    await page.waitForURL(/\/conversations\//)
+    await expect(page.locator('.facts').textContent()).resolves.toContain('Reading list')
+    await expectAccessible(page)
+    await page.locator('.facts a', { hasText: 'prompt' }).click()
+    await page.waitForURL(promptUrl)
+
+    await page.locator('.facts dd a[href^="/agents/"]').click()
+    await page.waitForURL(/\/agents\//)
+    await expect(page.locator('h1').textContent()).resolves.toContain('research assistant')
+    await expect(
+      page.locator('table.counts tr', { hasText: 'all' }).first().locator('td').textContent(),
+    ).resolves.toBe('1')
+    await expectAccessible(page)
+
+    await page.goto(promptUrl)
+    await page.locator('.sub a.repo').click()
+    await page.waitForURL(/\/repos\//)
+    await expect(page.locator('h1').textContent()).resolves.toContain(`@${SHOWCASE_HANDLE}`)
+    await expect(page.locator('.facts').textContent()).resolves.toContain(SHOWCASE_DID)
+    await expectAccessible(page)
+  })
+
+  it('is readable on a phone and in the dark, and keyboard-usable', async () => {
+    for (const opts of [{ width: 390 }, { colorScheme: 'dark' as const }]) {
+      const p = await b.newPage(opts)
+      for (const url of ['/', `/prompts/${encodeURIComponent(SHOWCASE_DID)}/${showcase.rkey}`]) {
+        await p.goto(url)
+        const overflow = await p.evaluate(
+          () => document.documentElement.scrollWidth - window.innerWidth,
+        )
+        expect(overflow, url).toBeLessThanOrEqual(0)
+        await expectAccessible(p)
+      }
+      await p.context().close()
+    }
+    // The skip link is the first stop of the keyboard and lands on the content.
+    await page.goto('/')
+    await page.keyboard.press('Tab')
+    await expect(page.evaluate(() => document.activeElement?.textContent)).resolves.toBe(
+      'Skip to content',
+    )
+    await page.keyboard.press('Enter')
+    await expect(page.evaluate(() => document.activeElement?.id)).resolves.toBe('main')
+  })
+
+  it('loaded nothing from another origin and raised no dialog or console error', () => {
+    expect(b.foreign).toEqual([])
+    expect(b.dialogs).toEqual([])
+    expect(b.consoleErrors).toEqual([])
+  })
+})

@@ -1,0 +1,267 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { sql } from 'drizzle-orm'
+import type { FastifyInstance } from 'fastify'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Database } from '../../src/db/client.ts'
+import { AGENT_RKEY, ALICE, BOB, CAROL, makeApp, type Seeded, seed } from '../api/fixtures.ts'
+import { createTestDatabase } from '../helpers/db.ts'
+import { NSIDS } from '../helpers/events.ts'
+
+// The browse UI's pages through Fastify's inject: status codes, headers and what the HTML
+// holds. The same pages in a real browser are in test/ui/browse.test.ts.
+
+let db: Database
+let app: FastifyInstance
+let s: Seeded
+beforeAll(async () => {
+  db = await createTestDatabase()
+  s = await seed(db)
+  app = await makeApp(db)
+})
+afterAll(async () => {
+  await app?.close()
+  await db?.close()
+})
+
+const page = async (url: string, accept = 'text/html') => {
+  const r = await app.inject({ method: 'GET', url, headers: { accept } })
+  return { status: r.statusCode, headers: r.headers, body: r.body }
+}
+const enc = encodeURIComponent
+
+describe('pages', () => {
+  it('the overview counts flags, shows ingestion and recent changes, with a strict CSP', async () => {
+    const r = await page('/')
+    expect(r.status).toBe(200)
+    expect(r.headers['content-type']).toBe('text/html; charset=utf-8')
+    const csp = String(r.headers['content-security-policy'])
+    expect(csp).toContain("script-src 'self'")
+    expect(csp).toContain("default-src 'none'")
+    expect(csp).not.toContain('unsafe-inline')
+    expect(r.headers['x-content-type-options']).toBe('nosniff')
+    expect(r.body).toContain('href="/prompts?flag=orphaned"')
+    expect(r.body).toContain('Recent changes')
+    // Sync 1.1: the fixture's repos have no chain state yet, so none is out of sync.
+    expect(r.body).toContain('Repos out of sync')
+    expect(r.body).toContain('Every visible repo is in sync.')
+    expect(r.body).toContain('@alice.test')
+    // carol is taken down: her handle is gone, and of her changes only the deletes that
+    // withdrew her records show (as in /v1/changes), without links.
+    expect(r.body).not.toContain('carol.test')
+    const carolRows = r.body.split('<tr>').filter((row) => row.includes(CAROL))
+    expect(carolRows.length).toBeGreaterThan(0)
+    for (const row of carolRows) {
+      expect(row).toMatch(/<td>delete /)
+      expect(row).not.toContain('href="/prompts/')
+    }
+  })
+
+  it('lists filtered prompts and pages forward and back with the filters kept', async () => {
+    const first = await page('/prompts?did=bob.test&limit=5')
+    expect(first.status).toBe(200)
+    const rkeysOf = (html: string) =>
+      [...html.matchAll(/href="\/prompts\/[^/"]+\/([^"?#]+)"/g)].map((m) => m[1])
+    const newest = [...s.bobRkeys].reverse()
+    expect(rkeysOf(first.body)).toEqual(newest.slice(0, 5))
+    const next = /id="page-next" href="([^"]+)"/.exec(first.body)?.[1]?.replaceAll('&amp;', '&')
+    expect(next).toMatch(/did=bob\.test/)
+    const second = await page(next!)
+    expect(rkeysOf(second.body)).toEqual(newest.slice(5, 10))
+    const back = /id="page-prev" href="([^"]+)"/.exec(second.body)?.[1]?.replaceAll('&amp;', '&')
+    const again = await page(back!)
+    expect(rkeysOf(again.body)).toEqual(newest.slice(0, 5))
+    expect(again.body).not.toContain('id="page-prev"')
+  })
+
+  it('search answers SQL-looking text as words, with filters kept', async () => {
+    const r = await page(`/prompts?q=${enc("'; DROP TABLE prompts; --")}&flag=ok`)
+    expect(r.status).toBe(200)
+    expect(r.body).toContain('value="&#39;; DROP TABLE prompts; --"')
+    const hit = await page('/prompts?q=agent&did=alice.test')
+    expect(hit.status).toBe(200)
+    expect(hit.body).toContain('<mark>agent</mark>')
+    expect(hit.body).not.toContain(BOB)
+  })
+
+  it('a flag filter lists only prompts with that flag', async () => {
+    const r = await page('/prompts?flag=orphaned')
+    expect(r.body).toContain(s.alice.orphaned)
+    expect(r.body).not.toContain(`/${s.alice.ok}"`)
+  })
+
+  it('a prompt page marks the core memory, lists flags and revisions, links its records', async () => {
+    const r = await page(`/prompts/${enc(ALICE)}/${s.alice.recompiled}`)
+    expect(r.status).toBe(200)
+    expect(r.body).toContain('<mark class="core"')
+    expect(r.body).toContain(`href="/conversations/${enc(ALICE)}/${s.alice.recompiled}"`)
+    expect(r.body).toContain(`href="/agents/${enc(ALICE)}/${AGENT_RKEY}"`)
+    expect((r.body.match(/name="from"/g) ?? []).length).toBe(3)
+    const detached = await page(`/prompts/${enc(ALICE)}/${s.alice.detached}`)
+    expect(detached.body).toContain('coreMemoryDetached')
+    expect(detached.body).toContain('&lt;memory&gt;gone&lt;/memory&gt;')
+  })
+
+  it('conversation, agent and repo pages', async () => {
+    const c = await page(`/conversations/${enc(ALICE)}/${s.alice.ok}`)
+    expect(c.status).toBe(200)
+    expect(c.body).toContain(`href="/prompts/${enc(ALICE)}/${s.alice.ok}"`)
+    const a = await page(`/agents/${enc(ALICE)}/${AGENT_RKEY}`)
+    expect(a.status).toBe(200)
+    expect(a.body).toContain('Prompt health')
+    expect(a.body).toContain('helper')
+    for (const who of [enc(BOB), 'bob.test']) {
+      const r = await page(`/repos/${who}`)
+      expect(r.status).toBe(200)
+      expect(r.body).toContain('@bob.test')
+      // Sync state and record counts come from /v1/repos.
+      // The fixture's events carry no commit chain, so the repo has no sync state to show.
+      expect(r.body).not.toContain('<dt>sync</dt>')
+      expect(r.body).toContain('<dt>account</dt><dd>active</dd>')
+      expect(r.body).toContain(`<dt>prompts</dt><dd>${s.bobRkeys.length}</dd>`)
+    }
+  })
+})
+
+describe('repos out of sync', () => {
+  it('the overview lists visible repos out of sync with their reason, never hidden ones', async () => {
+    for (const did of [ALICE, CAROL])
+      await db.rows(sql`INSERT INTO repo_chain (did, rev, sync_state, sync_reason, sync_since, updated_at)
+        VALUES (${did}, '3zzzzzzzzzzzz', 'desynchronized', 'since', now(), now())`)
+    try {
+      const r = await page('/')
+      expect(r.body).toMatch(/desynchronized: <strong>2<\/strong>/)
+      const panel = r.body.slice(r.body.indexOf('id="sync-h"'), r.body.indexOf('id="changes-h"'))
+      expect(panel).toContain(`href="/repos/${enc(ALICE)}"`)
+      expect(panel).toContain('desynchronized (since)')
+      expect(panel).not.toContain(CAROL)
+      const repo = await page(`/repos/${enc(ALICE)}`)
+      expect(repo.body).toContain('<dt>sync</dt><dd>desynchronized (since)</dd>')
+    } finally {
+      await db.rows(sql`DELETE FROM repo_chain`)
+    }
+  })
+})
+
+describe('bad input gets a friendly page, never a 5xx', () => {
+  const cases: Array<[string, number, string]> = [
+    ['/prompts?bogus=1', 400, 'unknown parameter &quot;bogus&quot;'],
+    ['/?x=1', 400, 'unknown parameter &quot;x&quot;'],
+    ['/prompts?flag=nope', 400, 'flag must be one of'],
+    ['/prompts?flag=ok&flag=orphaned', 400, 'flag is given more than once'],
+    ['/prompts?limit=0', 400, 'limit'],
+    ['/prompts?limit=abc', 400, 'limit'],
+    ['/prompts?cursor=%21%21', 400, 'cursor is malformed'],
+    ['/prompts?cursor=eyJh&prev=%3Cscript%3E', 400, 'prev is malformed'],
+    ['/prompts?did=not%20a%20did', 400, 'did must be a DID or a handle'],
+    ['/prompts?agent=javascript:alert(1)', 400, 'agent must be'],
+    ['/prompts/not-a-did/x', 400, 'did must be a DID or a handle'],
+    [`/prompts/${enc(ALICE)}/bad%20rkey`, 400, 'rkey is not a valid record key'],
+    [`/prompts/${enc(ALICE)}/3zzzzzzzzzzzz`, 404, 'no prompt at'],
+    [`/prompts/${enc(CAROL)}/${'3zzzzzzzzzzz2'}`, 404, 'no prompt at'],
+    ['/conversations/did%3Aplc%3Anobody/3zzzzzzzzzzzz', 404, 'no conversation'],
+    ['/agents/did%3Aplc%3Anobody/3zzzzzzzzzzzz', 404, 'no agent'],
+    ['/repos/nobody.test', 404, 'no visible records'],
+    ['/no/such/page', 404, 'there is no page at /no/such/page'],
+    [`/prompts?q=${'a'.repeat(10_000)}`, 400, 'q'],
+    ['/prompts?q=%21%40%23%24%25%5E%26*()', 400, 'q has no words'],
+    [`/prompts/${enc(ALICE)}/${'3zzzzzzzzzzzz'}?from=3zzzzzzzzzzzz`, 404, 'no prompt at'],
+    ['/prompts/x/y?from=%3Cb%3E', 400, 'did must be a DID or a handle'],
+    ['/prompts/%E0%A4%A', 400, ''],
+  ]
+  for (const [url, status, text] of cases) {
+    it(`${url} → ${status}`, async () => {
+      const r = await page(url)
+      expect(r.status).toBe(status)
+      expect(r.headers['content-type']).toMatch(/^text\/html/)
+      expect(r.headers['content-security-policy']).toContain("script-src 'self'")
+      expect(r.body).toContain(text)
+      expect(r.body).not.toMatch(/at [\w./]+\.ts:\d+/)
+    })
+  }
+
+  it('a diff with a rev that does not exist, or of another prompt, is a 404 page', async () => {
+    const base = `/prompts/${enc(ALICE)}/${s.alice.recompiled}`
+    const revs = JSON.parse(
+      (await page(`/v1/prompts/${ALICE}/${s.alice.recompiled}/revisions`)).body,
+    ).items as Array<{ rev: string }>
+    expect(revs.length).toBe(3)
+    const ok = await page(`${base}?from=${revs[2]!.rev}&to=${revs[0]!.rev}`)
+    expect(ok.status).toBe(200)
+    expect(ok.body).toContain('id="diff"')
+    const other = JSON.parse((await page(`/v1/prompts/${ALICE}/${s.alice.ok}/revisions`)).body)
+      .items[0].rev
+    for (const q of [`from=${other}&to=${revs[0]!.rev}`, 'to=3zzzzzzzzzzzz', 'from=bad%20rev']) {
+      const r = await page(`${base}?${q}`)
+      expect(r.status, q).toBe(q.includes('bad') ? 400 : 404)
+      expect(r.headers['content-type']).toMatch(/^text\/html/)
+    }
+  })
+
+  it('a taken-down repo says so, without its handle or records', async () => {
+    const r = await page(`/repos/${enc(CAROL)}`)
+    expect(r.status).toBe(200)
+    expect(r.body).toContain('inactive (takendown)')
+    expect(r.body).toContain('withheld')
+    expect(r.body).not.toContain('carol.test')
+    expect(r.body).not.toContain(`href="/prompts/${enc(CAROL)}/`)
+  })
+
+  it("a hidden repo's prompt is a 404 like any missing one", async () => {
+    const r = await page(`/prompts/${enc(CAROL)}/${s.carolRkey}`)
+    expect(r.status).toBe(404)
+  })
+
+  it('the JSON API keeps its JSON 404 for clients that do not ask for HTML', async () => {
+    const r = await page('/no/such/page', 'application/json')
+    expect(r.status).toBe(404)
+    expect(JSON.parse(r.body)).toMatchObject({ error: 'NotFound' })
+    const api = await page('/v1/nothing')
+    expect(JSON.parse(api.body)).toMatchObject({ error: 'NotFound' })
+  })
+})
+
+describe('the UI is one client of the API', () => {
+  it('a page counts once against the rate limit, however many reads it makes', async () => {
+    const limited = await makeApp(db, { RATE_LIMIT_PER_MINUTE: '3' })
+    try {
+      const url = `/prompts/${enc(ALICE)}/${s.alice.recompiled}`
+      for (let i = 0; i < 3; i++) expect((await limited.inject({ url })).statusCode).toBe(200)
+      expect((await limited.inject({ url })).statusCode).toBe(429)
+    } finally {
+      await limited.close()
+    }
+  })
+
+  it('an ingest-only process serves no UI', async () => {
+    const ingestOnly = await makeApp(db, {}, { readApi: false })
+    try {
+      const r = await ingestOnly.inject({ url: '/', headers: { accept: 'text/html' } })
+      expect(r.statusCode).toBe(404)
+      expect(JSON.parse(r.body)).toMatchObject({ error: 'NotFound' })
+    } finally {
+      await ingestOnly.close()
+    }
+  })
+
+  it('the UI source never imports ingest code nor an unescaped-HTML helper', () => {
+    const dir = new URL('../../src/api/ui/', import.meta.url)
+    for (const f of readdirSync(dir).filter((n) => n.endsWith('.ts'))) {
+      const src = readFileSync(new URL(f, dir), 'utf8')
+      expect(src, f).not.toMatch(/from '[./]*\/ingest\//)
+      expect(src, f).not.toMatch(/import\s*\{[^}]*\braw\b/)
+    }
+  })
+
+  it('serves its stylesheet and script from this origin', async () => {
+    for (const [url, type] of [
+      ['/assets/ui.css', 'text/css'],
+      ['/assets/ui.js', 'javascript'],
+    ]) {
+      const r = await page(url, '*/*')
+      expect(r.status).toBe(200)
+      expect(String(r.headers['content-type'])).toContain(type)
+    }
+  })
+})
+
+void NSIDS
