@@ -9,6 +9,7 @@ import { startCutProxy } from './lib/cut-proxy.ts'
 import type { Digest } from './lib/digest.ts'
 import { makeEvents } from './lib/events.ts'
 import { FAR_FUTURE_US, mixHostile } from './lib/hostile.ts'
+import { judge } from './scenarios/http-fuzz.ts'
 
 // The chaos suite's own judges: if these were wrong, every scenario would pass or fail
 // for the wrong reason.
@@ -154,5 +155,29 @@ describe('cutting proxy', () => {
     await proxy.close()
     wss.close()
     await new Promise<void>((r) => http.close(() => r()))
+  })
+})
+
+describe('the fuzzer judge', () => {
+  const html = { 'content-type': 'text/html; charset=utf-8' }
+  const json = { 'content-type': 'application/json; charset=utf-8' }
+  const page = '<!doctype html>\n<html lang="en"><p>no such repo</p></html>'
+  const err = '{"error":"NotFound","message":"no such repo"}'
+  const res = (status: number, headers: Record<string, string>, body: string) => ({
+    status,
+    headers,
+    body,
+    ms: 1,
+  })
+  it('wants the API error shape on the API and HTML pages on the browse UI', () => {
+    expect(judge('GET', res(404, json, err), '/v1/repos/did:x')).toBeNull()
+    expect(judge('GET', res(404, html, page), '/repos/did:x')).toBeNull()
+    expect(judge('GET', res(400, html, page), '/?limit')).toBeNull()
+    expect(judge('GET', res(404, html, page), '/nope', { accept: 'text/html' })).toBeNull()
+    expect(judge('GET', res(404, json, err), '/nope', { accept: '*/*' })).toBeNull()
+    expect(judge('GET', res(404, html, page), '/v1/repos/did:x')).toMatch(/without a JSON/)
+    expect(judge('GET', res(404, json, err), '/repos/did:x')).toMatch(/not HTML/)
+    expect(judge('GET', res(404, html, page), '/nope')).toMatch(/without a JSON/)
+    expect(judge('GET', res(500, html, page), '/repos/did:x')).toMatch(/^500/)
   })
 })

@@ -10,10 +10,11 @@ import { type RawResponse, rawRequest } from '../lib/raw-http.ts'
 import type { Scenario } from '../lib/scenario.ts'
 
 // Hostile HTTP requests over every route (fast-check, seeded) while the product ingests:
-// no 5xx, no dropped connection, no crash, every 4xx in the documented error shape
-// (SPEC 6: {"error","message"}, the name matching the status), and the end state the
-// baseline's (a read-only API changes nothing; admin calls only carry wrong tokens or
-// name repos the index does not hold).
+// no 5xx, no dropped connection, no crash, every 4xx of the API in the documented error
+// shape (SPEC 6: {"error","message"}, the name matching the status), every 4xx of the
+// browse UI's pages an HTML page (SPEC 6, Browse UI: pages are for people), and the end
+// state the baseline's (a read-only API changes nothing; admin calls only carry wrong
+// tokens or name repos the index does not hold).
 
 const ERROR_NAMES: Record<number, string> = {
   400: 'InvalidRequest',
@@ -28,6 +29,15 @@ const EXTRA_ROUTES: Route[] = [
   { method: 'GET', path: '/docs', query: [] },
   { method: 'GET', path: '/', query: [] },
   { method: 'GET', path: '/{x}', query: [] },
+  {
+    method: 'GET',
+    path: '/prompts',
+    query: ['q', 'flag', 'did', 'agent', 'limit', 'cursor', 'prev'],
+  },
+  { method: 'GET', path: '/prompts/{did}/{rkey}', query: ['from', 'to', 'revcursor'] },
+  { method: 'GET', path: '/conversations/{did}/{rkey}', query: [] },
+  { method: 'GET', path: '/agents/{did}/{rkey}', query: [] },
+  { method: 'GET', path: '/repos/{did}', query: [] },
   { method: 'POST', path: '/admin/repos/{did}/resync', query: [] },
   { method: 'POST', path: '/admin/repos/{did}/hide', query: [] },
   { method: 'POST', path: '/admin/repos/{did}/unhide', query: [] },
@@ -49,11 +59,43 @@ async function routesOf(url: string): Promise<Route[]> {
   return [...routes, ...EXTRA_ROUTES.filter((r) => !seen.has(`${r.method} ${r.path}`))]
 }
 
+/** The browse UI's pages: their errors are HTML pages whatever the client accepts. */
+const UI_PAGE =
+  /^\/((prompts(\/[^/]+\/[^/]+)?|(conversations|agents)\/[^/]+\/[^/]+|repos\/[^/]+)\/?)?$/
+const API_PATH = /^\/(v1|admin|metrics|healthz|readyz|openapi\.json)(\/|$)/
+
+/**
+ * Whether a 4xx to this request is an HTML page: on a UI page always, elsewhere off the
+ * API when the client accepts text/html (a browser on an unknown path); else JSON.
+ */
+export function wantsHtmlError(target: string, headers: Record<string, string>): boolean {
+  const path = target.split('?')[0] ?? ''
+  if (API_PATH.test(path)) return false
+  if (UI_PAGE.test(path)) return true
+  const accept = Object.entries(headers).find(([k]) => k.toLowerCase() === 'accept')?.[1] ?? ''
+  return accept.includes('text/html')
+}
+
+function htmlProblem(res: RawResponse): string | null {
+  const type = res.headers['content-type'] ?? ''
+  if (!type.startsWith('text/html'))
+    return `${res.status} of a UI page with content-type ${JSON.stringify(type)}, not HTML`
+  if (!/^<!doctype html>/i.test(res.body))
+    return `${res.status} of a UI page not an HTML document: ${JSON.stringify(res.body.slice(0, 120))}`
+  return null
+}
+
 /** What is wrong with one answer, or null. */
-export function judge(method: string, res: RawResponse): string | null {
+export function judge(
+  method: string,
+  res: RawResponse,
+  target = '/v1',
+  headers: Record<string, string> = {},
+): string | null {
   if (res.status === null) return `no answer (${res.error ?? 'connection closed'})`
   if (res.status >= 500) return `${res.status} ${res.body.slice(0, 200)}`
   if (res.status < 400 || method === 'HEAD') return null
+  if (wantsHtmlError(target, headers)) return htmlProblem(res)
   let body: { error?: unknown; message?: unknown }
   try {
     body = JSON.parse(res.body)
@@ -99,7 +141,7 @@ export function httpFuzzScenario(driver: Driver): Scenario {
       await mapLimit(reqs, 4, async (r) => {
         const res = await rawRequest(hostname, Number(port), r)
         statuses[String(res.status)] = (statuses[String(res.status)] ?? 0) + 1
-        const problem = judge(r.method, res)
+        const problem = judge(r.method, res, r.target, r.headers)
         if (problem)
           bad.push(
             `${r.method} ${r.target.slice(0, 160)} [${Object.keys(r.headers).join(',')}] -> ${problem}`,
