@@ -179,5 +179,11 @@ describe('the fuzzer judge', () => {
     expect(judge('GET', res(404, json, err), '/repos/did:x')).toMatch(/not HTML/)
     expect(judge('GET', res(404, html, page), '/nope')).toMatch(/without a JSON/)
     expect(judge('GET', res(500, html, page), '/repos/did:x')).toMatch(/^500/)
+    // Not a page: a trailing slash, a malformed escape, another method (the router's JSON).
+    expect(judge('GET', res(404, json, err), '/agents/a/b/')).toBeNull()
+    const bad = '{"error":"InvalidRequest","message":"malformed URL"}'
+    expect(judge('GET', res(400, json, bad), '/conversations/a/%?x')).toBeNull()
+    expect(judge('CONNECT', res(405, json, bad), '/?limit=1')).toBeNull()
+    expect(judge('GET', res(400, html, page), '/#frag?%')).toBeNull()
   })
 })

@@ -59,19 +59,33 @@ async function routesOf(url: string): Promise<Route[]> {
   return [...routes, ...EXTRA_ROUTES.filter((r) => !seen.has(`${r.method} ${r.path}`))]
 }
 
-/** The browse UI's pages: their errors are HTML pages whatever the client accepts. */
-const UI_PAGE =
-  /^\/((prompts(\/[^/]+\/[^/]+)?|(conversations|agents)\/[^/]+\/[^/]+|repos\/[^/]+)\/?)?$/
+/** The browse UI's pages (GET): their errors are HTML pages whatever the client accepts. */
+const UI_PAGE = /^\/(prompts(\/[^/]+\/[^/]+)?|(conversations|agents)\/[^/]+\/[^/]+|repos\/[^/]+)?$/
 const API_PATH = /^\/(v1|admin|metrics|healthz|readyz|openapi\.json)(\/|$)/
 
+function decodes(path: string): boolean {
+  try {
+    decodeURIComponent(path)
+    return true
+  } catch {
+    return false
+  }
+}
+
 /**
- * Whether a 4xx to this request is an HTML page: on a UI page always, elsewhere off the
- * API when the client accepts text/html (a browser on an unknown path); else JSON.
+ * Whether a 4xx to this request is an HTML page: a GET of a UI page always (a path the
+ * router can decode and match exactly: a trailing slash or a malformed escape is no page),
+ * elsewhere off the API when the client accepts text/html (a browser on an unknown path);
+ * otherwise JSON.
  */
-export function wantsHtmlError(target: string, headers: Record<string, string>): boolean {
-  const path = target.split('?')[0] ?? ''
+export function wantsHtmlError(
+  method: string,
+  target: string,
+  headers: Record<string, string>,
+): boolean {
+  const path = target.split(/[?#]/)[0] ?? ''
   if (API_PATH.test(path)) return false
-  if (UI_PAGE.test(path)) return true
+  if (method === 'GET' && UI_PAGE.test(path) && decodes(path)) return true
   const accept = Object.entries(headers).find(([k]) => k.toLowerCase() === 'accept')?.[1] ?? ''
   return accept.includes('text/html')
 }
@@ -95,7 +109,7 @@ export function judge(
   if (res.status === null) return `no answer (${res.error ?? 'connection closed'})`
   if (res.status >= 500) return `${res.status} ${res.body.slice(0, 200)}`
   if (res.status < 400 || method === 'HEAD') return null
-  if (wantsHtmlError(target, headers)) return htmlProblem(res)
+  if (wantsHtmlError(method, target, headers)) return htmlProblem(res)
   let body: { error?: unknown; message?: unknown }
   try {
     body = JSON.parse(res.body)
