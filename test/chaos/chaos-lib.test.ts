@@ -185,5 +185,7 @@ describe('the fuzzer judge', () => {
     expect(judge('GET', res(400, json, bad), '/conversations/a/%?x')).toBeNull()
     expect(judge('CONNECT', res(405, json, bad), '/?limit=1')).toBeNull()
     expect(judge('GET', res(400, html, page), '/#frag?%')).toBeNull()
+    expect(judge('GET', res(400, html, page), '/repos/?x=1')).toBeNull()
+    expect(judge('GET', res(404, json, err), '/repos//')).toBeNull()
   })
 })

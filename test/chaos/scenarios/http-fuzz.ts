@@ -60,7 +60,10 @@ async function routesOf(url: string): Promise<Route[]> {
 }
 
 /** The browse UI's pages (GET): their errors are HTML pages whatever the client accepts. */
-const UI_PAGE = /^\/(prompts(\/[^/]+\/[^/]+)?|(conversations|agents)\/[^/]+\/[^/]+|repos\/[^/]+)?$/
+// (find-my-way matches an empty parameter, so `/repos/` is the repo page with no DID; a
+// parameter past the app's maxParamLength is the router's answer.)
+const UI_PAGE = /^\/(prompts(\/[^/]*\/[^/]*)?|(conversations|agents)\/[^/]*\/[^/]*|repos\/[^/]*)?$/
+const MAX_PARAM = 4_096
 const API_PATH = /^\/(v1|admin|metrics|healthz|readyz|openapi\.json)(\/|$)/
 
 function decodes(path: string): boolean {
@@ -85,7 +88,8 @@ export function wantsHtmlError(
 ): boolean {
   const path = target.split(/[?#]/)[0] ?? ''
   if (API_PATH.test(path)) return false
-  if (method === 'GET' && UI_PAGE.test(path) && decodes(path)) return true
+  const short = path.split('/').every((seg) => seg.length <= MAX_PARAM)
+  if (method === 'GET' && UI_PAGE.test(path) && decodes(path) && short) return true
   const accept = Object.entries(headers).find(([k]) => k.toLowerCase() === 'accept')?.[1] ?? ''
   return accept.includes('text/html')
 }
