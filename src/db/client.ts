@@ -80,6 +80,11 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
     // While the server is unreachable, a query waits this long for a connection before it
     // fails (retryable): reads answer 503 after seconds, not the driver's default 30 s.
     connect_timeout: 5,
+    // A query that arrives while the server is down waits for the pool's next reconnect
+    // attempt, and postgres.js spaces those by 0.5-1 x min(3^failures / 100, 20) s: after a
+    // few failed batches a read would wait up to 20 s for its 503. Our own retries (retry.ts)
+    // pace the writer; reconnects to one server stay at most a second apart.
+    backoff: (failures: number) => Math.min(0.05 * 2 ** failures, 1),
     onnotice: () => {},
     connection: opts.searchPath ? { search_path: opts.searchPath } : {},
   })

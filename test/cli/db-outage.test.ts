@@ -133,6 +133,11 @@ async function outage(cli: ServingCli, serve: ServingCli, k: number): Promise<vo
   await new Promise((r) => setTimeout(r, 2000))
   expect(cli.child.exitCode).toBeNull()
   expect(serve.child.exitCode).toBeNull()
+  // After those failures too: postgres.js's own reconnect backoff grows with each failed
+  // connect (up to 20 s by default), and a read waits for the next attempt.
+  const later = await timed(`${cli.url}/v1/prompts?limit=1`)
+  expect(later.status).toBe(503)
+  expect(later.ms).toBeLessThan(10_000)
   await cluster.start()
   for (const p of [cli, serve]) {
     await waitFor(
