@@ -1,14 +1,12 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
 import { nsidsOf } from '../../config.ts'
-import { FILTER_NAMES } from '../../indexer/flags.ts'
 import { LIST_CACHE, LOOKUP_CACHE } from '../http-cache.ts'
 import { badRequest, notFound } from '../http-errors.ts'
+import { type ListFilterQuery, listFilterProperties, parseListFilters } from '../list-filters.ts'
 import {
   type Actor,
-  decodeCursor,
   decodeRevCursor,
   parseActor,
-  parseFlag,
   parseLimit,
   parseRecordUri,
   parseRkey,
@@ -28,13 +26,8 @@ interface RepoRkey {
   did: string
   rkey: string
 }
-interface ListQuery {
+interface ListQuery extends ListFilterQuery {
   uri?: string
-  flag?: string
-  did?: string
-  agent?: string
-  limit?: string
-  cursor?: string
 }
 
 const tags = ['prompts']
@@ -92,19 +85,7 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
               maxLength: 8192,
               description: 'at-uri of a prompt or of its conversation',
             },
-            flag: {
-              type: 'string',
-              enum: [...FILTER_NAMES],
-              description: 'a flag name, or ok for none',
-            },
-            did: { type: 'string', maxLength: 2048, description: 'DID or handle of the repo' },
-            agent: {
-              type: 'string',
-              maxLength: 8192,
-              description: 'at-uri of the agent record the prompts name',
-            },
-            limit: limitParam(100, 50),
-            cursor: cursorParam,
+            ...listFilterProperties,
           },
         },
         response: { 200: { oneOf: [promptSchema, promptPageSchema] }, ...errorResponses },
@@ -113,30 +94,21 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
     async (request, reply) => {
       const q = request.query
       if (q.uri !== undefined) {
-        const listParams = (['flag', 'did', 'agent', 'limit', 'cursor'] as const).filter(
-          (k) => q[k] !== undefined,
-        )
+        const listParams = (
+          Object.keys(listFilterProperties) as Array<keyof ListFilterQuery>
+        ).filter((k) => q[k] !== undefined)
         if (listParams.length > 0)
           throw badRequest(`uri cannot be combined with ${listParams.join(', ')}`)
         const ref = parseRecordUri(q.uri, 'uri', [nsids.prompt, nsids.conversation])
         return serializeWith(reply, promptSchema, await lookup(ref.actor, ref.rkey))
       }
-      const flag = q.flag === undefined ? null : parseFlag(q.flag)
-      const limit = parseLimit(q.limit, 50, 100)
-      const after = q.cursor === undefined ? null : decodeCursor(q.cursor)
-      const repo = q.did === undefined ? null : parseActor(q.did, 'did')
-      const agentRef =
-        q.agent === undefined ? null : parseRecordUri(q.agent, 'agent', [nsids.agent])
-      const did = repo ? await resolveActor(db, repo) : null
-      const agentDid = agentRef ? await resolveActor(db, agentRef.actor) : null
+      const parsed = await parseListFilters(db, nsids, q)
       // A handle nobody here has names no prompts: an empty page, like an unknown DID.
-      if ((repo && did === null) || (agentRef && agentDid === null))
-        return serializeWith(reply, promptPageSchema, { items: [] })
-      const agent = agentRef && agentDid ? { did: agentDid, rkey: agentRef.rkey } : null
+      if (!parsed) return serializeWith(reply, promptPageSchema, { items: [] })
       return serializeWith(
         reply,
         promptPageSchema,
-        await listPrompts(db, nsids, { flag, did, agent, after }, limit),
+        await listPrompts(db, nsids, parsed.filters, parsed.limit),
       )
     },
   )
