@@ -14,18 +14,11 @@ import {
   upsertAccounts,
   upsertRecords,
 } from '../db/writes.ts'
-import type { CursorPosition } from './events.ts'
-import {
-  type BatchEvent,
-  isVisible,
-  keyOf,
-  type OutcomeCount,
-  planBatch,
-  ROLES,
-  type Role,
-  splitKey,
-} from './merge.ts'
-import { type Nsids, PromptValidator } from './prompt-record.ts'
+import type { CursorPosition } from '../model/events.ts'
+import { type Nsids, ROLES, type Role } from '../model/nsids.ts'
+import { isVisible, keyOf, splitKey } from '../model/rows.ts'
+import { type BatchEvent, type OutcomeCount, planBatch } from './merge.ts'
+import { PromptValidator } from './prompt-record.ts'
 import { recomputeFlags } from './recompute-flags.ts'
 import { planRevisionTexts } from './revision-texts.ts'
 
