@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm'
 import { type Config, nsidsOf } from '../config.ts'
 import { emitChanges } from '../db/change-log.ts'
 import type { Database } from '../db/client.ts'
+import { recomputeFlags } from '../db/recompute-flags.ts'
 import { saveChains } from '../db/repo-chain.ts'
 import { insertRevisionTexts, loadPreviousTexts } from '../db/revision-texts.ts'
 import {
@@ -19,7 +20,6 @@ import { type Nsids, ROLES, type Role } from '../model/nsids.ts'
 import { isVisible, keyOf, splitKey } from '../model/rows.ts'
 import { type BatchEvent, type OutcomeCount, planBatch } from './merge.ts'
 import { PromptValidator } from './prompt-record.ts'
-import { recomputeFlags } from './recompute-flags.ts'
 import { planRevisionTexts } from './revision-texts.ts'
 
 export interface IndexerDeps {
