@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
-import { getCursor, getPrompt } from '../../src/db/queries.ts'
+import { getCursor } from '../../src/db/queries.ts'
 import { applyBatch } from '../../src/indexer/apply.ts'
 import { countOutcomes, IngestPipeline } from '../../src/indexer/pipeline.ts'
 import { runBackfill } from '../../src/ingest/backfill.ts'
@@ -13,6 +13,7 @@ import { startCli, startServing, waitFor } from '../helpers/cli.ts'
 import { testContext } from '../helpers/context.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { indexerDeps, NSIDS, sha256 } from '../helpers/events.ts'
+import { getPrompt } from '../helpers/get-prompt.ts'
 import {
   AGENT,
   agentRecord,

@@ -1,6 +1,6 @@
 import pino from 'pino'
-import type { Sink, SourceItem } from '../../src/ingest/source.ts'
 import { createMetrics, type Metrics } from '../../src/metrics.ts'
+import type { Sink, SourceItem } from '../../src/model/events.ts'
 
 // Shared by the firehose and backfill tests: the three collections, record factories in
 // the shapes Letta writes, a sink that collects, and polling.

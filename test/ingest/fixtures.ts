@@ -1,7 +1,7 @@
 import { type Logger, pino } from 'pino'
 import type { JetstreamJson } from '../../src/demo/jetstream-server.ts'
-import type { Sink, SourceItem } from '../../src/ingest/source.ts'
 import { createMetrics, type Metrics } from '../../src/metrics.ts'
+import type { Sink, SourceItem } from '../../src/model/events.ts'
 
 export const PROMPT = 'xyz.quasigod.lab.letta.compiledPrompt'
 export const CONVERSATION = 'xyz.quasigod.lab.letta.conversation'
