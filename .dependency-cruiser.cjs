@@ -10,72 +10,31 @@
 
 const BOTTOM = '^src/(config|logger|metrics|chain-metrics|errors|version)[.]ts$'
 
+/** A forbidden import from modules matching `from` to modules matching `to`. */
+const forbid = (name, comment, from, to) => ({ name, comment, severity: 'error', from, to })
+const src = (pathNot) => ({ path: '^src/', pathNot })
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
-    {
-      name: 'model-is-pure',
-      comment: 'src/model/ holds pure types and rules: it imports nothing of the project.',
-      severity: 'error',
-      from: { path: '^src/model/' },
-      to: { path: '^src/', pathNot: '^src/model/' },
-    },
-    {
-      name: 'bottom-imports-model-only',
-      comment: 'config, logger, metrics, errors, version sit beside model: they import model only.',
-      severity: 'error',
-      from: { path: BOTTOM },
-      to: { path: '^src/', pathNot: [BOTTOM, '^src/model/'] },
-    },
-    {
-      name: 'db-imports-model-and-bottom-only',
-      comment: 'db/ is all the SQL: it knows the shapes (model) and the bottom, nothing above.',
-      severity: 'error',
-      from: { path: '^src/db/' },
-      to: { path: '^src/', pathNot: ['^src/db/', '^src/model/', BOTTOM] },
-    },
-    {
-      name: 'context-below-indexer',
-      comment: 'The dependency bag is handed to indexer/, ingest/ and api/: it cannot need them.',
-      severity: 'error',
-      from: { path: '^src/context[.]ts$' },
-      to: { path: '^src/(indexer|ingest|api|demo|cli)/' },
-    },
-    {
-      name: 'indexer-below-sources-and-api',
-      comment: 'indexer/ turns normalized events into writes: it knows no source, no API, no CLI.',
-      severity: 'error',
-      from: { path: '^src/indexer/' },
-      to: { path: '^src/(ingest|api|demo|cli)/' },
-    },
-    {
-      name: 'ingest-not-api',
-      comment: 'ingest/ and api/ are siblings over indexer/: they never import each other.',
-      severity: 'error',
-      from: { path: '^src/ingest/' },
-      to: { path: '^src/(api|demo)/' },
-    },
-    {
-      name: 'api-not-ingest',
-      comment: 'ingest/ and api/ are siblings over indexer/: they never import each other.',
-      severity: 'error',
-      from: { path: '^src/api/' },
-      to: { path: '^src/(ingest|demo)/' },
-    },
-    {
-      name: 'demo-not-api',
-      comment: 'The demo network speaks the wire formats (ingest/), it serves no API.',
-      severity: 'error',
-      from: { path: '^src/demo/' },
-      to: { path: '^src/(api|indexer|db)/' },
-    },
-    {
-      name: 'nothing-imports-cli',
-      comment: 'cli/ is the top: it wires the layers together, and nothing in src/ imports it.',
-      severity: 'error',
-      from: { path: '^src/', pathNot: '^src/cli/' },
-      to: { path: '^src/cli/' },
-    },
+    forbid('model-is-pure', 'src/model/ is pure types and rules: it imports nothing of src/.',
+      { path: '^src/model/' }, src('^src/model/')),
+    forbid('bottom-imports-model-only', 'config, logger, metrics, errors, version: model only.',
+      { path: BOTTOM }, src([BOTTOM, '^src/model/'])),
+    forbid('db-imports-model-and-bottom-only', 'db/ is all the SQL; it knows nothing above.',
+      { path: '^src/db/' }, src(['^src/db/', '^src/model/', BOTTOM])),
+    forbid('context-below-indexer', 'The dependency bag cannot need what it is handed to.',
+      { path: '^src/context[.]ts$' }, { path: '^src/(indexer|ingest|api|demo|cli)/' }),
+    forbid('indexer-below-sources-and-api', 'indexer/ knows no source, no API, no CLI.',
+      { path: '^src/indexer/' }, { path: '^src/(ingest|api|demo|cli)/' }),
+    forbid('ingest-not-api', 'ingest/ and api/ are siblings: they never import each other.',
+      { path: '^src/ingest/' }, { path: '^src/(api|demo)/' }),
+    forbid('api-not-ingest', 'ingest/ and api/ are siblings: they never import each other.',
+      { path: '^src/api/' }, { path: '^src/(ingest|demo)/' }),
+    forbid('demo-speaks-wire-only', 'The demo network serves wire formats; no API, no database.',
+      { path: '^src/demo/' }, { path: '^src/(api|indexer|db)/' }),
+    forbid('nothing-imports-cli', 'cli/ wires the layers together; nothing in src/ imports it.',
+      src('^src/cli/'), { path: '^src/cli/' }),
     {
       name: 'no-circular',
       comment: 'A cycle makes two modules one: split out what both need.',
