@@ -74,6 +74,7 @@ export async function startFirehoseChain(o: FirehoseChainOptions): Promise<Fireh
         collections: o.collections,
         signal,
         allowPrivateNetwork: o.allowPrivateNetwork,
+        metrics,
       }))
   const resyncer = new Resyncer({
     ...o.resync,
