@@ -6,7 +6,7 @@ import {
   nodeDataDef,
   readCarStream,
 } from '@atproto/repo'
-import type { RepoSnapshotEvent } from '../indexer/events.ts'
+import type { RepoSnapshotEvent } from '../model/events.ts'
 import { lexToJson } from './lex-json.ts'
 import { type CidLike, MissingTreeBlockError, type NodeData, SparseMstIndex } from './mst-index.ts'
 

@@ -1,6 +1,6 @@
 import { type Commit, RepoVerificationError, verifyCommitSig } from '@atproto/repo'
-import type { RepoSnapshotEvent } from '../indexer/events.ts'
 import type { Metrics } from '../metrics.ts'
+import type { RepoSnapshotEvent } from '../model/events.ts'
 import { sleepUnlessAborted } from './abortable.ts'
 import {
   CarStreamError,
