@@ -14,11 +14,11 @@ import pino from 'pino'
 import type { Counter } from 'prom-client'
 import { afterEach, describe, expect, it } from 'vitest'
 import { buildBigRepo } from '../../bench/lib/big-repo.ts'
-import type { RepoSnapshotEvent } from '../../src/model/events.ts'
 import { runBackfill } from '../../src/ingest/backfill.ts'
 import { readRepoCar } from '../../src/ingest/car-stream.ts'
 import { fetchRepoSnapshot } from '../../src/ingest/repo-snapshot.ts'
 import { UpstreamLimiter } from '../../src/ingest/upstream-limiter.ts'
+import type { RepoSnapshotEvent } from '../../src/model/events.ts'
 import { COLLECTIONS, PROMPT, testMetrics } from '../helpers/ingest-kit.ts'
 
 // getRepo read as a stream (src/ingest/car-stream.ts) and bad upstreams: a CAR that ends

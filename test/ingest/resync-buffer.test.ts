@@ -8,9 +8,9 @@ import {
   WriteOpAction,
 } from '@atproto/repo'
 import { describe, expect, it } from 'vitest'
-import type { ChainEvent, CommitEvent, RepoSnapshotEvent } from '../../src/model/events.ts'
 import { startFirehoseChain } from '../../src/ingest/chain/firehose-chain.ts'
 import { ResyncBuffer } from '../../src/ingest/chain/resync-buffer.ts'
+import type { ChainEvent, CommitEvent, RepoSnapshotEvent } from '../../src/model/events.ts'
 import {
   COLLECTIONS,
   collectingSink,
