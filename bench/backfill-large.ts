@@ -4,6 +4,8 @@ import { Readable } from 'node:stream'
 import { Secp256k1Keypair } from '@atproto/crypto'
 import pino from 'pino'
 import { runBackfill } from '../src/ingest/backfill.ts'
+import { Resyncer } from '../src/ingest/chain/resyncer.ts'
+import { fetchRepoSnapshot } from '../src/ingest/repo-snapshot.ts'
 import { createMetrics } from '../src/metrics.ts'
 import { type BigRepo, buildBigRepo } from './lib/big-repo.ts'
 import { nodeFlagsFromEnv, spawnNode } from './lib/child.ts'
@@ -34,6 +36,51 @@ interface ChildResult {
   failed: number
   seconds: number
   bytes: number
+}
+
+/** One resync by the firehose's Resyncer (fetch, stream, verify), timed by its histogram. */
+async function resyncMain(url: string, did: string, key: string): Promise<void> {
+  const metrics = createMetrics({ version: 'bench', collections: COLLECTIONS })
+  const resolver = {
+    resolve: async () => null,
+    resolvePds: async () => url,
+    resolveKey: async () => key,
+    invalidate: () => {},
+  }
+  let records = -1
+  const resyncer = new Resyncer({
+    fetchSnapshot: (d, signal) =>
+      fetchRepoSnapshot(d, {
+        resolver,
+        collections: COLLECTIONS,
+        signal,
+        allowPrivateNetwork: true,
+        metrics,
+      }),
+    hostOf: async () => new URL(url).host,
+    emit: async (ev) => {
+      if (ev.kind === 'snapshot') records = ev.records.length
+    },
+    head: async () => null,
+    settle: () => {},
+    logger: pino({ level: 'warn' }),
+    metrics,
+    maxAttempts: 1,
+  })
+  resyncer.request(did)
+  while (resyncer.isBusy(did)) await new Promise((r) => setTimeout(r, 20))
+  const h = (await metrics.resyncDurationSeconds.get()).values.find((v) =>
+    v.metricName?.endsWith('_sum'),
+  )
+  const res: ChildResult = {
+    maxRssMb: process.resourceUsage().maxRSS / 1024,
+    records,
+    failed: records < 0 ? 1 : 0,
+    seconds: h?.value ?? Number.NaN,
+    bytes: 0,
+  }
+  console.log(`RESULT ${JSON.stringify(res)}`)
+  await resyncer.close()
 }
 
 async function childMain(url: string, did: string, key: string): Promise<void> {
@@ -72,9 +119,14 @@ async function childMain(url: string, did: string, key: string): Promise<void> {
   console.log(`RESULT ${JSON.stringify(res)}`)
 }
 
-async function measure(url: string, did: string, key: string): Promise<ChildResult> {
+async function measure(
+  url: string,
+  did: string,
+  key: string,
+  mode = '--child',
+): Promise<ChildResult> {
   const child = spawnNode(
-    [new URL(import.meta.url).pathname, '--child', url, did, key],
+    [new URL(import.meta.url).pathname, mode, url, did, key],
     {},
     {
       execArgv: nodeFlagsFromEnv('BENCH_NODE_FLAGS'),
@@ -128,9 +180,11 @@ export async function runBackfillLarge(): Promise<ScenarioResult> {
   try {
     const s = await measure(url, small, keypair.did())
     const l = await measure(url, large, keypair.did())
+    const rs = await measure(url, small, keypair.did(), '--resync')
     const checks: Check[] = [
       { name: 'small repo: every Letta record', ok: s.records === LETTA_RECORDS && s.failed === 0 },
       { name: 'large repo: every Letta record', ok: l.records === LETTA_RECORDS && l.failed === 0 },
+      { name: 'resync of the small repo: every Letta record', ok: rs.records === LETTA_RECORDS },
     ]
     const largeMb = repos[large].bytes / 1024 / 1024
     return {
@@ -151,9 +205,16 @@ export async function runBackfillLarge(): Promise<ScenarioResult> {
         ),
         row(`backfill time, ${Math.round(largeMb)} MB repo`, l.seconds, 's', 'informational', null),
         row('throughput, large repo', largeMb / l.seconds, 'MB/s', 'informational', null),
+        row(
+          'resync of the small repo (getRepo, stream, verify)',
+          rs.seconds * 1000,
+          'ms',
+          'informational',
+          null,
+        ),
       ],
       checks,
-      details: { small: s, large: l, loadavg: (await import('node:os')).loadavg() },
+      details: { small: s, large: l, resync: rs, loadavg: (await import('node:os')).loadavg() },
       notes: [
         `baseline: the same backfill of a ${Math.round(repos[small].bytes / 1024)} kB repo with the same ${LETTA_RECORDS} Letta records`,
       ],
@@ -166,6 +227,8 @@ export async function runBackfillLarge(): Promise<ScenarioResult> {
 
 if (isMain(import.meta.url)) {
   const i = process.argv.indexOf('--child')
+  const j = process.argv.indexOf('--resync')
   if (i >= 0) await childMain(process.argv[i + 1], process.argv[i + 2], process.argv[i + 3])
+  else if (j >= 0) await resyncMain(process.argv[j + 1], process.argv[j + 2], process.argv[j + 3])
   else await runAsMain(runBackfillLarge)
 }
