@@ -1,12 +1,5 @@
 import { type Keypair, Secp256k1Keypair } from '@atproto/crypto'
-import {
-  blocksToCarFile,
-  cidForRecord,
-  MemoryBlockstore,
-  type RecordWriteOp,
-  Repo,
-  WriteOpAction,
-} from '@atproto/repo'
+import { MemoryBlockstore, type RecordWriteOp, Repo, WriteOpAction } from '@atproto/repo'
 import { describe, expect, it } from 'vitest'
 import { startFirehoseChain } from '../../src/ingest/chain/firehose-chain.ts'
 import { ResyncBuffer } from '../../src/ingest/chain/resync-buffer.ts'
@@ -18,6 +11,7 @@ import {
   silentLogger,
   testMetrics,
 } from '../helpers/ingest-kit.ts'
+import { commitBody } from './commit-body.ts'
 
 // Commits that arrive while their repo resyncs are held and judged again against the
 // resynced state: newer ones apply after the snapshot, older ones drop as replays.
@@ -31,27 +25,7 @@ const create = (rkey: string) => ({
 })
 
 async function applyCommit(repo: Repo, kp: Keypair, writes: RecordWriteOp[], seq: number) {
-  const prevData = repo.commit.data
-  const ops = []
-  for (const w of writes) {
-    const cid = w.action === WriteOpAction.Delete ? null : await cidForRecord(w.record)
-    ops.push({ action: w.action, path: `${w.collection}/${w.rkey}`, cid })
-  }
-  const commit = await repo.formatCommit(writes, kp)
-  const body = {
-    seq,
-    rebase: false,
-    tooBig: false,
-    repo: DID,
-    commit: commit.cid,
-    rev: commit.rev,
-    since: commit.since,
-    prevData,
-    blocks: await blocksToCarFile(commit.cid, commit.relevantBlocks),
-    ops,
-    blobs: [],
-    time: new Date().toISOString(),
-  }
+  const { body, commit } = await commitBody(repo, kp, writes, seq)
   return { body, next: await repo.applyCommit(commit) }
 }
 
