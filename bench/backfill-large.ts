@@ -7,7 +7,7 @@ import { runBackfill } from '../src/ingest/backfill.ts'
 import { Resyncer } from '../src/ingest/chain/resyncer.ts'
 import { fetchRepoSnapshot } from '../src/ingest/repo-snapshot.ts'
 import { createMetrics } from '../src/metrics.ts'
-import { type BigRepo, buildBigRepo } from './lib/big-repo.ts'
+import { type BigRepo, buildBigRepo, fixedResolver } from './lib/big-repo.ts'
 import { nodeFlagsFromEnv, spawnNode } from './lib/child.ts'
 import { count } from './lib/env.ts'
 import { type Check, row, type ScenarioResult } from './lib/report.ts'
@@ -41,12 +41,7 @@ interface ChildResult {
 /** One resync by the firehose's Resyncer (fetch, stream, verify), timed by its histogram. */
 async function resyncMain(url: string, did: string, key: string): Promise<void> {
   const metrics = createMetrics({ version: 'bench', collections: COLLECTIONS })
-  const resolver = {
-    resolve: async () => null,
-    resolvePds: async () => url,
-    resolveKey: async () => key,
-    invalidate: () => {},
-  }
+  const resolver = fixedResolver(url, key)
   let records = -1
   const resyncer = new Resyncer({
     fetchSnapshot: (d, signal) =>
@@ -90,12 +85,7 @@ async function childMain(url: string, did: string, key: string): Promise<void> {
   const summary = await runBackfill({
     logger: pino({ level: 'warn' }),
     metrics,
-    resolver: {
-      resolve: async () => null,
-      resolvePds: async () => url,
-      resolveKey: async () => key,
-      invalidate: () => {},
-    },
+    resolver: fixedResolver(url, key),
     collections: COLLECTIONS,
     dids: [did],
     concurrency: 1,

@@ -76,3 +76,13 @@ export async function buildBigRepo(spec: BigRepoSpec): Promise<BigRepo> {
     car: () => writeCarStream(commitBlock.cid as never, blocks() as never),
   }
 }
+
+/** A DID resolver that names one PDS and one signing key for every DID. */
+export function fixedResolver(pdsUrl: string, signingKey: string) {
+  return {
+    resolve: async () => null,
+    resolvePds: async () => pdsUrl,
+    resolveKey: async () => signingKey,
+    invalidate: () => {},
+  }
+}

@@ -13,7 +13,7 @@ import {
 import pino from 'pino'
 import type { Counter } from 'prom-client'
 import { afterEach, describe, expect, it } from 'vitest'
-import { buildBigRepo } from '../../bench/lib/big-repo.ts'
+import { buildBigRepo, fixedResolver } from '../../bench/lib/big-repo.ts'
 import { runBackfill } from '../../src/ingest/backfill.ts'
 import { readRepoCar } from '../../src/ingest/car-stream.ts'
 import { fetchRepoSnapshot } from '../../src/ingest/repo-snapshot.ts'
@@ -85,6 +85,13 @@ async function serve(handler: Handler) {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits }
 }
 
+/** A PDS streaming `body()` as the getRepo answer. */
+const streamServer = (body: () => AsyncIterable<Uint8Array>) =>
+  serve((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/vnd.ipld.car' })
+    Readable.from(body()).pipe(res)
+  })
+
 const carServer = (car: Uint8Array) =>
   serve((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/vnd.ipld.car' })
@@ -109,12 +116,7 @@ async function backfillFrom(
   const summary = await runBackfill({
     logger,
     metrics,
-    resolver: {
-      resolve: async () => null,
-      resolvePds: async () => url,
-      resolveKey: async () => key,
-      invalidate: () => {},
-    },
+    resolver: fixedResolver(url, key),
     collections: COLLECTIONS,
     dids: [DID],
     concurrency: 1,
@@ -139,20 +141,18 @@ function expectRefused(r: Awaited<ReturnType<typeof backfillFrom>>, reason: stri
   expect(line).toMatchObject({ did: DID, code: reason })
 }
 
+/** A generated repo (bench/lib/big-repo.ts: MST nodes after the records). */
+async function generated(otherRecords: number, otherRecordBytes: number, prompts: number) {
+  const kp = await Secp256k1Keypair.create()
+  const wanted = { collection: PROMPT, count: prompts, record: prompt }
+  const repo = await buildBigRepo({ did: DID, keypair: kp, otherRecords, otherRecordBytes, wanted })
+  return { kp, repo }
+}
+
 describe('getRepo as a stream', () => {
   it('keeps the wanted records of a repo whose MST nodes come after its records', async () => {
-    const kp = await Secp256k1Keypair.create()
-    const repo = await buildBigRepo({
-      did: DID,
-      keypair: kp,
-      otherRecords: 300,
-      otherRecordBytes: 2000,
-      wanted: { collection: PROMPT, count: 5, record: prompt },
-    })
-    const server = await serve((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/vnd.ipld.car' })
-      Readable.from(repo.car()).pipe(res)
-    })
+    const { kp, repo } = await generated(300, 2000, 5)
+    const server = await streamServer(repo.car)
     const r = await backfillFrom(server.url, kp.did())
     expect(r.summary).toMatchObject({ done: 1, failed: 0, records: 5 })
     const keys = r.emitted[0].records.map((x) => `${x.collection}/${x.rkey}`).sort()
@@ -211,27 +211,16 @@ describe('getRepo as a stream', () => {
   })
 
   it('a 2 GB body is cut at the bound without being held; a block claiming 2 GB too', async () => {
-    const kp = await Secp256k1Keypair.create()
-    const repo = await buildBigRepo({
-      did: DID,
-      keypair: kp,
-      otherRecords: 50,
-      otherRecordBytes: 1000,
-      wanted: { collection: PROMPT, count: 1, record: prompt },
-    })
+    const { kp, repo } = await generated(50, 1000, 1)
     let sent = 0
-    const server = await serve((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/vnd.ipld.car' })
-      // The real header and blocks, then blocks of noise until 2 GB (never reached).
-      async function* body() {
-        for await (const chunk of repo.car()) yield chunk
-        const noise = await rawBlock(64 * 1024)
-        while (sent < 2 * 1024 ** 3) {
-          sent += noise.byteLength
-          yield noise
-        }
+    // The real header and blocks, then blocks of noise until 2 GB (never reached).
+    const server = await streamServer(async function* () {
+      for await (const chunk of repo.car()) yield chunk
+      const noise = await rawBlock(64 * 1024)
+      while (sent < 2 * 1024 ** 3) {
+        sent += noise.byteLength
+        yield noise
       }
-      Readable.from(body()).pipe(res)
     })
     const rssBefore = process.memoryUsage().rss
     const r = await backfillFrom(server.url, kp.did(), { maxBytes: 32 * 1024 ** 2 })
@@ -239,16 +228,12 @@ describe('getRepo as a stream', () => {
     expect(sent).toBeLessThan(256 * 1024 ** 2)
     expect(process.memoryUsage().rss - rssBefore).toBeLessThan(200 * 1024 ** 2)
 
-    const huge = await serve((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/vnd.ipld.car' })
-      async function* body() {
-        for await (const chunk of repo.car()) yield chunk
-        // A block header announcing 2 GB, then zeros.
-        yield Uint8Array.from([0x80, 0x80, 0x80, 0x80, 0x08])
-        const zeros = new Uint8Array(1024 * 1024)
-        for (let i = 0; i < 2048; i++) yield zeros
-      }
-      Readable.from(body()).pipe(res)
+    const huge = await streamServer(async function* () {
+      for await (const chunk of repo.car()) yield chunk
+      // A block header announcing 2 GB, then zeros.
+      yield Uint8Array.from([0x80, 0x80, 0x80, 0x80, 0x08])
+      const zeros = new Uint8Array(1024 * 1024)
+      for (let i = 0; i < 2048; i++) yield zeros
     })
     expectRefused(await backfillFrom(huge.url, kp.did()), 'block_too_large')
   })
@@ -256,12 +241,7 @@ describe('getRepo as a stream', () => {
   it('reads a repo the same as fetchRepoSnapshot did before (small CAR, one piece)', async () => {
     const { kp, car } = await smallRepo()
     const server = await carServer(car)
-    const resolver = {
-      resolve: async () => null,
-      resolvePds: async () => server.url,
-      resolveKey: async () => kp.did(),
-      invalidate: () => {},
-    }
+    const resolver = fixedResolver(server.url, kp.did())
     const snap = await fetchRepoSnapshot(DID, {
       resolver,
       collections: COLLECTIONS,
