@@ -9,7 +9,7 @@ import Fastify, {
   LogController,
 } from 'fastify'
 import type { AppContext } from '../context.ts'
-import { dbErrorCode, isRetryableDbError } from '../errors.ts'
+import { dbErrorCode, isRetryable } from '../errors.ts'
 import { addCacheHeaders } from './http-cache.ts'
 import { errorNameOf, HttpError, validationMessage } from './http-errors.ts'
 import { adminRoutes } from './routes/admin.ts'
@@ -107,7 +107,7 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
     }
     // The database is down or restarting: a 503 the client may retry, said at once (the
     // driver fails fast once its connection is gone), not a 500 and not a hang.
-    if (isRetryableDbError(err)) {
+    if (isRetryable(err)) {
       request.log.warn({ err }, 'request failed: database unavailable')
       return reply
         .status(503)

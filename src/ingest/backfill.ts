@@ -1,9 +1,10 @@
 import type { Logger } from 'pino'
+import { isRetryable } from '../errors.ts'
 import type { RepoSnapshotEvent } from '../indexer/events.ts'
 import type { Metrics } from '../metrics.ts'
 import { type BackfillProgress, createProgressReporter } from './backfill-progress.ts'
 import type { DidResolver } from './did-resolver.ts'
-import { fetchRepoSnapshot, isTransient, withRetries } from './repo-snapshot.ts'
+import { fetchRepoSnapshot, withRetries } from './repo-snapshot.ts'
 
 // Backfill: find the repos that hold the indexed collections, fetch each whole from its own
 // PDS, verify it and hand it on as one snapshot. Resumable: repos marked done are skipped.
@@ -109,7 +110,7 @@ export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummar
         op: 'unknown',
         outcome: 'error',
       })
-      logger.warn({ did, reason, retryable: isTransient(err) }, 'backfill: repo failed')
+      logger.warn({ did, reason, retryable: isRetryable(err) }, 'backfill: repo failed')
       return
     }
     // Store failures are not the repo's fault: they stop the run (and reject below).
