@@ -1,7 +1,6 @@
 import { sql } from 'drizzle-orm'
-import { type Config, nsidsOf } from '../config.ts'
+import type { AppContext } from '../context.ts'
 import { emitChanges } from '../db/change-log.ts'
-import type { Database } from '../db/client.ts'
 import { saveChains } from '../db/repo-chain.ts'
 import { insertRevisionTexts, loadPreviousTexts } from '../db/revision-texts.ts'
 import {
@@ -25,24 +24,11 @@ import {
   type Role,
   splitKey,
 } from './merge.ts'
-import { type Nsids, PromptValidator } from './prompt-record.ts'
 import { recomputeFlags } from './recompute-flags.ts'
 import { planRevisionTexts } from './revision-texts.ts'
 
-export interface IndexerDeps {
-  db: Database
-  nsids: Nsids
-  validator: PromptValidator
-}
-
-/** The indexer's dependencies as the configuration names them. */
-export function indexerDepsFor(config: Config, db: Database): IndexerDeps {
-  return {
-    db,
-    nsids: nsidsOf(config),
-    validator: new PromptValidator(config.promptNsid),
-  }
-}
+/** What applying a batch needs: a strict part of the process's one dependency bag. */
+export type IndexerDeps = Pick<AppContext, 'db' | 'nsids' | 'validator'>
 
 export interface BatchResult {
   outcomes: OutcomeCount[]

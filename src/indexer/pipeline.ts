@@ -151,6 +151,7 @@ export class IngestPipeline implements Sink {
       if (it.cursor !== null) this.#reached = it.cursor
       if (it.timeUs !== null) this.#newestUs = Math.max(this.#newestUs ?? it.timeUs, it.timeUs)
     }
+    if (this.#newestUs !== null) this.#ctx.metrics.noteNewestEvent(this.#newestUs)
     if (this.#reached === null) return
     this.#pendingCursor = {
       source: this.#opts.source,
