@@ -77,13 +77,6 @@ async function startDemo(
     dataDir: tempDir ?? config.dataDir,
   }
   const rt = await openRuntime(demoConfig, { migrate: true, logger, shutdown })
-  const gen = createGenerator({
-    seed: 20261130,
-    dids: opts.dids,
-    startTimeUs: Date.now() * 1000,
-    meanIntervalUs: Math.max(1, Math.round(1e6 / opts.rate)),
-    contentBytes: { min: 2048, max: 24_576 },
-  })
   // The simulated network is its own naming authority: its identity events are taken as
   // verified, which is what a local resolver answers for it.
   const source = jetstreamSourceFor(rt.ctx, async (_did, claimed) => claimed, {
@@ -93,31 +86,13 @@ async function startDemo(
   const served = { source: source.name, key: prepared.key, gap: () => source.gap ?? null }
   const app = await startServer(rt, served, { readApi: true })
   const ingest = prepared.start()
-  let produced = 0
-  let next = gen.next()
-  // Release events as the wall clock reaches their time_us, so the stream is real-time.
-  // After the loop was busy (startup, a long GC) the generator catches up at most
-  // CATCH_UP times faster than real time: a tick never builds seconds of events at once.
-  const perTick = Math.max(1, Math.ceil((opts.rate * TICK_MS * CATCH_UP) / 1000))
-  const feeder = setInterval(() => {
-    // The indexer starts at the live tip: what the network says before it connects is lost.
-    if (server.connections === 0) return
-    const now = Date.now() * 1000
-    const batch = []
-    while (
-      next.time_us <= now &&
-      batch.length < perTick &&
-      (opts.events === null || produced < opts.events)
-    ) {
-      batch.push(next)
-      produced++
-      next = gen.next()
-    }
-    if (batch.length > 0) server.append(batch as unknown as JetstreamJson[])
-  }, TICK_MS)
-  shutdown.add('demo feeder', () => clearInterval(feeder))
+  const feeder = startFeeder(server, opts)
+  shutdown.add('demo feeder', feeder.stop)
   const progress = setInterval(() => {
-    logger.info({ generated: produced, indexed: ingest.pipeline.committedEvents }, 'demo progress')
+    logger.info(
+      { generated: feeder.produced(), indexed: ingest.pipeline.committedEvents },
+      'demo progress',
+    )
   }, 10_000)
   shutdown.add('demo progress log', () => clearInterval(progress))
   const ui = uiAddress(app, config.host)
@@ -134,4 +109,43 @@ async function startDemo(
     `demo running: open ${ui} in a browser, or try /v1/stats, /v1/prompts?flag=staleTemplate, /metrics`,
   )
   return -1
+}
+
+/**
+ * Feeds the local Jetstream from the generator, releasing events as the wall clock reaches
+ * their time_us, so the stream is real-time. After the loop was busy (startup, a long GC)
+ * the generator catches up at most CATCH_UP times faster than real time: a tick never
+ * builds seconds of events at once.
+ */
+function startFeeder(
+  server: { connections: number; append(events: JetstreamJson[]): void },
+  opts: DemoOptions,
+): { produced: () => number; stop: () => void } {
+  const gen = createGenerator({
+    seed: 20261130,
+    dids: opts.dids,
+    startTimeUs: Date.now() * 1000,
+    meanIntervalUs: Math.max(1, Math.round(1e6 / opts.rate)),
+    contentBytes: { min: 2048, max: 24_576 },
+  })
+  let produced = 0
+  let next = gen.next()
+  const perTick = Math.max(1, Math.ceil((opts.rate * TICK_MS * CATCH_UP) / 1000))
+  const timer = setInterval(() => {
+    // The indexer starts at the live tip: what the network says before it connects is lost.
+    if (server.connections === 0) return
+    const now = Date.now() * 1000
+    const batch = []
+    while (
+      next.time_us <= now &&
+      batch.length < perTick &&
+      (opts.events === null || produced < opts.events)
+    ) {
+      batch.push(next)
+      produced++
+      next = gen.next()
+    }
+    if (batch.length > 0) server.append(batch as unknown as JetstreamJson[])
+  }, TICK_MS)
+  return { produced: () => produced, stop: () => clearInterval(timer) }
 }
