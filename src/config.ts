@@ -1,6 +1,6 @@
 import type { Parse } from './config-parse.ts'
 import { type Config, SETTINGS } from './config-schema.ts'
-import type { Nsids } from './indexer/prompt-record.ts'
+import type { Nsids } from './model/nsids.ts'
 
 // Precedence is flag > environment > default, and every problem is reported at once: the
 // schema is config-schema.ts, parsed here once per process.

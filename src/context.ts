@@ -1,8 +1,9 @@
 import type { Logger } from 'pino'
 import { type Config, nsidsOf } from './config.ts'
 import type { Database } from './db/client.ts'
-import { type Nsids, PromptValidator } from './indexer/prompt-record.ts'
+import { PromptValidator } from './indexer/prompt-record.ts'
 import type { Metrics } from './metrics.ts'
+import type { Nsids } from './model/nsids.ts'
 
 /**
  * Everything a component needs, passed explicitly: no module singletons. The one

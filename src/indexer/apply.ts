@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { AppContext } from '../context.ts'
 import { emitChanges } from '../db/change-log.ts'
+import { recomputeFlags } from '../db/recompute-flags.ts'
 import { saveChains } from '../db/repo-chain.ts'
 import { insertRevisionTexts, loadPreviousTexts } from '../db/revision-texts.ts'
 import {
@@ -13,18 +14,10 @@ import {
   upsertAccounts,
   upsertRecords,
 } from '../db/writes.ts'
-import type { CursorPosition } from './events.ts'
-import {
-  type BatchEvent,
-  isVisible,
-  keyOf,
-  type OutcomeCount,
-  planBatch,
-  ROLES,
-  type Role,
-  splitKey,
-} from './merge.ts'
-import { recomputeFlags } from './recompute-flags.ts'
+import type { CursorPosition } from '../model/events.ts'
+import { ROLES, type Role } from '../model/nsids.ts'
+import { isVisible, keyOf, splitKey } from '../model/rows.ts'
+import { type BatchEvent, type OutcomeCount, planBatch } from './merge.ts'
 import { planRevisionTexts } from './revision-texts.ts'
 
 /** What applying a batch needs: a strict part of the process's one dependency bag. */

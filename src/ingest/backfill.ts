@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import { isRetryable } from '../errors.ts'
-import type { RepoSnapshotEvent } from '../indexer/events.ts'
 import type { Metrics } from '../metrics.ts'
+import type { RepoSnapshotEvent } from '../model/events.ts'
 import { type BackfillProgress, createProgressReporter } from './backfill-progress.ts'
 import type { DidResolver } from './did-resolver.ts'
 import { fetchRepoSnapshot, withRetries } from './repo-snapshot.ts'

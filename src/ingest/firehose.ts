@@ -1,8 +1,8 @@
 import type { Logger } from 'pino'
 import WebSocket from 'ws'
 import { backoffMs } from '../backoff.ts'
-import type { RepoSnapshotEvent } from '../indexer/events.ts'
 import type { Metrics } from '../metrics.ts'
+import type { RepoSnapshotEvent } from '../model/events.ts'
 import { pushUnlessAborted, sleepUnlessAborted } from './abortable.ts'
 import {
   type ChainStore,

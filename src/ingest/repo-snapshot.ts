@@ -9,7 +9,7 @@ import {
 } from '@atproto/repo'
 import { backoffMs } from '../backoff.ts'
 import { isRetryable } from '../errors.ts'
-import type { RepoSnapshotEvent } from '../indexer/events.ts'
+import type { RepoSnapshotEvent } from '../model/events.ts'
 import { sleepUnlessAborted } from './abortable.ts'
 import type { DidResolver } from './did-resolver.ts'
 import { lexToJson } from './lex-json.ts'
