@@ -106,8 +106,9 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
       })
     }
     // The database is down or restarting: a 503 the client may retry, said at once (the
-    // driver fails fast once its connection is gone), not a 500 and not a hang.
-    if (isRetryable(err)) {
+    // driver fails fast once its connection is gone), not a 500 and not a hang. An error
+    // that carries its own HTTP status (a 429 from the rate limit) keeps it.
+    if (isRetryable(err) && !hasHttpStatus(err)) {
       request.log.warn({ err }, 'request failed: database unavailable')
       return reply
         .status(503)
@@ -177,3 +178,6 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   }
   return app
 }
+
+const hasHttpStatus = (err: { statusCode?: unknown; status?: unknown }): boolean =>
+  typeof err.statusCode === 'number' || typeof err.status === 'number'
