@@ -317,7 +317,7 @@ async function indexEvents(
   try {
     const outcomes: Record<string, number> = {}
     for (let i = 0; i < events.length; i += 1000) {
-      const r = await applyBatch(rt.deps, events.slice(i, i + 1000), null)
+      const r = await applyBatch(rt.ctx, events.slice(i, i + 1000), null)
       for (const x of r.outcomes) {
         if (x.op === 'account' || x.op === 'identity') continue
         outcomes[x.outcome] = (outcomes[x.outcome] ?? 0) + 1

@@ -1,11 +1,12 @@
-// Few precise error classes, each with its `cause`. Whether a failure is worth retrying is
-// decided by what failed (isRetryableDbError below for the database, each source's session
-// for its upstream), not by a flag on the error.
+// Few precise error classes. `retryable` (read by isRetryable below) decides between
+// retrying and counting and skipping what caused it.
 
 export class AppError extends Error {
-  constructor(message: string, opts: { cause?: unknown } = {}) {
+  readonly retryable: boolean
+  constructor(message: string, opts: { cause?: unknown; retryable?: boolean } = {}) {
     super(message, { cause: opts.cause })
     this.name = new.target.name
+    this.retryable = opts.retryable ?? false
   }
 }
 
@@ -15,29 +16,57 @@ export class DataDirLockedError extends AppError {}
 /** An upstream (PDS, PLC, relay) failed; usually worth retrying. */
 export class UpstreamError extends AppError {}
 
+// The one retry classifier: retryable (the store or an upstream is down or busy, trying
+// again later can succeed) or permanent (the input or the code is wrong, trying again
+// repeats the failure). Database retries and ingestion retries both ask it.
+
 // Postgres SQLSTATE classes that mean "try again": connection trouble, serialization
 // failures and deadlocks, resource exhaustion, operator intervention.
 const RETRYABLE_SQLSTATE = /^(08|40|53|57)/
+// Connections refused, reset or closed: Node's sockets and postgres.js.
+const RETRYABLE_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+])
+// What fetch (undici) rejects with when the network failed, whatever the socket said:
+// other TypeErrors are bugs, and a bug retried is a bug repeated.
+const FETCH_FAILURES = new Set(['fetch failed', 'terminated'])
 
-export function isRetryableDbError(err: unknown): boolean {
-  const e = err as { code?: unknown; cause?: unknown } | null
-  if (!e || typeof e !== 'object') return false
-  if (typeof e.code === 'string') {
-    if (RETRYABLE_SQLSTATE.test(e.code)) return true
+interface Classifiable {
+  retryable?: unknown
+  code?: unknown
+  name?: unknown
+  status?: unknown
+  message?: unknown
+  cause?: unknown
+}
+
+/**
+ * Walks the cause chain: the first error that says `retryable` itself (AppError,
+ * RepoFetchError) decides; else a retryable SQLSTATE or connection code, a timeout, or
+ * an HTTP 429 or 5xx anywhere along it makes the failure retryable. Anything else is
+ * permanent.
+ */
+export function isRetryable(err: unknown): boolean {
+  let e = err as Classifiable | null
+  for (let depth = 0; depth < 10 && e && typeof e === 'object'; depth++) {
+    if (typeof e.retryable === 'boolean') return e.retryable
     if (
-      [
-        'ECONNRESET',
-        'ECONNREFUSED',
-        'ETIMEDOUT',
-        'EPIPE',
-        'CONNECTION_CLOSED',
-        'CONNECTION_ENDED',
-        'CONNECTION_DESTROYED',
-      ].includes(e.code)
+      typeof e.code === 'string' &&
+      (RETRYABLE_SQLSTATE.test(e.code) || RETRYABLE_CODES.has(e.code))
     )
       return true
+    if (e.name === 'TimeoutError') return true
+    if (typeof e.status === 'number' && (e.status === 429 || e.status >= 500)) return true
+    if (e instanceof TypeError && FETCH_FAILURES.has(e.message)) return true
+    e = e.cause as Classifiable | null
   }
-  return e.cause ? isRetryableDbError(e.cause) : false
+  return false
 }
 
 /** The first driver or SQLSTATE code along the cause chain, for a message; else 'unknown'. */

@@ -42,6 +42,11 @@ export interface Metrics extends ChainMetrics {
   buildInfo: Gauge<'version'>
   upstreamRequestsTotal: Counter<'endpoint' | 'status'>
   repoFetchFailuresTotal: Counter<'reason'>
+  /**
+   * The ingest pipeline reports the source time (µs) of the newest event it processed; the
+   * lag gauge is now minus that, at scrape time, so a stalled stream shows a growing lag.
+   */
+  noteNewestEvent(timeUs: number): void
 }
 
 export interface MetricsOptions {
@@ -49,8 +54,6 @@ export interface MetricsOptions {
   collections: string[]
   /** Sets `prompt_appview_prompts{flag}` at scrape time, from the database. */
   collectPromptGauge?: () => Promise<Record<string, number>>
-  /** Seconds since the newest processed event, at scrape time. */
-  lagSeconds?: () => number | null
   /** Sets `prompt_appview_repos{sync_state}` at scrape time, from the database. */
   collectRepoGauge?: () => Promise<Record<string, number>>
 }
@@ -81,13 +84,13 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     eventsTotal.inc({ source, collection: 'unknown', op: 'unknown', outcome: 'error' }, 0)
   }
 
+  let newestEventUs: number | null = null
   const ingestLagSeconds = new Gauge({
     name: `${p}ingest_lag_seconds`,
     help: 'Now minus the source time of the newest event processed',
     registers: [registry],
     collect() {
-      const lag = opts.lagSeconds?.()
-      if (lag != null) this.set(lag)
+      if (newestEventUs !== null) this.set(Math.max(0, Date.now() / 1000 - newestEventUs / 1e6))
     },
   })
   const ingestCursor = new Gauge({
@@ -193,5 +196,8 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     buildInfo,
     upstreamRequestsTotal,
     repoFetchFailuresTotal,
+    noteNewestEvent: (timeUs) => {
+      newestEventUs = Math.max(newestEventUs ?? timeUs, timeUs)
+    },
   }
 }

@@ -108,7 +108,7 @@ export async function loadReadDataset(
       const res = normalizeJetstreamEvent(JSON.stringify(gen.next()), { collections })
       if (res.ok && res.item.event) batch.push(res.item.event)
     }
-    await applyBatch(rt.deps, batch, null)
+    await applyBatch(rt.ctx, batch, null)
     seedEvents += batch.length
     live = await countLive()
   }

@@ -91,7 +91,7 @@ export async function runProduct(
   const handle = await startIngest(rt, source)
   await new Promise<void>((resolve, reject) => {
     const tick = setInterval(() => {
-      if ((rt.newestEventUs() ?? 0) >= untilUs) done()
+      if ((handle.pipeline.newestEventUs ?? 0) >= untilUs) done()
     }, 5)
     const done = () => {
       clearInterval(tick)

@@ -9,7 +9,7 @@ import Fastify, {
   LogController,
 } from 'fastify'
 import type { AppContext } from '../context.ts'
-import { dbErrorCode, isRetryableDbError } from '../errors.ts'
+import { dbErrorCode, isRetryable } from '../errors.ts'
 import { addCacheHeaders } from './http-cache.ts'
 import { errorNameOf, HttpError, validationMessage } from './http-errors.ts'
 import { adminRoutes } from './routes/admin.ts'
@@ -106,8 +106,9 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
       })
     }
     // The database is down or restarting: a 503 the client may retry, said at once (the
-    // driver fails fast once its connection is gone), not a 500 and not a hang.
-    if (isRetryableDbError(err)) {
+    // driver fails fast once its connection is gone), not a 500 and not a hang. An error
+    // that carries its own HTTP status (a 429 from the rate limit) keeps it.
+    if (isRetryable(err) && !hasHttpStatus(err)) {
       request.log.warn({ err }, 'request failed: database unavailable')
       return reply
         .status(503)
@@ -177,3 +178,6 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   }
   return app
 }
+
+const hasHttpStatus = (err: { statusCode?: unknown; status?: unknown }): boolean =>
+  typeof err.statusCode === 'number' || typeof err.status === 'number'

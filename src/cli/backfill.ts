@@ -8,7 +8,8 @@ import {
 import { retryWhileDbDown } from '../db/retry.ts'
 import { runBackfill } from '../ingest/backfill.ts'
 import { resolverFor } from '../ingest/create-source.ts'
-import { indexSnapshot, onShutdownSignal, openRuntime } from './runtime.ts'
+import { indexSnapshot, openRuntime } from './runtime.ts'
+import { onShutdownSignal } from './shutdown.ts'
 
 export interface BackfillCommandOptions {
   dids: string[]
@@ -23,13 +24,13 @@ export async function backfillCommand(
   const rt = await openRuntime(config, { migrate: true })
   const { ctx } = rt
   const abort = new AbortController()
-  onShutdownSignal(ctx.logger, async () => abort.abort())
+  onShutdownSignal(ctx.logger, rt.shutdown)
   // The store calls wait out a database outage; a repo is marked done only once indexed.
   const store = <T>(what: string, fn: () => Promise<T>) =>
     retryWhileDbDown(fn, { logger: ctx.logger, what: `backfill: ${what}`, signal: abort.signal })
   try {
     if (opts.reset) await forgetBackfilledRepos(ctx.db)
-    const summary = await runBackfill({
+    const run = runBackfill({
       logger: ctx.logger,
       metrics: ctx.metrics,
       resolver: resolverFor(config),
@@ -45,6 +46,16 @@ export async function backfillCommand(
       signal: abort.signal,
       allowPrivateNetwork: config.allowPrivateNetwork,
     })
+    // A signal stops listing and fetching, and the database closes only once the repo in
+    // flight is indexed or given up. Its failure is the command's, thrown below.
+    rt.shutdown.add('backfill', async () => {
+      abort.abort()
+      await run.then(
+        () => {},
+        () => {},
+      )
+    })
+    const summary = await run
     ctx.logger.info(summary, 'backfill finished')
     process.stderr.write(
       `backfill: ${summary.repos} repos listed, ${summary.done} done, ${summary.skipped} already done, ${summary.failed} failed, ${summary.records} records\n`,

@@ -1,20 +1,15 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
 import type { Config } from '../config.ts'
 import { createGenerator } from '../demo/generator.ts'
 import { type JetstreamJson, startJetstreamServer } from '../demo/jetstream-server.ts'
 import { demoDictionary, startJetstreamV2Server } from '../demo/jetstream-v2-server.ts'
 import { jetstreamSourceFor } from '../ingest/create-source.ts'
-import {
-  type IngestHandle,
-  onShutdownSignal,
-  openRuntime,
-  startIngest,
-  startServer,
-  uiAddress,
-} from './runtime.ts'
+import { createLogger } from '../logger.ts'
+import { openRuntime, prepareIngest, startServer, uiAddress } from './runtime.ts'
+import { createShutdown, onShutdownSignal, type Shutdown } from './shutdown.ts'
 
 export interface DemoOptions {
   rate: number
@@ -43,25 +38,89 @@ const LOG_MAX_CHARS = 8 << 20
  * in memory, whose files live on the JS heap) a run of hours does not grow the heap.
  */
 export async function demoCommand(config: Config, opts: DemoOptions): Promise<number> {
+  // The network and the data directory exist before the runtime that uses them: the
+  // registry is made first, so they close after it (the database before its directory goes).
+  const logger = createLogger(config.logLevel)
+  const shutdown = createShutdown(logger)
+  onShutdownSignal(logger, shutdown)
+  try {
+    return await startDemo(config, opts, { logger, shutdown })
+  } catch (err) {
+    await shutdown.close().catch((e) => logger.error({ err: e }, 'closing after a failed start'))
+    throw err
+  }
+}
+
+async function startDemo(
+  config: Config,
+  opts: DemoOptions,
+  base: { logger: Logger; shutdown: Shutdown },
+): Promise<number> {
+  const { logger, shutdown } = base
   const logBounds = { maxLogEvents: opts.rate * LOG_WINDOW_SECONDS, maxLogBytes: LOG_MAX_CHARS }
   const server =
     opts.wire === 'v2'
       ? await startJetstreamV2Server({ ...logBounds, dictionary: demoDictionary() })
       : await startJetstreamServer(logBounds)
+  shutdown.add('demo network', () => server.close())
   const tempDir = config.databaseUrl ? null : mkdtempSync(join(tmpdir(), 'prompt-appview-demo-'))
-  const removeTemp = () => {
-    if (tempDir) rmSync(tempDir, { recursive: true, force: true })
+  if (tempDir) {
+    const removeTemp = () => rmSync(tempDir, { recursive: true, force: true })
+    // Also on a hard exit (second signal, shutdown deadline, last-resort handler).
+    process.once('exit', removeTemp)
+    shutdown.add('demo data directory', removeTemp)
   }
-  // Also on a hard exit (second signal, shutdown deadline, last-resort handler).
-  process.once('exit', removeTemp)
   const demoConfig: Config = {
     ...config,
     source: 'jetstream',
     jetstreamUrl: server.url,
     dataDir: tempDir ?? config.dataDir,
   }
-  const rt = await openRuntime(demoConfig, { migrate: true })
-  const { logger } = rt.ctx
+  const rt = await openRuntime(demoConfig, { migrate: true, logger, shutdown })
+  // The simulated network is its own naming authority: its identity events are taken as
+  // verified, which is what a local resolver answers for it.
+  const source = jetstreamSourceFor(rt.ctx, async (_did, claimed) => claimed, {
+    backoffBaseMs: 200,
+  })
+  const prepared = await prepareIngest(rt, source)
+  const served = { source: source.name, key: prepared.key, gap: () => source.gap ?? null }
+  const app = await startServer(rt, served, { readApi: true })
+  const ingest = prepared.start()
+  const feeder = startFeeder(server, opts)
+  shutdown.add('demo feeder', feeder.stop)
+  const progress = setInterval(() => {
+    logger.info(
+      { generated: feeder.produced(), indexed: ingest.pipeline.committedEvents },
+      'demo progress',
+    )
+  }, 10_000)
+  shutdown.add('demo progress log', () => clearInterval(progress))
+  const ui = uiAddress(app, config.host)
+  logger.info(
+    {
+      ui,
+      api: `${ui}v1/stats`,
+      rate: opts.rate,
+      dids: opts.dids,
+      dataDir: tempDir ?? 'DATABASE_URL',
+      replayWindow: `${LOG_WINDOW_SECONDS} s, at most ${LOG_MAX_CHARS >> 20} M characters`,
+      wire: opts.wire ?? 'v1',
+    },
+    `demo running: open ${ui} in a browser, or try /v1/stats, /v1/prompts?flag=staleTemplate, /metrics`,
+  )
+  return -1
+}
+
+/**
+ * Feeds the local Jetstream from the generator, releasing events as the wall clock reaches
+ * their time_us, so the stream is real-time. After the loop was busy (startup, a long GC)
+ * the generator catches up at most CATCH_UP times faster than real time: a tick never
+ * builds seconds of events at once.
+ */
+function startFeeder(
+  server: { connections: number; append(events: JetstreamJson[]): void },
+  opts: DemoOptions,
+): { produced: () => number; stop: () => void } {
   const gen = createGenerator({
     seed: 20261130,
     dids: opts.dids,
@@ -69,20 +128,10 @@ export async function demoCommand(config: Config, opts: DemoOptions): Promise<nu
     meanIntervalUs: Math.max(1, Math.round(1e6 / opts.rate)),
     contentBytes: { min: 2048, max: 24_576 },
   })
-  // The simulated network is its own naming authority: its identity events are taken as
-  // verified, which is what a local resolver answers for it.
-  const source = jetstreamSourceFor(
-    { ...rt.ctx, config: demoConfig },
-    async (_did, claimed) => claimed,
-    { backoffBaseMs: 200 },
-  )
   let produced = 0
   let next = gen.next()
-  // Release events as the wall clock reaches their time_us, so the stream is real-time.
-  // After the loop was busy (startup, a long GC) the generator catches up at most
-  // CATCH_UP times faster than real time: a tick never builds seconds of events at once.
   const perTick = Math.max(1, Math.ceil((opts.rate * TICK_MS * CATCH_UP) / 1000))
-  const feeder = setInterval(() => {
+  const timer = setInterval(() => {
     // The indexer starts at the live tip: what the network says before it connects is lost.
     if (server.connections === 0) return
     const now = Date.now() * 1000
@@ -98,35 +147,5 @@ export async function demoCommand(config: Config, opts: DemoOptions): Promise<nu
     }
     if (batch.length > 0) server.append(batch as unknown as JetstreamJson[])
   }, TICK_MS)
-  const progress = setInterval(() => {
-    logger.info({ generated: produced, indexed: ingest.pipeline.committedEvents }, 'demo progress')
-  }, 10_000)
-
-  const ingest: IngestHandle = await startIngest(rt, source)
-  let app: FastifyInstance | null = null
-  onShutdownSignal(logger, async () => {
-    clearInterval(feeder)
-    clearInterval(progress)
-    await ingest.stop()
-    await app?.close()
-    await server.close()
-    await rt.close()
-    removeTemp()
-  })
-  const served = { source: 'jetstream', key: ingest.key, gap: () => source.gap ?? null }
-  app = await startServer(rt, served, { readApi: true })
-  const ui = uiAddress(app, config.host)
-  logger.info(
-    {
-      ui,
-      api: `${ui}v1/stats`,
-      rate: opts.rate,
-      dids: opts.dids,
-      dataDir: tempDir ?? 'DATABASE_URL',
-      replayWindow: `${LOG_WINDOW_SECONDS} s, at most ${LOG_MAX_CHARS >> 20} M characters`,
-      wire: opts.wire ?? 'v1',
-    },
-    `demo running: open ${ui} in a browser, or try /v1/stats, /v1/prompts?flag=staleTemplate, /metrics`,
-  )
-  return -1
+  return { produced: () => produced, stop: () => clearInterval(timer) }
 }

@@ -1,4 +1,4 @@
-import { SETTINGS } from '../config.ts'
+import { SETTINGS } from '../config-schema.ts'
 
 const COMMANDS: Record<string, { summary: string; usage: string; options?: string }> = {
   run: {

@@ -1,21 +1,15 @@
 #!/usr/bin/env node
-import type { FastifyInstance } from 'fastify'
-import { ConfigError, loadConfig } from '../config.ts'
+import { type Config, ConfigError, loadConfig } from '../config.ts'
 import { AppError } from '../errors.ts'
 import { HandleLookups } from '../indexer/handle-lookups.ts'
 import { createSource } from '../ingest/create-source.ts'
-import type { IngestGap } from '../ingest/source.ts'
+import { createLogger } from '../logger.ts'
 import { parseArgs, takeOptions } from './args.ts'
 import { backfillCommand } from './backfill.ts'
 import { demoCommand } from './demo.ts'
 import { COMMAND_NAMES, helpText } from './help.ts'
-import {
-  type IngestHandle,
-  onShutdownSignal,
-  openRuntime,
-  startIngest,
-  startServer,
-} from './runtime.ts'
+import { openRuntime, prepareIngest, type Runtime, startServer } from './runtime.ts'
+import { createShutdown, onShutdownSignal } from './shutdown.ts'
 
 async function main(argv: string[]): Promise<number> {
   const args = parseArgs(argv)
@@ -53,38 +47,48 @@ async function main(argv: string[]): Promise<number> {
       })
   }
 
-  // run, ingest, serve
-  const rt = await openRuntime(config, { migrate: command !== 'serve' })
-  let ingest: IngestHandle | null = null
-  let app: FastifyInstance | null = null
-  let handles: HandleLookups | null = null
-  onShutdownSignal(rt.ctx.logger, async () => {
-    // Stop reading first and commit what was read, then stop answering, then the database.
-    await ingest?.stop()
-    await handles?.stop()
-    await app?.close()
-    await rt.close()
-  })
-  let gap: (() => IngestGap | null) | undefined
-  if (command !== 'serve') {
-    const { source, verifyHandle } = createSource(rt.ctx)
-    gap = () => source.gap ?? null
-    const lookups = verifyHandle ? new HandleLookups(rt.ctx, rt.deps, verifyHandle) : null
-    handles = lookups
-    ingest = await startIngest(rt, source, {
-      onNewDids: lookups ? (dids) => lookups.enqueue(dids) : undefined,
-    })
-    ingest.done.catch((err) => {
-      rt.ctx.logger.error({ err }, 'ingest failed')
-      process.kill(process.pid, 'SIGTERM')
-      process.exitCode = 1
-    })
+  return runCommand(command as 'run' | 'ingest' | 'serve', config)
+}
+
+/**
+ * run, ingest, serve: everything is opened in dependency order on one runtime and
+ * registers its close there, so a signal closes it backwards (ingest, handle lookups,
+ * HTTP server, database) with nothing captured in variables.
+ */
+async function runCommand(command: 'run' | 'ingest' | 'serve', config: Config): Promise<number> {
+  const logger = createLogger(config.logLevel)
+  const shutdown = createShutdown(logger)
+  onShutdownSignal(logger, shutdown)
+  try {
+    const rt = await openRuntime(config, { migrate: command !== 'serve', logger, shutdown })
+    if (command === 'serve') await startServer(rt, null, { readApi: true })
+    else await startIngesting(rt, { readApi: command !== 'ingest' })
+  } catch (err) {
+    // A start that failed half-way closes what it opened, then reports why.
+    await shutdown.close().catch((e) => logger.error({ err: e }, 'closing after a failed start'))
+    throw err
   }
-  const served = ingest ? { source: ingest.pipeline.source, key: ingest.key, gap } : null
-  app = await startServer(rt, served, {
-    readApi: command !== 'ingest',
-  })
   return -1 // keep running until a signal
+}
+
+async function startIngesting(rt: Runtime, opts: { readApi: boolean }): Promise<void> {
+  const { source, verifyHandle } = createSource(rt.ctx)
+  const prepared = await prepareIngest(rt, source)
+  await startServer(
+    rt,
+    { source: source.name, key: prepared.key, gap: () => source.gap ?? null },
+    opts,
+  )
+  const lookups = verifyHandle ? new HandleLookups(rt.ctx, rt.ctx, verifyHandle) : null
+  if (lookups) rt.shutdown.add('handle lookups', () => lookups.stop())
+  const ingest = prepared.start({
+    onNewDids: lookups ? (dids) => lookups.enqueue(dids) : undefined,
+  })
+  ingest.done.catch((err) => {
+    rt.ctx.logger.error({ err }, 'ingest failed')
+    process.kill(process.pid, 'SIGTERM')
+    process.exitCode = 1
+  })
 }
 
 function demoWire(raw: string): 'v1' | 'v2' {

@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
 import { type ApiOptions, buildApp } from '../api/app.ts'
 import { type Config, collectionsOf } from '../config.ts'
-import type { AppContext } from '../context.ts'
+import { type AppContext, createContext } from '../context.ts'
 import { openDatabase } from '../db/client.ts'
 import { countPromptsByFlag } from '../db/queries.ts'
 import { countReposBySyncState } from '../db/repo-chain.ts'
-import { applyBatch, type IndexerDeps, indexerDepsFor } from '../indexer/apply.ts'
+import { applyBatch } from '../indexer/apply.ts'
 import { countOutcomes, IngestPipeline } from '../indexer/pipeline.ts'
 import { resolverFor } from '../ingest/create-source.ts'
 import { fetchRepoSnapshot } from '../ingest/repo-snapshot.ts'
@@ -14,129 +15,100 @@ import { createLogger } from '../logger.ts'
 import { createMetrics } from '../metrics.ts'
 import type { RepoSnapshotEvent } from '../model/events.ts'
 import { VERSION } from '../version.ts'
-import { installLastResort } from './last-resort.ts'
+import { backgroundCount } from './background-count.ts'
+import { createShutdown, type Shutdown } from './shutdown.ts'
 import { trustedStartCursor } from './start-cursor.ts'
 
+/**
+ * A process's runtime, built once in dependency order (logger, database, metrics, the
+ * dependency bag, readiness) and never changed afterwards. Whatever is opened on it later
+ * (the HTTP server, an ingest) registers its close on `shutdown`.
+ */
 export interface Runtime {
-  ctx: AppContext
-  deps: IndexerDeps
-  ready: boolean
-  /** Source time (µs) of the newest processed event, for the lag gauge. */
-  newestEventUs: () => number | null
-  close(): Promise<void>
+  readonly ctx: AppContext
+  /** True once migrations ran; a reader (serve) polls until a writer or `migrate` ran them. */
+  readonly isReady: () => boolean
+  readonly shutdown: Shutdown
+  /** Closes everything opened on this runtime, newest first (shutdown.close). */
+  readonly close: () => Promise<void>
 }
 
-export async function openRuntime(
-  config: Config,
-  opts: {
-    migrate: boolean
-  },
-): Promise<Runtime> {
-  const logger = createLogger(config.logLevel)
+export interface OpenRuntimeOptions {
+  migrate: boolean
+  /** Made by the caller when it opens things before the runtime (the demo's network). */
+  logger?: Logger
+  shutdown?: Shutdown
+}
+
+export async function openRuntime(config: Config, opts: OpenRuntimeOptions): Promise<Runtime> {
+  const logger = opts.logger ?? createLogger(config.logLevel)
+  const shutdown = opts.shutdown ?? createShutdown(logger)
   const dataDir = config.databaseUrl ? null : config.dataDir
   const db = await openDatabase({ url: config.databaseUrl, dataDir })
-  const rt: Runtime = {
-    ctx: undefined as unknown as AppContext,
-    deps: undefined as unknown as IndexerDeps,
-    ready: false,
-    newestEventUs: () => null,
-    close: async () => {
-      await db.close()
-    },
-  }
-  // The gauge is counted in the background and read from memory: a scrape must not wait
-  // behind an ingest transaction (PGlite has one connection) or it times out.
-  let gauge: Record<string, number> = {}
-  let gaugeAt = 0
-  let counting = false
-  const refreshGauge = () => {
-    if (counting || Date.now() - gaugeAt < 5000) return
-    counting = true
-    countPromptsByFlag(db)
-      .then((c) => {
-        gauge = c.flags
-        gaugeAt = Date.now()
-      })
-      .catch((err) => logger.warn({ err }, 'counting prompts for the gauge failed'))
-      .finally(() => {
-        counting = false
-      })
-  }
-  // Like the prompt gauge: a scrape never waits on the database (PGlite shares this thread
-  // with ingestion), it reads the last count and starts a new one.
-  let repoGauge: Record<string, number> = {}
-  let repoCounting = false
-  const refreshRepoGauge = () => {
-    if (repoCounting) return
-    repoCounting = true
-    countReposBySyncState(db)
-      .then((c) => {
-        repoGauge = c
-      })
-      .catch((err) => logger.warn({ err }, 'counting repos for the gauge failed'))
-      .finally(() => {
-        repoCounting = false
-      })
-  }
+  shutdown.add('database', () => db.close())
   const metrics = createMetrics({
     version: VERSION,
     collections: collectionsOf(config),
-    collectPromptGauge: async () => {
-      refreshGauge()
-      return gauge
-    },
-    collectRepoGauge: async () => {
-      refreshRepoGauge()
-      return repoGauge
-    },
-    lagSeconds: () => {
-      const us = rt.newestEventUs()
-      return us === null ? null : Math.max(0, Date.now() / 1000 - us / 1e6)
-    },
+    collectPromptGauge: backgroundCount(async () => (await countPromptsByFlag(db)).flags, {
+      logger,
+      what: 'prompts',
+      minIntervalMs: 5000,
+    }),
+    collectRepoGauge: backgroundCount(() => countReposBySyncState(db), {
+      logger,
+      what: 'repos',
+      minIntervalMs: 0,
+    }),
   })
-  rt.ctx = { config, logger, db, metrics }
-  rt.deps = indexerDepsFor(config, db)
-  if (opts.migrate) {
+  const ctx = createContext({ config, logger, db, metrics })
+  const isReady = await readiness(ctx, opts.migrate, shutdown)
+  return Object.freeze({ ctx, isReady, shutdown, close: () => shutdown.close() })
+}
+
+/** Migrates (a writer), or reports whether someone did and watches until they do (a reader). */
+async function readiness(
+  ctx: AppContext,
+  migrate: boolean,
+  shutdown: Shutdown,
+): Promise<() => boolean> {
+  const { db, logger } = ctx
+  if (migrate) {
     logger.info({ driver: db.kind }, 'applying migrations')
     await db.migrate()
-    rt.ready = true
-  } else {
-    // A reader (serve) never migrates: it is ready once a writer or `migrate` has.
-    rt.ready = await db.isMigrated()
-    if (!rt.ready) {
-      logger.warn(
-        'database is not migrated yet: /readyz answers 503 until `prompt-appview migrate` runs',
-      )
-      const poll = setInterval(() => {
-        db.isMigrated().then(
-          (ok) => {
-            if (ok) {
-              rt.ready = true
-              clearInterval(poll)
-            }
-          },
-          (err) => logger.warn({ err }, 'checking migrations failed'),
-        )
-      }, 5000)
-      poll.unref()
-      const close = rt.close
-      rt.close = async () => {
-        clearInterval(poll)
-        await close()
-      }
-    }
+    return () => true
   }
-  return rt
+  if (await db.isMigrated()) return () => true
+  logger.warn(
+    'database is not migrated yet: /readyz answers 503 until `prompt-appview migrate` runs',
+  )
+  let migrated = false
+  const poll = setInterval(() => {
+    db.isMigrated().then(
+      (ok) => {
+        if (!ok) return
+        migrated = true
+        clearInterval(poll)
+      },
+      (err) => logger.warn({ err }, 'checking migrations failed'),
+    )
+  }, 5000)
+  poll.unref()
+  shutdown.add('migration poll', () => clearInterval(poll))
+  return () => migrated
 }
 
 /**
  * Indexes a repo fetched whole (backfill, the operator's resync): one transaction through
  * the same indexer as live events, so the rev guard settles any race with them.
  */
-export async function indexSnapshot(rt: Runtime, snapshot: RepoSnapshotEvent): Promise<void> {
-  countOutcomes(rt.ctx.metrics, 'backfill', await applyBatch(rt.deps, [snapshot], null))
+export async function indexSnapshot(
+  rt: Pick<Runtime, 'ctx'>,
+  snapshot: RepoSnapshotEvent,
+): Promise<void> {
+  countOutcomes(rt.ctx.metrics, 'backfill', await applyBatch(rt.ctx, [snapshot], null))
 }
 
+/** Builds the HTTP app on the runtime's context, listens, and registers its close. */
 export async function startServer(
   rt: Runtime,
   ingest: ApiOptions['ingest'],
@@ -146,7 +118,7 @@ export async function startServer(
   const resolver = resolverFor(config)
   const app = await buildApp(rt.ctx, {
     ingest,
-    isReady: () => rt.ready,
+    isReady: rt.isReady,
     readApi: opts.readApi,
     // POST /admin/repos/{did}/resync: fetch the repo whole and reconcile, as backfill does.
     resyncRepo: async (did) => {
@@ -159,6 +131,7 @@ export async function startServer(
       await indexSnapshot(rt, snapshot)
     },
   })
+  rt.shutdown.add('http server', () => app.close())
   await app.listen({ host: config.host, port: config.port })
   if (opts.readApi)
     rt.ctx.logger.info(
@@ -190,83 +163,71 @@ export interface IngestHandle {
   stop(): Promise<void>
 }
 
+/** A source made ready to read (wire settled, start cursor checked), not reading yet. */
+export interface PreparedIngest {
+  /** The cursor row this ingest keeps: the source's, per partition. */
+  key: string
+  /** Starts reading and writing; the returned handle's stop is registered on shutdown. */
+  start(opts?: { onNewDids?: (dids: string[]) => void }): IngestHandle
+}
+
+/**
+ * Settles what must be known before anything else starts: an auto-detected Jetstream
+ * wire decides which cursor is ours, and /v1/stats names that cursor. Separate from
+ * starting so that the HTTP server opens in between and the ingest, opened last, stops first.
+ */
+export async function prepareIngest(rt: Runtime, source: Source): Promise<PreparedIngest> {
+  const { config } = rt.ctx
+  const abort = new AbortController()
+  rt.shutdown.add(`${source.name} source`, () => abort.abort())
+  await source.prepare?.(abort.signal)
+  const part = config.partition
+  // Partitions read the same upstream but each keeps its own position.
+  const key = part ? `${source.key}#${part.index}/${part.count}` : source.key
+  const startCursor = await trustedStartCursor(rt.ctx, source, key)
+  return { key, start: (opts = {}) => runIngest(rt, source, { key, startCursor, abort, ...opts }) }
+}
+
+function runIngest(
+  rt: Runtime,
+  source: Source,
+  o: {
+    key: string
+    startCursor: number | null
+    abort: AbortController
+    onNewDids?: (dids: string[]) => void
+  },
+): IngestHandle {
+  const { config, logger } = rt.ctx
+  const pipeline = new IngestPipeline(rt.ctx, rt.ctx, {
+    source: source.name,
+    key: o.key,
+    batchSize: config.batchSize,
+    batchDelayMs: config.batchDelayMs,
+    queueSize: config.queueSize,
+    partition: config.partition,
+    onNewDids: o.onNewDids,
+  })
+  logger.info({ source: source.name, key: o.key, startCursor: o.startCursor }, 'ingest starting')
+  const writer = pipeline.run()
+  const reader = source.run(pipeline, o.startCursor, o.abort.signal).finally(() => pipeline.stop())
+  const done = Promise.all([reader, writer]).then(() => {
+    logger.info({ source: source.name, events: pipeline.committedEvents }, 'ingest stopped')
+  })
+  const stop = async () => {
+    pipeline.stop({ drain: false })
+    o.abort.abort()
+    await done
+  }
+  rt.shutdown.add('ingest', stop)
+  return { pipeline, key: o.key, done, stop }
+}
+
+/** Prepares and starts at once, for callers that open nothing in between (tests, benches). */
 export async function startIngest(
   rt: Runtime,
   source: Source,
   opts: { onNewDids?: (dids: string[]) => void } = {},
 ): Promise<IngestHandle> {
-  const { config, logger } = rt.ctx
-  const part = config.partition
-  const abort = new AbortController()
-  // Settled first: an auto-detected Jetstream wire decides which cursor is ours.
-  await source.prepare?.(abort.signal)
-  // Partitions read the same upstream but each keeps its own position.
-  const key = part ? `${source.key}#${part.index}/${part.count}` : source.key
-  const startCursor = await trustedStartCursor(rt.ctx, source, key)
-  const pipeline = new IngestPipeline(rt.ctx, rt.deps, {
-    source: source.name,
-    key,
-    batchSize: config.batchSize,
-    batchDelayMs: config.batchDelayMs,
-    queueSize: config.queueSize,
-    partition: part,
-    onNewDids: opts.onNewDids,
-  })
-  rt.newestEventUs = () => pipeline.newestEventUs
-  logger.info({ source: source.name, key, startCursor }, 'ingest starting')
-  const writer = pipeline.run()
-  const reader = source.run(pipeline, startCursor, abort.signal).finally(() => pipeline.stop())
-  const done = Promise.all([reader, writer]).then(() => {
-    logger.info({ source: source.name, events: pipeline.committedEvents }, 'ingest stopped')
-  })
-  return {
-    pipeline,
-    key,
-    done,
-    stop: async () => {
-      pipeline.stop({ drain: false })
-      abort.abort()
-      await done
-    },
-  }
-}
-
-/**
- * SIGTERM/SIGINT: run `shutdown` once; a second signal or a stuck shutdown past the
- * deadline exits hard. An uncaught exception or unhandled rejection runs it too, bounded,
- * and exits with status 1 (src/cli/last-resort.ts).
- */
-export function onShutdownSignal(
-  logger: AppContext['logger'],
-  shutdown: () => Promise<void>,
-  deadlineMs = 20_000,
-): void {
-  let started = false
-  const handler = (signal: NodeJS.Signals) => {
-    if (started) {
-      logger.warn({ signal }, 'second signal, exiting now')
-      process.exit(1)
-    }
-    started = true
-    logger.info({ signal }, 'shutting down')
-    const timer = setTimeout(() => {
-      logger.error({ deadlineMs }, 'shutdown took too long, exiting')
-      process.exit(1)
-    }, deadlineMs)
-    timer.unref()
-    shutdown().then(
-      () => clearTimeout(timer),
-      (err) => {
-        logger.error({ err }, 'shutdown failed')
-        process.exitCode = 1
-      },
-    )
-  }
-  process.on('SIGTERM', handler)
-  process.on('SIGINT', handler)
-  installLastResort(logger, async () => {
-    if (started) return
-    started = true
-    await shutdown()
-  })
+  return (await prepareIngest(rt, source)).start(opts)
 }

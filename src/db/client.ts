@@ -17,6 +17,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
+import { backoffMs } from '../backoff.ts'
 import { DataDirLockedError } from '../errors.ts'
 import * as schema from './schema.ts'
 
@@ -84,7 +85,9 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
     // attempt, and postgres.js spaces those by 0.5-1 x min(3^failures / 100, 20) s: after a
     // few failed batches a read would wait up to 20 s for its 503. Our own retries (retry.ts)
     // pace the writer; reconnects to one server stay at most a second apart.
-    backoff: (failures: number) => Math.min(0.05 * 2 ** failures, 1),
+    // No jitter: one process, one server; postgres.js takes seconds.
+    backoff: (failures: number) =>
+      backoffMs(failures, { baseMs: 50, maxMs: 1000, jitter: 'none' }) / 1000,
     onnotice: () => {},
     connection: opts.searchPath ? { search_path: opts.searchPath } : {},
   })

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
-import { isRetryableDbError } from '../errors.ts'
+import { backoffMs } from '../backoff.ts'
+import { isRetryable } from '../errors.ts'
 
 // A database outage is waited out, not failed: work that cannot go on without the store
 // (a batch, a backfilled repo) retries with capped, jittered backoff for as long as the
@@ -18,8 +19,9 @@ export interface DbRetryOptions {
 
 export const DB_RETRY_MAX_MS = 10_000
 
+/** The store's retry delay: equal jitter keeps a floor, so an outage is not hammered. */
 export function dbRetryDelayMs(attempt: number, baseMs = 100, maxMs = DB_RETRY_MAX_MS): number {
-  return Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 20)) * (0.5 + Math.random() / 2)
+  return backoffMs(attempt, { baseMs, maxMs, jitter: 'equal' })
 }
 
 export async function retryWhileDbDown<T>(fn: () => Promise<T>, o: DbRetryOptions): Promise<T> {
@@ -27,7 +29,7 @@ export async function retryWhileDbDown<T>(fn: () => Promise<T>, o: DbRetryOption
     try {
       return await fn()
     } catch (err) {
-      if (!isRetryableDbError(err) || o.signal?.aborted) throw err
+      if (!isRetryable(err) || o.signal?.aborted) throw err
       const delay = dbRetryDelayMs(attempt, o.baseMs, o.maxMs)
       o.logger.warn({ err, attempt, delay }, `${o.what}: database unavailable, retrying`)
       await sleep(delay, o.signal)

@@ -1,7 +1,6 @@
 import { sql } from 'drizzle-orm'
-import { type Config, nsidsOf } from '../config.ts'
+import type { AppContext } from '../context.ts'
 import { emitChanges } from '../db/change-log.ts'
-import type { Database } from '../db/client.ts'
 import { recomputeFlags } from '../db/recompute-flags.ts'
 import { saveChains } from '../db/repo-chain.ts'
 import { insertRevisionTexts, loadPreviousTexts } from '../db/revision-texts.ts'
@@ -19,23 +18,10 @@ import type { CursorPosition } from '../model/events.ts'
 import { type Nsids, ROLES, type Role, roleOf } from '../model/nsids.ts'
 import { isVisible, keyOf, splitKey } from '../model/rows.ts'
 import { type BatchEvent, type OutcomeCount, planBatch } from './merge.ts'
-import { PromptValidator } from './prompt-record.ts'
 import { planRevisionTexts } from './revision-texts.ts'
 
-export interface IndexerDeps {
-  db: Database
-  nsids: Nsids
-  validator: PromptValidator
-}
-
-/** The indexer's dependencies as the configuration names them. */
-export function indexerDepsFor(config: Config, db: Database): IndexerDeps {
-  return {
-    db,
-    nsids: nsidsOf(config),
-    validator: new PromptValidator(config.promptNsid),
-  }
-}
+/** What applying a batch needs: a strict part of the process's one dependency bag. */
+export type IndexerDeps = Pick<AppContext, 'db' | 'nsids' | 'validator'>
 
 export interface BatchResult {
   outcomes: OutcomeCount[]

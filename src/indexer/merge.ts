@@ -1,9 +1,9 @@
 import type { Outcome } from '../metrics.ts'
 import type { Provenance } from '../model/events.ts'
 import { type Nsids, ROLES, type Role, roleOf } from '../model/nsids.ts'
+import { agentTemplateHash, analyzePrompt, type PromptValidator } from '../model/prompt-record.ts'
 import { type AccountRow, isVisible, keyOf, type StoredRecord, splitKey } from '../model/rows.ts'
 import { type BatchEvent, type BatchPlan, type LoadedState, snapshotChain } from './plan.ts'
-import { agentTemplateHash, analyzePrompt, type PromptValidator } from './prompt-record.ts'
 
 export * from './plan.ts'
 

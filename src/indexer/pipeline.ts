@@ -1,6 +1,6 @@
 import type { AppContext } from '../context.ts'
 import { dbRetryDelayMs } from '../db/retry.ts'
-import { isRetryableDbError } from '../errors.ts'
+import { isRetryable } from '../errors.ts'
 import type { CursorPosition, Provenance, Sink, SourceItem } from '../model/events.ts'
 import { applyBatch, type BatchResult, type IndexerDeps } from './apply.ts'
 import type { BatchEvent } from './merge.ts'
@@ -150,6 +150,7 @@ export class IngestPipeline implements Sink {
       if (it.cursor !== null) this.#reached = it.cursor
       if (it.timeUs !== null) this.#newestUs = Math.max(this.#newestUs ?? it.timeUs, it.timeUs)
     }
+    if (this.#newestUs !== null) this.#ctx.metrics.noteNewestEvent(this.#newestUs)
     if (this.#reached === null) return
     this.#pendingCursor = {
       source: this.#opts.source,
@@ -229,14 +230,14 @@ export class IngestPipeline implements Sink {
       try {
         return await applyBatch(this.#deps, events, cursor)
       } catch (err) {
-        if (isRetryableDbError(err) && (attempt < 10 || !this.#stopping)) {
+        if (isRetryable(err) && (attempt < 10 || !this.#stopping)) {
           // A database outage: reading pauses behind the full queue until this succeeds.
           const delay = dbRetryDelayMs(attempt)
           this.#ctx.logger.warn({ err, attempt, delay }, 'batch failed, retrying')
           await new Promise((r) => setTimeout(r, delay))
           continue
         }
-        if (events.length <= 1 || isRetryableDbError(err)) throw err
+        if (events.length <= 1 || isRetryable(err)) throw err
         // Something in the batch is refused for good: find it by applying one at a time,
         // so one poisoned event costs itself and nothing else.
         this.#ctx.logger.error(
@@ -257,7 +258,7 @@ export class IngestPipeline implements Sink {
         total.changes += r.changes
         total.newDids.push(...r.newDids)
       } catch (err) {
-        if (isRetryableDbError(err)) throw err
+        if (isRetryable(err)) throw err
         const collection = ev.kind === 'commit' ? ev.collection : 'unknown'
         const op =
           ev.kind === 'commit'

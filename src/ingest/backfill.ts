@@ -1,10 +1,11 @@
 import type { Logger } from 'pino'
+import { isRetryable } from '../errors.ts'
 import type { Metrics } from '../metrics.ts'
 import type { RepoSnapshotEvent } from '../model/events.ts'
 import { type BackfillProgress, createProgressReporter } from './backfill-progress.ts'
 import type { CarStreamLimits } from './car-stream.ts'
 import type { DidResolver } from './did-resolver.ts'
-import { fetchRepoSnapshot, isTransient, withRetries } from './repo-snapshot.ts'
+import { fetchRepoSnapshot, withRetries } from './repo-snapshot.ts'
 import { sharedUpstreamLimiter, type UpstreamLimiter } from './upstream-limiter.ts'
 
 // Backfill: find the repos that hold the indexed collections, stream each from its own PDS
@@ -120,7 +121,7 @@ export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummar
         outcome: 'error',
       })
       const code = (err as { reason?: string }).reason
-      logger.warn({ did, reason, code, retryable: isTransient(err) }, 'backfill: repo failed')
+      logger.warn({ did, reason, code, retryable: isRetryable(err) }, 'backfill: repo failed')
       return
     }
     // Store failures are not the repo's fault: they stop the run (and reject below).

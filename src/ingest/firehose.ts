@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import WebSocket from 'ws'
+import { backoffMs } from '../backoff.ts'
 import type { Metrics } from '../metrics.ts'
 import type { RepoSnapshotEvent, Sink, SourceItem } from '../model/events.ts'
 import type { HandleVerifier } from '../model/handles.ts'
@@ -126,8 +127,7 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
         metrics.sourceReconnectsTotal.inc({ source: 'firehose' })
         // Capped exponential with jitter: a relay restart is not met by every consumer
         // at the same instant.
-        const ceiling = Math.min(maxMs, minMs * 2 ** Math.min(failures, 16))
-        const delay = ceiling / 2 + (Math.random() * ceiling) / 2
+        const delay = backoffMs(failures, { baseMs: minMs, maxMs, jitter: 'equal' })
         logger.info({ delayMs: Math.round(delay), cursor }, 'firehose reconnecting')
         await sleepUnlessAborted(delay, signal)
         if (signal.aborted) break

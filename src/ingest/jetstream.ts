@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import { type RawData, WebSocket } from 'ws'
+import { backoffMs } from '../backoff.ts'
 import { type Config, collectionsOf } from '../config.ts'
 import type { Metrics } from '../metrics.ts'
 import type { IdentityEvent, Sink, SourceItem } from '../model/events.ts'
@@ -66,15 +67,14 @@ export function buildSubscribeUrl(base: string, wanted: string[], cursor: number
   return u.toString()
 }
 
-/** Capped exponential backoff with full jitter; `attempt` counts from 1. */
+/** Jetstream's reconnect delay: full jitter (many consumers of one server), `attempt` from 1. */
 export function backoffDelayMs(
   attempt: number,
   baseMs: number,
   maxMs: number,
   random: () => number = Math.random,
 ): number {
-  const cap = Math.min(maxMs, baseMs * 2 ** Math.min(Math.max(attempt - 1, 0), 30))
-  return Math.floor(random() * cap)
+  return backoffMs(attempt - 1, { baseMs, maxMs, jitter: 'full', random })
 }
 
 const isSeq = (cursor: number) => cursor < SEQ_LIMIT

@@ -1,4 +1,6 @@
 import { type Commit, RepoVerificationError, verifyCommitSig } from '@atproto/repo'
+import { backoffMs } from '../backoff.ts'
+import { isRetryable } from '../errors.ts'
 import type { Metrics } from '../metrics.ts'
 import type { RepoSnapshotEvent } from '../model/events.ts'
 import { sleepUnlessAborted } from './abortable.ts'
@@ -90,7 +92,7 @@ async function fetchVerified(did: string, opts: RepoFetchOptions): Promise<RepoS
   try {
     pds = await opts.resolver.resolvePds(did, refresh)
   } catch (err) {
-    throw new RepoFetchError(`resolving ${did}: ${(err as Error).message}`, isTransient(err), {
+    throw new RepoFetchError(`resolving ${did}: ${(err as Error).message}`, isRetryable(err), {
       cause: err,
       reason: 'resolve',
     })
@@ -264,14 +266,6 @@ function assertPublicEndpoint(url: URL): void {
   }
 }
 
-/** Network failures and server-side trouble are worth retrying; bad data is not. */
-export function isTransient(err: unknown): boolean {
-  if (err instanceof RepoFetchError || err instanceof UpstreamError) return err.retryable
-  const e = err as { name?: string; status?: number }
-  if (e?.name === 'TimeoutError' || e?.name === 'TypeError') return true
-  return typeof e?.status === 'number' && (e.status === 429 || e.status >= 500)
-}
-
 /** Runs `task` up to `attempts` times while it fails with a transient error, backing off. */
 export async function withRetries<T>(
   task: (attempt: number) => Promise<T>,
@@ -283,8 +277,8 @@ export async function withRetries<T>(
     try {
       return await task(attempt)
     } catch (err) {
-      if (attempt >= attempts || !isTransient(err) || signal?.aborted) throw err
-      const delay = baseDelayMs * 2 ** (attempt - 1) * (0.5 + Math.random() / 2)
+      if (attempt >= attempts || !isRetryable(err) || signal?.aborted) throw err
+      const delay = backoffMs(attempt - 1, { baseMs: baseDelayMs, maxMs: 60_000, jitter: 'equal' })
       if (signal) await sleepUnlessAborted(delay, signal)
       else await new Promise((r) => setTimeout(r, delay))
     }

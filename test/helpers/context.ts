@@ -1,6 +1,6 @@
 import pino from 'pino'
 import { type Config, collectionsOf, loadConfig } from '../../src/config.ts'
-import type { AppContext } from '../../src/context.ts'
+import { type AppContext, createContext } from '../../src/context.ts'
 import type { Database } from '../../src/db/client.ts'
 import { createMetrics } from '../../src/metrics.ts'
 
@@ -9,5 +9,5 @@ export function testContext(db: Database, env: Record<string, string> = {}): App
   const config: Config = loadConfig({}, env)
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
   const metrics = createMetrics({ version: 'test', collections: collectionsOf(config) })
-  return { config, logger, db, metrics }
+  return createContext({ config, logger, db, metrics })
 }

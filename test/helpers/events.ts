@@ -3,8 +3,8 @@ import { TID } from '@atproto/common'
 import type { Database } from '../../src/db/client.ts'
 import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
 import type { BatchEvent } from '../../src/indexer/merge.ts'
-import { PromptValidator } from '../../src/indexer/prompt-record.ts'
 import type { CommitEvent, IndexEvent } from '../../src/model/events.ts'
+import { PromptValidator } from '../../src/model/prompt-record.ts'
 
 export const NSIDS = {
   prompt: 'xyz.quasigod.lab.letta.compiledPrompt',

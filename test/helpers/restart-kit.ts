@@ -1,11 +1,11 @@
 import { sql } from 'drizzle-orm'
 import { expect } from 'vitest'
 import { type IngestHandle, type Runtime, startIngest } from '../../src/cli/runtime.ts'
+import { createShutdown } from '../../src/cli/shutdown.ts'
 import type { Database } from '../../src/db/client.ts'
 import type { Source } from '../../src/ingest/source.ts'
 import type { Metrics } from '../../src/metrics.ts'
 import { testContext } from './context.ts'
-import { indexerDeps } from './events.ts'
 
 // For the poisoned-cursor tests: the real start-up path (stored cursor read and checked by
 // startIngest), and a digest of the end state to compare a restarted run with an
@@ -14,13 +14,9 @@ import { indexerDeps } from './events.ts'
 /** A Runtime over a test database, as `ingest` opens it (migrated, no server). */
 export function testRuntime(db: Database, env: Record<string, string> = {}): Runtime {
   const ctx = testContext(db, { BATCH_DELAY_MS: '0', ...env })
-  return {
-    ctx,
-    deps: indexerDeps(db),
-    ready: true,
-    newestEventUs: () => null,
-    close: async () => {},
-  }
+  // The test owns the database: nothing is registered to close it here.
+  const shutdown = createShutdown(ctx.logger)
+  return { ctx, isReady: () => true, shutdown, close: () => shutdown.close() }
 }
 
 /** Runs `source` through startIngest until it ends by itself (finite sources). */

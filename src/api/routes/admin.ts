@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
-import { applyBatch, indexerDepsFor } from '../../indexer/apply.ts'
+import { applyBatch } from '../../indexer/apply.ts'
 import { badRequest, HttpError, notFound } from '../http-errors.ts'
 import { parseActor } from '../params.ts'
 import { resolveActor } from '../reads.ts'
@@ -48,8 +48,8 @@ const repoActionSchema = (summary: string) => ({
 // any event, so they take the writers' lock and the change log records them.
 export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, opts) => {
   const expected = digest(opts.token)
-  const { db, config } = app.ctx
-  const deps = indexerDepsFor(config, db)
+  // The process's own bag: the same database handle and the one lexicon validator.
+  const { db } = app.ctx
 
   // onRequest runs before parameter validation: without the token, nothing about the
   // request is answered, not even that its DID is malformed.
@@ -80,7 +80,7 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, opts) =
       },
       async (request) => {
         const did = await didOf(request)
-        const result = await applyBatch(deps, [{ kind: 'operator-hide', did, hidden }], null)
+        const result = await applyBatch(app.ctx, [{ kind: 'operator-hide', did, hidden }], null)
         request.log.info({ did, hidden }, 'operator visibility change')
         return { did, hidden, changes: result.changes }
       },

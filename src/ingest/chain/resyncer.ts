@@ -1,8 +1,10 @@
 import type { Logger } from 'pino'
+import { backoffMs } from '../../backoff.ts'
 import type { ChainHead } from '../../db/repo-chain.ts'
+import { isRetryable } from '../../errors.ts'
 import type { Metrics } from '../../metrics.ts'
 import type { ChainEvent, RepoSnapshotEvent } from '../../model/events.ts'
-import { isTransient, RepoFetchError } from '../repo-snapshot.ts'
+import { RepoFetchError } from '../repo-snapshot.ts'
 import { stateEvent } from './check-commit.ts'
 
 // Re-fetches desynchronized repos (a chain break, a #sync) and hands the verified snapshot
@@ -176,14 +178,18 @@ export class Resyncer {
     this.#o.metrics.resyncsTotal.inc({ outcome: 'failed' })
     const retryAfter = err instanceof RepoFetchError ? err.retryAfterMs : null
     if (retryAfter !== null) h.blockedUntil = Math.max(h.blockedUntil, Date.now() + retryAfter)
-    const retry = isTransient(err) && job.attempt < this.#o.maxAttempts
+    const retry = isRetryable(err) && job.attempt < this.#o.maxAttempts
     this.#o.logger.warn(
       { did, host, attempt: job.attempt, retry, reason: (err as Error).message },
       'resync failed',
     )
     if (retry) {
-      const backoff = Math.min(this.#o.retryMaxMs, this.#o.retryBaseMs * 2 ** (job.attempt - 1))
-      const wait = Math.max(retryAfter ?? 0, backoff * (0.5 + Math.random() / 2))
+      const backoff = backoffMs(job.attempt - 1, {
+        baseMs: this.#o.retryBaseMs,
+        maxMs: this.#o.retryMaxMs,
+        jitter: 'equal',
+      })
+      const wait = Math.max(retryAfter ?? 0, backoff)
       this.#requeue({ ...job, attempt: job.attempt + 1 }, Date.now() + wait)
       return
     }

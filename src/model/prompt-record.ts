@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { type LexiconDoc, Lexicons } from '@atproto/lexicon'
 import { AtUri, ensureValidDatetime, isValidTid } from '@atproto/syntax'
-import { FLAG_BITS, normalizeHash } from '../model/flags.ts'
-import type { Nsids } from '../model/nsids.ts'
-import type { PromptFacts } from '../model/rows.ts'
-import { contentWords } from '../model/search-words.ts'
+import { FLAG_BITS, normalizeHash } from './flags.ts'
+import type { Nsids } from './nsids.ts'
+import type { PromptFacts } from './rows.ts'
+import { contentWords } from './search-words.ts'
 
 const LEXICON_PATH = new URL(
   '../../lexicons/xyz/quasigod/lab/letta/compiledPrompt.json',

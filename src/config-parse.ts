@@ -1,0 +1,61 @@
+import { isValidNsid } from '@atproto/syntax'
+
+// The value parsers of the config schema (config-schema.ts): each takes the raw string of
+// a flag or variable and returns the value or throws the reason, which loadConfig collects.
+
+export type Parse<T> = (raw: string) => T
+
+export const str: Parse<string> = (s) => {
+  if (s.trim() === '') throw new Error('must not be empty')
+  return s
+}
+export const nullable: Parse<string | null> = (s) => (s === '' ? null : s)
+export const int =
+  (min: number, max: number): Parse<number> =>
+  (s) => {
+    const n = Number(s)
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new Error(`must be an integer from ${min} to ${max}`)
+    return n
+  }
+export const bool: Parse<boolean> = (s) => {
+  if (/^(1|true|yes|on)$/i.test(s)) return true
+  if (/^(0|false|no|off)$/i.test(s)) return false
+  throw new Error('must be true or false')
+}
+export const url =
+  (...protocols: string[]): Parse<string> =>
+  (s) => {
+    let u: URL
+    try {
+      u = new URL(s)
+    } catch {
+      throw new Error('must be a URL')
+    }
+    if (!protocols.includes(u.protocol)) throw new Error(`must use ${protocols.join(' or ')}`)
+    return s
+  }
+export const nsid: Parse<string> = (s) => {
+  if (!isValidNsid(s)) throw new Error('must be an NSID')
+  return s
+}
+export const oneOf =
+  <T extends string>(values: readonly T[]): Parse<T> =>
+  (s) => {
+    if (!values.includes(s as T)) throw new Error(`must be one of ${values.join(', ')}`)
+    return s as T
+  }
+export const trustProxy: Parse<boolean | string> = (s) => {
+  if (/^(1|true|yes|on)$/i.test(s)) return true
+  if (/^(0|false|no|off|)$/i.test(s)) return false
+  return s // a comma-separated list of addresses or CIDRs, as Fastify takes it
+}
+export const partition: Parse<{ index: number; count: number } | null> = (s) => {
+  if (s === '') return null
+  const m = /^(\d+)\/(\d+)$/.exec(s)
+  if (!m) throw new Error('must look like i/n, e.g. 0/4')
+  const index = Number(m[1])
+  const count = Number(m[2])
+  if (count < 1 || index >= count) throw new Error('needs 0 <= i < n')
+  return { index, count }
+}
