@@ -12,7 +12,7 @@ import {
   text,
   timestamp,
 } from 'drizzle-orm/pg-core'
-import { FLAG_BITS, type FlagName } from '../indexer/flags.ts'
+import { FLAG_BITS, type FlagName } from '../model/flags.ts'
 
 // Every record table is keyed (did, rkey) with did first, so the store can be distributed
 // by did and the prompt-conversation join stays local to one shard. A delete keeps the row
@@ -58,7 +58,7 @@ export const prompts = pgTable(
   'prompts',
   {
     ...recordColumns,
-    /** Flag bits (see indexer/flags.ts); 0 = ok. */
+    /** Flag bits (see model/flags.ts); 0 = ok. */
     flags: integer('flags').notNull().default(0),
     /** Bits that depend on this record alone: mismatched, coreMemoryDetached, invalid. */
     baseFlags: integer('base_flags').notNull().default(0),
