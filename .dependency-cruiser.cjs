@@ -34,9 +34,7 @@ module.exports = {
     forbid('demo-speaks-wire-only', 'The demo network serves wire formats; no API, no database.',
       { path: '^src/demo/' }, { path: '^src/(api|indexer|db)/' }),
     forbid('sql-only-in-db', 'Every SQL statement of the product is in db/ (drizzle stays there).',
-      // TEMPORARY (issue 10): apply.ts still takes the writer lock with its own statement;
-      // it moves into db/ with the write path's rework, and this exception goes with it.
-      src(['^src/db/', '^src/indexer/apply[.]ts$']), { path: '^node_modules/drizzle-orm/' }),
+      src('^src/db/'), { path: '^node_modules/drizzle-orm/' }),
     forbid('nothing-imports-cli', 'cli/ wires the layers together; nothing in src/ imports it.',
       src('^src/cli/'), { path: '^src/cli/' }),
     {

@@ -199,19 +199,24 @@ export async function runIngest(o: IngestOptions): Promise<ScenarioResult> {
           `${label}: matching events/s`,
           product.eventsPerS,
           'ev/s',
-          kind === 'postgres' ? '>= 20x and >= 10,000 ev/s' : '(none)',
-          kind === 'postgres' ? ratio >= 20 && product.eventsPerS >= 10_000 : null,
+          kind === 'postgres' ? '>= 5x the naive writer' : '(none)',
+          kind === 'postgres' ? ratio >= 5 : null,
           baseline.eventsPerS,
         ),
-        row(
-          `${label}: records`,
-          product.mbPerS,
-          'MB/s',
-          kind === 'postgres' ? '~80 MB/s' : '(none)',
-          kind === 'postgres' ? product.mbPerS >= 80 : null,
-          baseline.mbPerS,
-        ),
+        row(`${label}: records`, product.mbPerS, 'MB/s', '(none)', null, baseline.mbPerS),
       )
+      if (bulk) {
+        rows.push(
+          row(
+            `${label}: matching events/s against the bulk upsert reference`,
+            product.eventsPerS,
+            'ev/s',
+            '>= 1.5x the bulk upsert reference',
+            product.eventsPerS >= 1.5 * bulk.eventsPerS,
+            bulk.eventsPerS,
+          ),
+        )
+      }
       if (v2) {
         rows.push(
           row(
@@ -236,17 +241,6 @@ export async function runIngest(o: IngestOptions): Promise<ScenarioResult> {
           ok: v2.processed >= v2.matching && v2.errors === 0,
           detail: `${v2.processed} processed of ${v2.matching} sent, ${v2.errors} errors`,
         })
-      }
-      if (bulk) {
-        rows.push(
-          row(
-            `${label}: bulk upsert reference`,
-            bulk.eventsPerS,
-            'ev/s',
-            'reference: records only, batched',
-            null,
-          ),
-        )
       }
     }
   } finally {

@@ -29,8 +29,9 @@ export async function loadPreviousTexts(
       FROM prompts p
       JOIN jsonb_to_recordset(${json(keys)}) AS k(did text, rkey text) ON p.did = k.did AND p.rkey = k.rkey
       CROSS JOIN LATERAL (SELECT p.record->>'content' AS content) x
+      -- The hash the indexer stored with the row; only rows from before it was kept hash here.
       JOIN revision_texts t ON t.did = p.did
-        AND t.hash = encode(sha256(convert_to(x.content, 'UTF8')), 'hex')
+        AND t.hash = COALESCE(p.content_hash, encode(sha256(convert_to(x.content, 'UTF8')), 'hex'))
       WHERE NOT p.deleted AND jsonb_typeof(p.record->'content') = 'string'`,
     ex,
   )

@@ -12,6 +12,7 @@ import {
   text,
   timestamp,
 } from 'drizzle-orm/pg-core'
+import { FLAG_BITS, type FlagName } from '../model/flags.ts'
 
 // Every record table is keyed (did, rkey) with did first, so the store can be distributed
 // by did and the prompt-conversation join stays local to one shard. A delete keeps the row
@@ -38,6 +39,19 @@ const recordColumns = {
   commitCid: text('commit_cid'),
 }
 
+/**
+ * One partial index per flag for filtered lists, its predicate spelled from FLAG_BITS (an
+ * index predicate takes no parameters, hence the literal).
+ */
+const FLAG_INDEXES: Array<[string, FlagName]> = [
+  ['prompts_orphaned_idx', 'orphaned'],
+  ['prompts_mismatched_idx', 'mismatched'],
+  ['prompts_stale_template_idx', 'staleTemplate'],
+  ['prompts_stale_memory_idx', 'staleMemory'],
+  ['prompts_detached_idx', 'coreMemoryDetached'],
+  ['prompts_invalid_idx', 'invalid'],
+]
+
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' })
 
 export const prompts = pgTable(
@@ -57,6 +71,12 @@ export const prompts = pgTable(
     agentRkey: text('agent_rkey'),
     rawSystemHash: text('raw_system_hash'),
     memfsRevision: text('memfs_revision'),
+    /**
+     * Lowercase hex SHA-256 of the UTF-8 content, as the indexer hashed it once: the key of
+     * the current text in revision_texts, the base the next revision's delta names. Null
+     * for rows written before it was kept (their content is hashed in SQL then).
+     */
+    contentHash: text('content_hash'),
     /** compiledAt as µs since the epoch, when it is a strict atproto datetime. */
     compiledUs: bigint('compiled_us', { mode: 'number' }),
     /** May serve as staleness evidence for others: valid, and compiledAt not in the future. */
@@ -84,24 +104,13 @@ export const prompts = pgTable(
     index('prompts_ok_idx')
       .on(t.rkey.desc(), t.did)
       .where(sql`NOT deleted AND NOT hidden AND flags = 0`),
-    index('prompts_orphaned_idx')
-      .on(t.rkey.desc(), t.did)
-      .where(sql`NOT deleted AND NOT hidden AND (flags & 1) <> 0`),
-    index('prompts_mismatched_idx')
-      .on(t.rkey.desc(), t.did)
-      .where(sql`NOT deleted AND NOT hidden AND (flags & 2) <> 0`),
-    index('prompts_stale_template_idx')
-      .on(t.rkey.desc(), t.did)
-      .where(sql`NOT deleted AND NOT hidden AND (flags & 4) <> 0`),
-    index('prompts_stale_memory_idx')
-      .on(t.rkey.desc(), t.did)
-      .where(sql`NOT deleted AND NOT hidden AND (flags & 8) <> 0`),
-    index('prompts_detached_idx')
-      .on(t.rkey.desc(), t.did)
-      .where(sql`NOT deleted AND NOT hidden AND (flags & 16) <> 0`),
-    index('prompts_invalid_idx')
-      .on(t.rkey.desc(), t.did)
-      .where(sql`NOT deleted AND NOT hidden AND (flags & 32) <> 0`),
+    ...FLAG_INDEXES.map(([name, flag]) =>
+      index(name)
+        .on(t.rkey.desc(), t.did)
+        .where(
+          sql`NOT deleted AND NOT hidden AND (flags & ${sql.raw(String(FLAG_BITS[flag]))}) <> 0`,
+        ),
+    ),
     // Full-text search over visible prompts.
     index('prompts_search_idx').using('gin', t.searchVector).where(sql`NOT deleted AND NOT hidden`),
     // Staleness groups (same repo, same agent at-uri), ordered by compile time.

@@ -17,6 +17,15 @@ export const TABLE: Record<Role, SQL> = {
 const EVIDENCE_HORIZON_US = 5 * 60 * 1_000_000
 
 /**
+ * Search words as a tsvector literal, which Postgres reads without its text parser: each
+ * quoted, safe unescaped because a search word is letters and digits only (never a quote or
+ * a backslash, see indexer/search-words.ts). Postgres sorts and deduplicates.
+ */
+export function tsvectorLiteral(words: string[]): string {
+  return words.length === 0 ? '' : `'${words.join("' '")}'`
+}
+
+/**
  * DIDs for `did IN ...`. A short list goes as separate parameters, so the planner sees how
  * many there are: a jsonb array is always guessed at 100 elements, which for did-prefix
  * lookups on a large table is enough to prefer a scan of the whole table to index probes.
@@ -140,6 +149,7 @@ export async function upsertRecords(
         agent_rkey: f?.agentRkey ?? null,
         raw_system_hash: f?.rawSystemHash ?? null,
         memfs_revision: f?.memfsRevision ?? null,
+        content_hash: f?.contentHash ?? null,
         compiled_us: f?.compiledUs ?? null,
         // Evidence for other prompts: valid, and compiled no later than 5 minutes after
         // the event that brought it (so replaying old data decides the same way).
@@ -149,27 +159,27 @@ export async function upsertRecords(
           f.compiledUs !== null &&
           f.compiledUs <= r.timeUs + EVIDENCE_HORIZON_US,
         recompiles: r.recompiles,
-        search_words: f?.searchWords ?? [],
+        search_vector: tsvectorLiteral(f?.searchWords ?? []),
       }
     })
     await ex.execute(sql`
       INSERT INTO prompts (did, rkey, rev, cid, record, deleted, hidden, indexed_at, source, verified, commit_cid, flags, base_flags,
         validation_error, content_bytes, agent_uri, agent_did, agent_rkey, raw_system_hash,
-        memfs_revision, compiled_us, evidence, recompiles, search_vector)
+        memfs_revision, content_hash, compiled_us, evidence, recompiles, search_vector)
       SELECT did, rkey, rev, cid, record, deleted, hidden, indexed_at, source, verified, commit_cid, base_flags, base_flags,
         validation_error, content_bytes, agent_uri, agent_did, agent_rkey, raw_system_hash,
-        memfs_revision, compiled_us, evidence, recompiles,
-        array_to_tsvector(ARRAY(SELECT jsonb_array_elements_text(search_words)))
+        memfs_revision, content_hash, compiled_us, evidence, recompiles,
+        search_vector::tsvector
       FROM jsonb_to_recordset(${json(data)}) AS x(${common}, base_flags int, validation_error text,
         content_bytes int, agent_uri text, agent_did text, agent_rkey text, raw_system_hash text,
-        memfs_revision text, compiled_us bigint, evidence boolean, recompiles int, search_words jsonb)
+        memfs_revision text, content_hash text, compiled_us bigint, evidence boolean, recompiles int, search_vector text)
       ON CONFLICT (did, rkey) DO UPDATE SET ${commonSet}, base_flags = excluded.base_flags,
         -- A tombstone has no flags; live rows get theirs from recomputeFlags.
         flags = CASE WHEN excluded.deleted THEN 0 ELSE prompts.flags END,
         validation_error = excluded.validation_error, content_bytes = excluded.content_bytes,
         agent_uri = excluded.agent_uri, agent_did = excluded.agent_did, agent_rkey = excluded.agent_rkey,
         raw_system_hash = excluded.raw_system_hash, memfs_revision = excluded.memfs_revision,
-        compiled_us = excluded.compiled_us, evidence = excluded.evidence, recompiles = excluded.recompiles,
+        content_hash = excluded.content_hash, compiled_us = excluded.compiled_us, evidence = excluded.evidence, recompiles = excluded.recompiles,
         search_vector = excluded.search_vector
       WHERE prompts.rev <= excluded.rev`)
   } else if (role === 'agent') {
@@ -256,7 +266,7 @@ export async function purgeRepos(ex: Executor, dids: string[]): Promise<void> {
       role === 'agent'
         ? sql`, template_hash = NULL`
         : role === 'prompt'
-          ? sql`, flags = 0, search_vector = NULL`
+          ? sql`, flags = 0, search_vector = NULL, content_hash = NULL`
           : sql``
     await ex.execute(sql`UPDATE ${TABLE[role]} SET deleted = true, cid = NULL, record = NULL ${extra}
       WHERE did IN ${list} AND NOT deleted`)

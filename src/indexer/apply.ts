@@ -1,9 +1,10 @@
-import { sql } from 'drizzle-orm'
 import type { AppContext } from '../context.ts'
 import { emitChanges } from '../db/change-log.ts'
+import type { Executor } from '../db/client.ts'
 import { recomputeFlags } from '../db/recompute-flags.ts'
 import { saveChains } from '../db/repo-chain.ts'
 import { insertRevisionTexts, loadPreviousTexts } from '../db/revision-texts.ts'
+import { beginWriterTransaction } from '../db/writer-lock.ts'
 import {
   insertRevisions,
   loadAccounts,
@@ -17,7 +18,7 @@ import {
 import type { CursorPosition } from '../model/events.ts'
 import { type Nsids, ROLES, type Role, roleOf } from '../model/nsids.ts'
 import { isVisible, keyOf, splitKey } from '../model/rows.ts'
-import { type BatchEvent, type OutcomeCount, planBatch } from './merge.ts'
+import { type BatchEvent, type BatchPlan, type OutcomeCount, planBatch } from './merge.ts'
 import { planRevisionTexts } from './revision-texts.ts'
 
 /** What applying a batch needs: a strict part of the process's one dependency bag. */
@@ -30,10 +31,18 @@ export interface BatchResult {
   newDids: string[]
 }
 
-// Every writer (live ingestion, backfill, admin actions, in any process) takes this lock
-// for its whole transaction: state read for the merge stays true until commit, and change
-// seqs are assigned and committed in order, so a feed reader never sees n+1 before n.
-const WRITER_LOCK = 0x70_61_76_77 // "pavw"
+/** Accounts, purges and record rows: what the texts' base content no longer needs. */
+async function writeRecords(
+  tx: Executor,
+  plan: BatchPlan,
+  hiddenOf: (did: string) => boolean,
+  now: Date,
+): Promise<void> {
+  await upsertAccounts(tx, [...plan.accounts.values()], now)
+  await purgeRepos(tx, [...plan.purged])
+  for (const role of ROLES)
+    await upsertRecords(tx, role, [...plan.rows[role].values()], hiddenOf, now)
+}
 
 /**
  * Applies a batch of events in ONE transaction with set-based statements, together with
@@ -46,10 +55,7 @@ export async function applyBatch(
 ): Promise<BatchResult> {
   const { db, nsids } = deps
   return db.orm.transaction(async (tx) => {
-    // Past its cost threshold JIT spends ~50 ms compiling a statement that runs in less, and a
-    // batch's rows (megabytes of JSON) spill to temp files under the default work_mem.
-    await tx.execute(sql`SELECT pg_advisory_xact_lock(${WRITER_LOCK}),
-      set_config('jit', 'off', true), set_config('work_mem', '64MB', true)`)
+    await beginWriterTransaction(tx)
     const now = new Date()
 
     // 1. Read the current state of everything the batch touches.
@@ -98,14 +104,16 @@ export async function applyBatch(
         .filter((r) => !plan.purged.has(r.did))
         .map((r) => [keyOf(r.did, r.rkey), { did: r.did, rkey: r.rkey }]),
     )
-    const texts = planRevisionTexts(
+    const previous = await loadPreviousTexts(db, tx, [...textKeys.values()])
+    // The record writes go to the database while the line diffs are computed here: the diffs
+    // hand the event loop back often enough for each statement to follow the last.
+    const records = writeRecords(tx, plan, hiddenOf, now)
+    records.catch(() => {}) // awaited below, after the diffs; this only keeps it handled
+    const texts = await planRevisionTexts(
       plan.revisions.map((r) => ({ ...r, contentHash: r.facts.contentHash })),
-      await loadPreviousTexts(db, tx, [...textKeys.values()]),
+      previous,
     )
-    await upsertAccounts(tx, [...plan.accounts.values()], now)
-    await purgeRepos(tx, [...plan.purged])
-    for (const role of ROLES)
-      await upsertRecords(tx, role, [...plan.rows[role].values()], hiddenOf, now)
+    await records
     await insertRevisions(
       tx,
       plan.revisions.map((r, i) => ({

@@ -4,6 +4,7 @@ import { isRetryable } from '../errors.ts'
 import type { CursorPosition, Provenance, Sink, SourceItem } from '../model/events.ts'
 import { applyBatch, type BatchResult, type IndexerDeps } from './apply.ts'
 import type { BatchEvent } from './merge.ts'
+import { prepareEvent } from './prepare.ts'
 
 // Between a source and the database: a bounded queue (a full queue makes the source wait,
 // so memory stays bounded and a slow database slows reading), batches of up to batchSize
@@ -84,6 +85,8 @@ export class IngestPipeline implements Sink {
     if (ev?.kind === 'commit' && !ev.provenance) {
       item = { ...item, event: { ...ev, provenance: unverifiedFrom(this.#opts.source) } }
     }
+    // Validation and hashing now, while the batch before this one is in its transaction.
+    if (item.event) prepareEvent(this.#deps, item.event)
     this.#queue.push(item)
     this.#queuedBytes += item.bytes ?? 0
     this.#wakeWriter?.()

@@ -26,35 +26,52 @@ export interface RevisionTextRefs {
 
 const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex')
 
-/** Text rows to insert (deduplicated within the batch) and each revision's coreMemory refs. */
-export function planRevisionTexts(
+/** Revisions planned between two turns of the event loop. */
+const SLICE = 16
+
+/**
+ * Text rows to insert (deduplicated within the batch) and each revision's coreMemory refs.
+ * Line diffs cost milliseconds per revision, so this hands the event loop back every few
+ * revisions: the batch's writes, sent just before, go on meanwhile (see apply.ts).
+ */
+export async function planRevisionTexts(
   revisions: RevisionTextInput[],
   previous: Map<string, PreviousText>,
-): { texts: TextRow[]; refs: RevisionTextRefs[] } {
+): Promise<{ texts: TextRow[]; refs: RevisionTextRefs[] }> {
   const texts = new Map<string, TextRow>()
   const latest = new Map(previous)
-  const refs = revisions.map((r) => {
-    const key = keyOf(r.did, r.rkey)
-    if (r.content !== null && r.contentHash !== null) {
-      const depth = contentRow(texts, r.did, r.content, r.contentHash, latest.get(key))
-      latest.set(key, { content: r.content, hash: r.contentHash, depth })
-    }
-    if (r.coreMemory === null)
-      return { coreMemoryHash: null, coreMemoryAt: null, coreMemoryLength: null }
-    const coreMemoryHash = sha256(r.coreMemory)
-    const at = r.content === null ? -1 : r.content.indexOf(r.coreMemory)
-    if (at >= 0) return { coreMemoryHash, coreMemoryAt: at, coreMemoryLength: r.coreMemory.length }
-    addText(texts, {
-      did: r.did,
-      hash: coreMemoryHash,
-      base: null,
-      depth: 0,
-      length: r.coreMemory.length,
-      body: r.coreMemory,
-    })
-    return { coreMemoryHash, coreMemoryAt: null, coreMemoryLength: null }
-  })
+  const refs: RevisionTextRefs[] = []
+  for (let i = 0; i < revisions.length; i++) {
+    if (i > 0 && i % SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve))
+    refs.push(planOne(revisions[i], texts, latest))
+  }
   return { texts: [...texts.values()], refs }
+}
+
+function planOne(
+  r: RevisionTextInput,
+  texts: Map<string, TextRow>,
+  latest: Map<string, PreviousText>,
+): RevisionTextRefs {
+  const key = keyOf(r.did, r.rkey)
+  if (r.content !== null && r.contentHash !== null) {
+    const depth = contentRow(texts, r.did, r.content, r.contentHash, latest.get(key))
+    latest.set(key, { content: r.content, hash: r.contentHash, depth })
+  }
+  if (r.coreMemory === null)
+    return { coreMemoryHash: null, coreMemoryAt: null, coreMemoryLength: null }
+  const coreMemoryHash = sha256(r.coreMemory)
+  const at = r.content === null ? -1 : r.content.indexOf(r.coreMemory)
+  if (at >= 0) return { coreMemoryHash, coreMemoryAt: at, coreMemoryLength: r.coreMemory.length }
+  addText(texts, {
+    did: r.did,
+    hash: coreMemoryHash,
+    base: null,
+    depth: 0,
+    length: r.coreMemory.length,
+    body: r.coreMemory,
+  })
+  return { coreMemoryHash, coreMemoryAt: null, coreMemoryLength: null }
 }
 
 /** Adds the content's row unless the batch has it; returns its depth. */

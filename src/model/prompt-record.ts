@@ -45,7 +45,36 @@ export class PromptValidator {
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null)
 
+interface Analyzed {
+  validator: PromptValidator
+  nsids: Nsids
+  did: string
+  rkey: string
+  facts: PromptFacts
+}
+// Facts of records analyzed ahead of their batch (see prepare.ts), by record object: the
+// batch's own call then finds them. Weak, so an event dropped anywhere takes its entry along.
+const analyzed = new WeakMap<object, Analyzed>()
+
+/** What the indexer keeps of a prompt record; the same inputs give the same facts. */
 export function analyzePrompt(
+  validator: PromptValidator,
+  nsids: Nsids,
+  did: string,
+  rkey: string,
+  record: unknown,
+): PromptFacts {
+  if (typeof record !== 'object' || record === null)
+    return computeFacts(validator, nsids, did, rkey, record)
+  const hit = analyzed.get(record)
+  if (hit?.validator === validator && hit.nsids === nsids && hit.did === did && hit.rkey === rkey)
+    return hit.facts
+  const facts = computeFacts(validator, nsids, did, rkey, record)
+  analyzed.set(record, { validator, nsids, did, rkey, facts })
+  return facts
+}
+
+function computeFacts(
   validator: PromptValidator,
   nsids: Nsids,
   did: string,
