@@ -7,7 +7,7 @@ import { watchChanges } from './change-watch.ts'
 // without a change row (provenance after a backfill re-verifies the same CID, indexedAt).
 
 const MAX_BYTES = 64 * 1024 * 1024
-const TTL_MS = 10_000
+const TTL_MS = 30_000
 
 declare module 'fastify' {
   interface FastifyInstance {
