@@ -164,7 +164,7 @@ export function recentChangesQuery(take: number): SQL {
  * increasing order (the writers' lock), so reading past the last seq seen misses nothing.
  */
 export function changedReposSince(db: Database, since: number, take: number) {
-  return db.orm
+  return db.monitor
     .select({ seq: changes.seq, did: changes.did })
     .from(changes)
     .where(gt(changes.seq, since))
@@ -174,6 +174,6 @@ export function changedReposSince(db: Database, since: number, take: number) {
 
 /** The newest seq of the change log, 0 when it is empty. */
 export async function latestChangeSeq(db: Database): Promise<number> {
-  const [r] = await db.orm.select({ seq: max(changes.seq) }).from(changes)
+  const [r] = await db.monitor.select({ seq: max(changes.seq) }).from(changes)
   return Number(r?.seq ?? 0)
 }

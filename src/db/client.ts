@@ -40,6 +40,12 @@ export interface Database {
    * vary with their input (values as parameters, no lists spliced in). PGlite: as `rows`.
    */
   read<T = Record<string, unknown>>(query: SQL): Promise<T[]>
+  /**
+   * The ORM on a connection of its own (Postgres; PGlite has one), for the answer cache's
+   * poll of the change log: queued behind a saturated pool, the poll would come too late and
+   * the cache would stop serving exactly when it is needed most.
+   */
+  readonly monitor: Orm
   ping(): Promise<boolean>
   close(): Promise<void>
   /**
@@ -108,7 +114,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
 const dialect = new PgDialect()
 
 async function openPostgres(url: string, opts: DatabaseOptions): Promise<Database> {
-  const client = postgres(url, {
+  const options = {
     max: opts.maxConnections ?? 10,
     // While the server is unreachable, a query waits this long for a connection before it
     // fails (retryable): reads answer 503 after seconds, not the driver's default 30 s.
@@ -120,11 +126,16 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
     backoff: (failures: number) => Math.min(0.05 * 2 ** failures, 1),
     onnotice: () => {},
     connection: opts.searchPath ? { search_path: opts.searchPath } : {},
-  })
+  }
+  const client = postgres(url, options)
   const orm = drizzlePostgres(client, { schema }) as unknown as Orm
+  // Idle until the first poll: postgres.js connects lazily.
+  const monitorClient = postgres(url, { ...options, max: 1 })
+  const monitor = drizzlePostgres(monitorClient, { schema }) as unknown as Orm
   return {
     kind: 'postgres',
     orm,
+    monitor,
     onCommit: signalTransactions(orm),
     migrate: () =>
       migratePostgres(orm as never, {
@@ -142,7 +153,9 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
       await client`select 1`
       return true
     },
-    close: () => client.end({ timeout: 5 }),
+    close: async () => {
+      await Promise.all([client.end({ timeout: 5 }), monitorClient.end({ timeout: 5 })])
+    },
   }
 }
 
@@ -160,6 +173,7 @@ async function openPglite(dataDir: string | null): Promise<Database> {
   return {
     kind: 'pglite',
     orm,
+    monitor: orm,
     onCommit: signalTransactions(orm),
     migrate: () => migratePglite(orm as never, { migrationsFolder: MIGRATIONS_DIR }),
     rows: (q, ex) => rowsOf(ex ?? orm, q),

@@ -20,6 +20,7 @@ import {
   type PromptAnswer,
   resolveActor,
 } from '../reads.ts'
+import { revisionPageSchema } from '../revision-schemas.ts'
 import {
   cursorParam,
   errorResponses,
@@ -27,7 +28,6 @@ import {
   promptPageSchema,
   promptSchema,
   repoRkeyParams,
-  revisionPageSchema,
 } from '../schemas.ts'
 
 interface RepoRkey {
