@@ -1,6 +1,6 @@
 import Fastify from 'fastify'
 import postgres from 'postgres'
-import { FLAG_BITS } from '../../src/indexer/flags.ts'
+import { FLAG_BITS } from '../../src/model/flags.ts'
 
 // The read benchmark's plain baseline: what a user would write themselves with Fastify and
 // postgres.js, one indexed SELECT per request and no features (no validation, no existence

@@ -1,6 +1,6 @@
 import { asc, gt, max, type SQL, sql } from 'drizzle-orm'
-import { FLAG_BITS, FLAG_NAMES, type FlagName } from '../indexer/flags.ts'
-import type { Nsids } from '../indexer/prompt-record.ts'
+import { FLAG_BITS, FLAG_NAMES, type FlagName } from '../model/flags.ts'
+import type { Nsids } from '../model/nsids.ts'
 import type { Database } from './client.ts'
 import { promptSelect } from './queries.ts'
 import { changes } from './schema.ts'
