@@ -31,79 +31,63 @@ export function answerCheck(name: string, r: unknown): Check[] {
   return []
 }
 
+type Pick = (r: ServerRuns) => number
+
+/** A throughput row: the product against a baseline, with the least ratio it must reach. */
+const rate = (
+  name: string,
+  of: Pick,
+  base: ServerRuns,
+  product: ServerRuns,
+  least: number | null,
+) =>
+  row(
+    name,
+    of(product),
+    'req/s',
+    least === null ? '(none)' : `>= ${least.toFixed(1)}x plain`,
+    least === null ? null : of(product) / of(base) >= least,
+    of(base),
+  )
+
+/** A latency row: the product beside the plain baseline, with its ceiling if it has one. */
+const latency = (
+  name: string,
+  of: Pick,
+  plain: ServerRuns,
+  product: ServerRuns,
+  most: number | null,
+) =>
+  row(
+    name,
+    of(product),
+    'ms',
+    most === null ? '(none)' : `<= ${most} ms`,
+    most === null ? null : of(product) <= most,
+    of(plain),
+  )
+
 export function readRows(
   product: ServerRuns,
   plain: ServerRuns,
   bare: ServerRuns,
-  rate: number,
+  r: number,
 ): Row[] {
-  const ratio = (a: number, b: number) => a / b
-  const atLeast = (value: number, base: number, x: number) => ratio(value, base) >= x
   return [
-    row(
-      'lookups, uniform keys, most (vs plain)',
-      product.uniform.reqPerS,
-      'req/s',
-      '>= 1.5x plain',
-      atLeast(product.uniform.reqPerS, plain.uniform.reqPerS, 1.5),
-      plain.uniform.reqPerS,
-    ),
-    row(
-      'lookups, Zipf keys, most (vs plain)',
-      product.zipf.reqPerS,
-      'req/s',
-      '>= 1.5x plain',
-      atLeast(product.zipf.reqPerS, plain.zipf.reqPerS, 1.5),
-      plain.zipf.reqPerS,
-    ),
-    row(
-      'list pages, most (vs plain)',
-      product.lists.reqPerS,
-      'req/s',
-      '>= 1.0x plain',
-      atLeast(product.lists.reqPerS, plain.lists.reqPerS, 1),
-      plain.lists.reqPerS,
-    ),
-    row(
-      'lookups, uniform, most (vs bare)',
-      product.uniform.reqPerS,
-      'req/s',
-      '(none)',
+    rate('lookups, uniform keys, most (vs plain)', (x) => x.uniform.reqPerS, plain, product, 1.5),
+    rate('lookups, Zipf keys, most (vs plain)', (x) => x.zipf.reqPerS, plain, product, 1.5),
+    rate('list pages, most (vs plain)', (x) => x.lists.reqPerS, plain, product, 1),
+    rate('lookups, uniform, most (vs bare)', (x) => x.uniform.reqPerS, bare, product, null),
+    latency(
+      `lookups p50, paced ${r}/s (vs plain)`,
+      (x) => x.lookupsPaced.p50,
+      plain,
+      product,
       null,
-      bare.uniform.reqPerS,
     ),
-    row(
-      `lookups p50, paced ${rate}/s (vs plain)`,
-      product.lookupsPaced.p50,
-      'ms',
-      '(none)',
-      null,
-      plain.lookupsPaced.p50,
-    ),
-    row(
-      `lookups p99, paced ${rate}/s (vs plain)`,
-      product.lookupsPaced.p99,
-      'ms',
-      '<= 15 ms',
-      product.lookupsPaced.p99 <= 15,
-      plain.lookupsPaced.p99,
-    ),
-    row(
-      `lists p99, paced ${rate}/s (vs plain)`,
-      product.listsPaced.p99,
-      'ms',
-      '<= 15 ms',
-      product.listsPaced.p99 <= 15,
-      plain.listsPaced.p99,
-    ),
-    row(
-      'lookups p99, most (vs plain)',
-      product.uniform.p99,
-      'ms',
-      '(none)',
-      null,
-      plain.uniform.p99,
-    ),
-    row('lists p99, most (vs plain)', product.lists.p99, 'ms', '(none)', null, plain.lists.p99),
+    latency(`lookups p99, paced ${r}/s (vs plain)`, (x) => x.lookupsPaced.p99, plain, product, 15),
+    latency(`lists p99, paced ${r}/s (vs plain)`, (x) => x.listsPaced.p99, plain, product, 15),
+    latency('lookups p99, most (vs plain)', (x) => x.uniform.p99, plain, product, null),
+    latency('lists p99, most (vs plain)', (x) => x.lists.p99, plain, product, null),
   ]
 }
