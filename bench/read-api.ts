@@ -9,19 +9,21 @@ import {
   waitForHttp,
 } from './lib/child.ts'
 import { benchEnv, count, setting } from './lib/env.ts'
-import { listPaths, autocannonLoad as load } from './lib/http-load.ts'
+import { listPaths } from './lib/http-load.ts'
 import { openBenchRuntime } from './lib/ingest-kit.ts'
-import { pacedLoad } from './lib/paced.ts'
 import { checkpoint, createTempDatabase, rawClient } from './lib/pg.ts'
-import { type Check, type Row, row, type ScenarioResult } from './lib/report.ts'
+import { measureServer, type PathSets, zipfPaths } from './lib/read-load.ts'
+import { answerCheck, readRows } from './lib/read-rows.ts'
+import type { Check, Row, ScenarioResult } from './lib/report.ts'
 import { isMain, machineInfo, runAsMain } from './lib/scenario.ts'
 import { NSIDS } from './lib/traffic.ts'
 
 // The read API at scale: `prompt-appview serve` (its own process) over a Postgres of
-// `prompts` prompts, driven by autocannon from this process. Point lookups and list pages
-// at the most requests per second 100 connections get, then latency at a fixed 1,000
-// requests per second; the baseline is a bare Fastify route answering a constant, in its
-// own process, under the same load.
+// `prompts` prompts, driven by autocannon from this process. Point lookups (uniform and
+// Zipf key choice) and list pages at the most requests per second 50 connections get, then
+// latency at a steady 1,000 requests per second. The baseline is a plain Fastify +
+// postgres.js server (one indexed SELECT per request, no features) on the same database,
+// under the same load in the same run; a bare route answering a constant is the ceiling.
 
 export interface ReadApiOptions {
   serverUrl: string
@@ -39,16 +41,27 @@ export function readApiOptionsFromEnv(): ReadApiOptions {
     prompts: count('BENCH_API_PROMPTS', 500_000),
     seedPrompts: count('BENCH_API_SEED_PROMPTS', 10_000),
     durationS: setting('BENCH_API_DURATION_S', 10),
-    connections: Math.round(setting('BENCH_API_CONNECTIONS', 100)),
+    connections: Math.round(setting('BENCH_API_CONNECTIONS', 50)),
     rate: Math.round(setting('BENCH_API_RATE', 1000)),
     log: (m) => console.log(`[read-api] ${m}`),
   }
 }
 
-async function withServer<T>(child: NodeChild, base: string, fn: () => Promise<T>): Promise<T> {
+const libPath = (file: string) => new URL(`./lib/${file}`, import.meta.url).pathname
+
+/** Runs `fn` against a server process on a free port, stopping it afterwards. */
+async function withChild<T>(
+  args: string[],
+  env: Record<string, string>,
+  execArgv: string[],
+  fn: (base: string, child: NodeChild) => Promise<T>,
+): Promise<T> {
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const child = spawnNode(args, { ...env, PORT: String(port) }, { execArgv })
   try {
     await waitForHttp(`${base}/readyz`, child)
-    return await fn()
+    return await fn(base, child)
   } finally {
     await child.stop()
   }
@@ -96,161 +109,51 @@ export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
       (a): a is string => a !== null && isAgentFilter(a),
     )
 
-    const port = await freePort()
-    const base = `http://127.0.0.1:${port}`
-    const profile = process.env.BENCH_API_PROFILE
-    const api = spawnNode(
-      [CLI, 'serve'],
-      {
-        DATABASE_URL: db.url,
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        LOG_LEVEL: 'warn',
-        // The API's per-client limit would refuse a load generator on one address.
-        RATE_LIMIT_PER_MINUTE: '10000000',
-      },
-      {
-        execArgv: [
-          ...nodeFlagsFromEnv('BENCH_NODE_FLAGS'),
-          ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []),
-        ],
-      },
-    )
-    const product = await withServer(api, base, async () => {
-      const lists = await listPaths(base, dids, agents)
-      const sample = await fetch(base + lookupPaths[0])
-      checks.push({
-        name: 'a looked-up prompt comes back whole',
-        ok:
-          sample.status === 200 &&
-          typeof ((await sample.json()) as { record?: unknown }).record === 'object',
-        detail: `HTTP ${sample.status}`,
-      })
-      log(`${lookupPaths.length} lookup keys, ${lists.length} list pages; warming up`)
-      await load(base, lookupPaths, { ...o, durationS: 3 })
-      const lookups = await load(base, lookupPaths, o)
-      log(`lookups ${lookups.reqPerS.toFixed(0)} req/s`)
-      const listsMax = await load(base, lists, o)
-      log(`lists ${listsMax.reqPerS.toFixed(0)} req/s`)
-      const lookupsFixed = await load(base, lookupPaths, o, o.rate)
-      const listsFixed = await load(base, lists, o, o.rate)
-      log(`-R ${o.rate}: lookups p99 ${lookupsFixed.p99} ms, lists p99 ${listsFixed.p99} ms`)
-      const lookupsPaced = await pacedLoad(base, lookupPaths, o)
-      const listsPaced = await pacedLoad(base, lists, o)
-      log(
-        `paced ${o.rate}/s: lookups p99 ${lookupsPaced.p99.toFixed(1)} ms, lists p99 ${listsPaced.p99.toFixed(1)} ms`,
-      )
-      const rssMb = api.rssMb()
-      return {
-        lookups,
-        lists: listsMax,
-        lookupsFixed,
-        listsFixed,
-        lookupsPaced,
-        listsPaced,
-        rssMb,
-        listPages: lists.length,
-      }
-    })
-    const bport = await freePort()
-    const bbase = `http://127.0.0.1:${bport}`
-    const bare = spawnNode([new URL('./lib/bare-server.ts', import.meta.url).pathname], {
-      PORT: String(bport),
-    })
-    const baseline = await withServer(bare, bbase, async () => {
-      await load(bbase, lookupPaths, { ...o, durationS: 3 })
-      const max = await load(bbase, lookupPaths, o)
-      const fixed = await load(bbase, lookupPaths, o, o.rate)
-      const paced = await pacedLoad(bbase, lookupPaths, o)
-      log(`bare route ${max.reqPerS.toFixed(0)} req/s`)
-      return { max, fixed, paced }
-    })
-    details.product = product
-    details.baseline = baseline
-    for (const [name, r] of Object.entries({ ...product, ...baseline })) {
-      if (typeof r === 'object' && r && 'non2xx' in r) {
-        checks.push({
-          name: `${name}: every answer 2xx`,
-          ok: r.non2xx === 0 && r.errors === 0 && r.total > 0,
-          detail: `${r.total} answers, ${r.non2xx} non-2xx, ${r.errors} errors`,
-        })
-      } else if (typeof r === 'object' && r && 'failed' in r) {
-        checks.push({
-          name: `${name}: every answer 200`,
-          ok: r.failed === 0 && r.ok === r.sent,
-          detail: `${r.ok} of ${r.sent} answered 200`,
-        })
-      }
+    const sets: PathSets = {
+      uniform: lookupPaths,
+      zipf: zipfPaths(lookupPaths, 20_000),
+      lists: [],
     }
-    const lookupRatio = product.lookups.reqPerS / baseline.max.reqPerS
-    const r = o.rate
-    rows.push(
-      row(
-        'point lookups, most',
-        product.lookups.reqPerS,
-        'req/s',
-        '>= 40% of baseline',
-        lookupRatio >= 0.4,
-        baseline.max.reqPerS,
-      ),
-      row('list pages, most', product.lists.reqPerS, 'req/s', '(none)', null, baseline.max.reqPerS),
-      row(
-        `lookups p50, paced ${r}/s`,
-        product.lookupsPaced.p50,
-        'ms',
-        '(none)',
-        null,
-        baseline.paced.p50,
-      ),
-      row(
-        `lookups p99, paced ${r}/s`,
-        product.lookupsPaced.p99,
-        'ms',
-        '<= 15 ms',
-        product.lookupsPaced.p99 <= 15,
-        baseline.paced.p99,
-      ),
-      row(
-        `lists p50, paced ${r}/s`,
-        product.listsPaced.p50,
-        'ms',
-        '(none)',
-        null,
-        baseline.paced.p50,
-      ),
-      row(
-        `lists p99, paced ${r}/s`,
-        product.listsPaced.p99,
-        'ms',
-        '<= 15 ms',
-        product.listsPaced.p99 <= 15,
-        baseline.paced.p99,
-      ),
-      row(
-        `lookups p50, autocannon -R ${r}`,
-        product.lookupsFixed.p50,
-        'ms',
-        '(none)',
-        null,
-        baseline.fixed.p50,
-      ),
-      row(
-        `lookups p99, autocannon -R ${r}`,
-        product.lookupsFixed.p99,
-        'ms',
-        '<= 15 ms',
-        product.lookupsFixed.p99 <= 15,
-        baseline.fixed.p99,
-      ),
-      row(
-        `lists p99, autocannon -R ${r}`,
-        product.listsFixed.p99,
-        'ms',
-        '<= 15 ms',
-        product.listsFixed.p99 <= 15,
-        baseline.fixed.p99,
-      ),
+    const env = { DATABASE_URL: db.url, HOST: '127.0.0.1' }
+    const profile = process.env.BENCH_API_PROFILE
+    const product = await withChild(
+      [CLI, 'serve'],
+      // The API's per-client limit would refuse a load generator on one address.
+      { ...env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '10000000' },
+      [
+        ...nodeFlagsFromEnv('BENCH_NODE_FLAGS'),
+        ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []),
+      ],
+      async (base, child) => {
+        sets.lists = await listPaths(base, dids, agents)
+        const sample = await fetch(base + lookupPaths[0])
+        checks.push({
+          name: 'a looked-up prompt comes back whole',
+          ok:
+            sample.status === 200 &&
+            typeof ((await sample.json()) as { record?: unknown }).record === 'object',
+          detail: `HTTP ${sample.status}`,
+        })
+        log(`${lookupPaths.length} lookup keys, ${sets.lists.length} list pages`)
+        const runs = await measureServer(base, sets, o, log, 'product')
+        return { ...runs, rssMb: child.rssMb() }
+      },
     )
+    // Same node flags as the product: the baselines differ only in what the route does.
+    const flags = nodeFlagsFromEnv('BENCH_NODE_FLAGS')
+    const plain = await withChild([libPath('plain-server.ts')], env, flags, (base) =>
+      measureServer(base, sets, o, log, 'plain'),
+    )
+    const bare = await withChild([libPath('bare-server.ts')], env, flags, (base) =>
+      measureServer(base, sets, o, log, 'bare'),
+    )
+    details.product = product
+    details.plain = plain
+    details.bare = bare
+    for (const [server, runs] of Object.entries({ product, plain, bare }))
+      for (const [name, r] of Object.entries(runs))
+        checks.push(...answerCheck(`${server} ${name}`, r))
+    rows.push(...readRows(product, plain, bare, o.rate))
   } finally {
     await db.drop()
   }
@@ -266,8 +169,8 @@ export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
     details,
     notes: [
       `autocannon in the benchmark process, ${o.connections} connections, ${o.durationS} s per measurement; the API (\`prompt-appview serve\`), Postgres and autocannon share the machine`,
-      'lookups are random visible prompts (full record in the answer); list pages mix every flag filter, did and agent filters, first pages and cursors up to 4 pages deep',
-      `autocannon -R lets each connection send its per-second quota back to back at the top of every second (100 connections x ${Math.round(o.rate / o.connections)} requests at once), and its coordinated-omission correction assumes 1 ms between requests; "paced" sends one request every ${(1000 / o.rate).toFixed(1)} ms over ${o.connections} keep-alive connections and times each from when it was due`,
+      'lookups are visible prompts (full record in the answer), picked uniformly from a 5% sample or by Zipf rank (s = 1) over it; list pages mix every flag filter, did and agent filters, first pages and cursors up to 4 pages deep',
+      `"plain" is a Fastify + postgres.js server running one indexed SELECT per request with no features (bench/lib/plain-server.ts); "bare" answers a constant. "paced" sends one request every ${(1000 / o.rate).toFixed(1)} ms over ${o.connections} keep-alive connections and times each from when it was due`,
     ],
   }
 }

@@ -10,6 +10,7 @@ import Fastify, {
 } from 'fastify'
 import type { AppContext } from '../context.ts'
 import { dbErrorCode, isRetryable } from '../errors.ts'
+import { installAnswerCache } from './answer-cache-plugin.ts'
 import { addCacheHeaders } from './http-cache.ts'
 import { errorNameOf, HttpError, validationMessage } from './http-errors.ts'
 import { adminRoutes } from './routes/admin.ts'
@@ -165,6 +166,7 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   await app.register(healthRoutes)
   await app.register(metricsRoutes)
   if (!readApi) return app
+  installAnswerCache(app)
   await app.register(statsRoutes)
   await app.register(promptRoutes)
   await app.register(revisionRoutes)

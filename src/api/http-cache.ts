@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
+import { etagOf } from './answer-cache.ts'
 
 // Conditional GETs for JSON answers. The ETag hashes the serialized body, so it changes
 // exactly when the answer does (a new CID, a flag, a conversation appearing) and never
@@ -33,7 +33,8 @@ export function addCacheHeaders(app: FastifyInstance): void {
     const policy = request.routeOptions.config?.cache
     if (!policy || (request.method !== 'GET' && request.method !== 'HEAD')) return payload
     if (reply.statusCode !== 200 || typeof payload !== 'string') return payload
-    const etag = `W/"${createHash('sha1').update(payload).digest('base64url')}"`
+    // A cached answer (answer-cache.ts) brings the tag it was stored with.
+    const etag = (reply.getHeader('etag') as string | undefined) ?? etagOf(payload)
     reply.header('etag', etag)
     reply.header('cache-control', `public, max-age=${policy.maxAge}`)
     if (matches(request.headers['if-none-match'], etag)) {

@@ -28,7 +28,7 @@ const iso = (v: string | Date): string => new Date(v).toISOString()
 /** The DID an actor names, or null when it is a handle the index does not know. */
 export async function resolveActor(db: Database, actor: Actor): Promise<string | null> {
   if (actor.kind === 'did') return actor.did
-  const rows = await db.rows<{ did: string }>(handleQuery(actor.handle))
+  const rows = await db.read<{ did: string }>(handleQuery(actor.handle))
   return rows[0]?.did ?? null
 }
 
@@ -41,12 +41,12 @@ export async function getPromptView(
   did: string,
   rkey: string,
 ): Promise<PromptAnswer | null> {
-  const rows = await db.rows<PromptRow>(promptByKeyQuery(did, rkey))
+  const rows = await db.read<PromptRow>(promptByKeyQuery(did, rkey))
   if (!rows[0]) return null
   const view = toPromptView(rows[0], nsids)
   const needsEvidence = view.flags.some((f) => FLAGS_WITH_EVIDENCE.includes(f as FlagName))
   const evidence = needsEvidence
-    ? ((await db.rows<FlagEvidenceRow>(flagEvidenceQuery(did, rkey)))[0] ?? null)
+    ? ((await db.read<FlagEvidenceRow>(flagEvidenceQuery(did, rkey)))[0] ?? null)
     : null
   return { ...view, reasons: flagReasons(view, evidence, nsids) }
 }
@@ -59,7 +59,7 @@ export async function listPrompts(
   q: Omit<PromptListQuery, 'take'>,
   limit: number,
 ): Promise<{ items: PromptListItem[]; cursor?: string }> {
-  const rows = await db.rows<PromptRow>(promptListQuery({ ...q, take: limit + 1 }))
+  const rows = await db.read<PromptRow>(promptListQuery({ ...q, take: limit + 1 }))
   const page = rows.slice(0, limit)
   const items = page.map((r) => ({
     ...toPromptView(r, nsids),
@@ -89,9 +89,9 @@ export async function getRevisions(
   beforeRev: string | null,
   limit: number,
 ): Promise<{ items: RevisionView[]; cursor?: string } | null> {
-  const state = await db.rows<{ deleted: boolean; hidden: boolean }>(promptStateQuery(did, rkey))
+  const state = await db.read<{ deleted: boolean; hidden: boolean }>(promptStateQuery(did, rkey))
   if (!state[0] || state[0].hidden) return null
-  const rows = await db.rows<{
+  const rows = await db.read<{
     rev: string
     cid: string
     compiled_at: string | null
@@ -130,7 +130,7 @@ export async function getConversation(
   did: string,
   rkey: string,
 ): Promise<ConversationView | null> {
-  const rows = await db.rows<{
+  const rows = await db.read<{
     did: string
     rkey: string
     cid: string
@@ -169,8 +169,8 @@ export async function getAgentSummary(
   rkey: string,
 ): Promise<AgentSummary | null> {
   const [records, counts] = await Promise.all([
-    db.rows<{ record: unknown }>(agentRecordQuery(did, rkey)),
-    db.rows<Record<string, number>>(agentPromptCountsQuery(did, rkey)),
+    db.read<{ record: unknown }>(agentRecordQuery(did, rkey)),
+    db.read<Record<string, number>>(agentPromptCountsQuery(did, rkey)),
   ])
   const c = counts[0] ?? {}
   const total = Number(c.total ?? 0)
@@ -199,7 +199,7 @@ export interface ChangeRow {
 }
 
 export async function readChanges(db: Database, since: number, take: number): Promise<ChangeRow[]> {
-  const rows = await db.rows<ChangeRow>(changesQuery(since, take))
+  const rows = await db.read<ChangeRow>(changesQuery(since, take))
   return rows.map((r) => ({ ...r, seq: Number(r.seq) }))
 }
 
@@ -229,13 +229,14 @@ export async function getHandles(
 ): Promise<Map<string, string>> {
   const unique = [...new Set(dids)].slice(0, 200)
   if (unique.length === 0) return new Map()
+  // The IN list has one parameter per DID: a text per count, so not a prepared statement.
   const rows = await db.rows<{ did: string; handle: string }>(handlesQuery(unique))
   return new Map(rows.map((r) => [r.did, r.handle]))
 }
 
 /** The newest visible changes, newest first (withheld rows dropped, so maybe fewer). */
 export async function recentChanges(db: Database, take: number): Promise<ChangeRow[]> {
-  const rows = await db.rows<ChangeRow>(recentChangesQuery(take))
+  const rows = await db.read<ChangeRow>(recentChangesQuery(take))
   return rows.filter((r) => !r.withheld).map((r) => ({ ...r, seq: Number(r.seq) }))
 }
 

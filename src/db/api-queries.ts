@@ -1,6 +1,9 @@
-import { type SQL, sql } from 'drizzle-orm'
+import { asc, gt, max, type SQL, sql } from 'drizzle-orm'
 import { FLAG_BITS, FLAG_NAMES, type FlagName } from '../model/flags.ts'
+import type { Nsids } from '../model/nsids.ts'
+import type { Database } from './client.ts'
 import { promptSelect } from './queries.ts'
+import { changes } from './schema.ts'
 
 // The SQL of every read the API issues, as builders: the routes run them, and a test runs
 // EXPLAIN on exactly the same statements to prove each one is served by an index.
@@ -153,4 +156,24 @@ export function recentChangesQuery(take: number): SQL {
       SELECT (NOT a.active OR a.operator_hidden) AS hidden FROM accounts a WHERE a.did = c.did LIMIT 1
     ) acc ON true
     ORDER BY c.seq DESC`
+}
+
+/**
+ * The repos of change rows after `since`, oldest first: what the answer cache polls to
+ * learn which cached answers another process's commits made stale. Seqs become visible in
+ * increasing order (the writers' lock), so reading past the last seq seen misses nothing.
+ */
+export function changedReposSince(db: Database, since: number, take: number) {
+  return db.monitor
+    .select({ seq: changes.seq, did: changes.did })
+    .from(changes)
+    .where(gt(changes.seq, since))
+    .orderBy(asc(changes.seq))
+    .limit(take)
+}
+
+/** The newest seq of the change log, 0 when it is empty. */
+export async function latestChangeSeq(db: Database): Promise<number> {
+  const [r] = await db.monitor.select({ seq: max(changes.seq) }).from(changes)
+  return Number(r?.seq ?? 0)
 }

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
 import { type SQL, sql } from 'drizzle-orm'
-import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import { type PgDatabase, PgDialect, type PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
@@ -33,8 +33,44 @@ export interface Database {
   isMigrated(): Promise<boolean>
   /** Runs a raw statement and returns its rows, whatever the driver. */
   rows<T = Record<string, unknown>>(query: SQL, executor?: Executor): Promise<T[]>
+  /**
+   * Runs a read of a fixed shape as a named prepared statement on Postgres: drizzle's
+   * `execute` sends an unnamed one, which postgres.js describes first (one round trip for the
+   * parameter types, one for the rows); prepared, every later run is one round trip. Each
+   * distinct SQL text is kept per connection, so only for statements whose text does not
+   * vary with their input (values as parameters, no lists spliced in). PGlite: as `rows`.
+   */
+  read<T = Record<string, unknown>>(query: SQL): Promise<T[]>
+  /**
+   * The ORM on a connection of its own (Postgres; PGlite has one), for the answer cache's
+   * poll of the change log: queued behind a saturated pool, the poll would come too late and
+   * the cache would stop serving exactly when it is needed most.
+   */
+  readonly monitor: Orm
   ping(): Promise<boolean>
   close(): Promise<void>
+  /**
+   * Calls `listener` each time a transaction of this process ends (committed or not), before
+   * its caller resumes: in-process caches distrust themselves at once. Returns the remover.
+   */
+  onCommit(listener: () => void): () => void
+}
+
+/** Wraps `orm.transaction` so every transaction's end reaches the listeners (see onCommit). */
+function signalTransactions(orm: Orm): Database['onCommit'] {
+  const listeners = new Set<() => void>()
+  const transaction = orm.transaction.bind(orm)
+  orm.transaction = (async (...args: Parameters<Orm['transaction']>) => {
+    try {
+      return await transaction(...args)
+    } finally {
+      for (const listener of listeners) listener()
+    }
+  }) as Orm['transaction']
+  return (listener) => {
+    listeners.add(listener)
+    return () => void listeners.delete(listener)
+  }
 }
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta.url))
@@ -75,8 +111,11 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   return opts.url ? openPostgres(opts.url, opts) : openPglite(opts.dataDir)
 }
 
+/** Renders `sql` objects to text and parameters, as drizzle's own session does. */
+const dialect = new PgDialect()
+
 async function openPostgres(url: string, opts: DatabaseOptions): Promise<Database> {
-  const client = postgres(url, {
+  const options = {
     max: opts.maxConnections ?? 10,
     // While the server is unreachable, a query waits this long for a connection before it
     // fails (retryable): reads answer 503 after seconds, not the driver's default 30 s.
@@ -90,24 +129,36 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
       backoffMs(failures, { baseMs: 50, maxMs: 1000, jitter: 'none' }) / 1000,
     onnotice: () => {},
     connection: opts.searchPath ? { search_path: opts.searchPath } : {},
-  })
+  }
+  const client = postgres(url, options)
   const orm = drizzlePostgres(client, { schema }) as unknown as Orm
+  // Idle until the first poll: postgres.js connects lazily.
+  const monitorClient = postgres(url, { ...options, max: 1 })
+  const monitor = drizzlePostgres(monitorClient, { schema }) as unknown as Orm
   return {
     kind: 'postgres',
     orm,
+    monitor,
+    onCommit: signalTransactions(orm),
     migrate: () =>
       migratePostgres(orm as never, {
         migrationsFolder: MIGRATIONS_DIR,
         migrationsSchema: opts.searchPath ?? 'drizzle',
       }),
     rows: (q, ex) => rowsOf(ex ?? orm, q),
+    read: <T>(q: SQL) => {
+      const { sql: text, params } = dialect.sqlToQuery(q)
+      return client.unsafe(text, params as never[], { prepare: true }) as unknown as Promise<T[]>
+    },
     isMigrated: async () =>
       (await appliedMigrations(orm, opts.searchPath ?? 'drizzle')) >= MIGRATION_COUNT,
     ping: async () => {
       await client`select 1`
       return true
     },
-    close: () => client.end({ timeout: 5 }),
+    close: async () => {
+      await Promise.all([client.end({ timeout: 5 }), monitorClient.end({ timeout: 5 })])
+    },
   }
 }
 
@@ -125,8 +176,11 @@ async function openPglite(dataDir: string | null): Promise<Database> {
   return {
     kind: 'pglite',
     orm,
+    monitor: orm,
+    onCommit: signalTransactions(orm),
     migrate: () => migratePglite(orm as never, { migrationsFolder: MIGRATIONS_DIR }),
     rows: (q, ex) => rowsOf(ex ?? orm, q),
+    read: (q) => rowsOf(orm, q),
     isMigrated: async () => (await appliedMigrations(orm, 'drizzle')) >= MIGRATION_COUNT,
     ping: async () => {
       await pg.query('select 1')

@@ -1,5 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
 import { nsidsOf } from '../../config.ts'
+import { ANY_REPO, type CachedAnswer } from '../answer-cache.ts'
+import { cachedAnswer, sendAnswer, serializerFor } from '../answer-cache-plugin.ts'
 import { LIST_CACHE, LOOKUP_CACHE } from '../http-cache.ts'
 import { badRequest, notFound } from '../http-errors.ts'
 import { type ListFilterQuery, listFilterProperties, parseListFilters } from '../list-filters.ts'
@@ -11,7 +13,14 @@ import {
   parseRecordUri,
   parseRkey,
 } from '../params.ts'
-import { getPromptView, getRevisions, listPrompts, resolveActor } from '../reads.ts'
+import {
+  getPromptView,
+  getRevisions,
+  listPrompts,
+  type PromptAnswer,
+  resolveActor,
+} from '../reads.ts'
+import { revisionPageSchema } from '../revision-schemas.ts'
 import {
   cursorParam,
   errorResponses,
@@ -19,7 +28,6 @@ import {
   promptPageSchema,
   promptSchema,
   repoRkeyParams,
-  revisionPageSchema,
 } from '../schemas.ts'
 
 interface RepoRkey {
@@ -46,11 +54,18 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
     return did
   }
 
-  const lookup = async (actor: Actor, rkey: string) => {
+  /** One prompt's answer, from the answer cache or built and stored there. */
+  const lookup = async (reply: FastifyReply, actor: Actor, rkey: string) => {
     const did = await repoOf(actor, 'no such prompt')
-    const view = await getPromptView(db, nsids, did, rkey)
-    if (!view) throw notFound(`no prompt at at://${did}/${nsids.prompt}/${rkey}`)
-    return view
+    const answer = await cachedAnswer(
+      app.answers,
+      `prompt ${did} ${rkey}`,
+      () => getPromptView(db, nsids, did, rkey),
+      serializerFor(reply, promptSchema),
+      promptRepos,
+    )
+    if (!answer) throw notFound(`no prompt at at://${did}/${nsids.prompt}/${rkey}`)
+    return sendAnswer(reply, answer)
   }
 
   app.get<{ Params: RepoRkey }>(
@@ -64,8 +79,8 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
         response: { 200: promptSchema, ...errorResponses },
       },
     },
-    async (request) =>
-      lookup(parseActor(request.params.did, 'did'), parseRkey(request.params.rkey)),
+    async (request, reply) =>
+      lookup(reply, parseActor(request.params.did, 'did'), parseRkey(request.params.rkey)),
   )
 
   app.get<{ Querystring: ListQuery }>(
@@ -100,16 +115,21 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
         if (listParams.length > 0)
           throw badRequest(`uri cannot be combined with ${listParams.join(', ')}`)
         const ref = parseRecordUri(q.uri, 'uri', [nsids.prompt, nsids.conversation])
-        return serializeWith(reply, promptSchema, await lookup(ref.actor, ref.rkey))
+        return lookup(reply, ref.actor, ref.rkey)
       }
       const parsed = await parseListFilters(db, nsids, q)
       // A handle nobody here has names no prompts: an empty page, like an unknown DID.
       if (!parsed) return serializeWith(reply, promptPageSchema, { items: [] })
-      return serializeWith(
-        reply,
-        promptPageSchema,
-        await listPrompts(db, nsids, parsed.filters, parsed.limit),
+      // Keyed by the parsed filters (handles resolved), so a renamed handle is a new key;
+      // a page may hold any repo's prompts, so any change drops it.
+      const answer = await cachedAnswer(
+        app.answers,
+        `list ${JSON.stringify(parsed)}`,
+        () => listPrompts(db, nsids, parsed.filters, parsed.limit),
+        serializerFor(reply, promptPageSchema),
+        () => [ANY_REPO],
       )
+      return sendAnswer(reply, answer as CachedAnswer)
     },
   )
 
@@ -151,4 +171,12 @@ function serializeWith(reply: FastifyReply, schema: object, payload: unknown): F
     .type('application/json; charset=utf-8')
     .serializer(reply.compileSerializationSchema(schema as Record<string, unknown>))
     .send(payload)
+}
+
+/** The repos a prompt's answer is built from: its own, and its agent's (agent.exists, reasons). */
+function promptRepos(view: PromptAnswer): string[] {
+  const agentRepo = view.agent.uri?.startsWith('at://')
+    ? view.agent.uri.slice(5).split('/')[0]
+    : null
+  return agentRepo && agentRepo !== view.did ? [view.did, agentRepo] : [view.did]
 }

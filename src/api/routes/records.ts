@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { nsidsOf } from '../../config.ts'
+import { cachedAnswer, sendAnswer, serializerFor } from '../answer-cache-plugin.ts'
 import { LOOKUP_CACHE } from '../http-cache.ts'
 import { notFound } from '../http-errors.ts'
 import { parseActor, parseRkey } from '../params.ts'
@@ -41,11 +42,18 @@ export const recordRoutes: FastifyPluginAsync = async (app) => {
         response: { 200: conversationSchema, ...errorResponses },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { did, rkey } = await keyOf(request.params, 'conversation')
-      const view = await getConversation(db, nsids, did, rkey)
-      if (!view) throw notFound(`no conversation at at://${did}/${nsids.conversation}/${rkey}`)
-      return view
+      // Built from the conversation's row and its slot's prompt: both in its own repo.
+      const answer = await cachedAnswer(
+        app.answers,
+        `conversation ${did} ${rkey}`,
+        () => getConversation(db, nsids, did, rkey),
+        serializerFor(reply, conversationSchema),
+        () => [did],
+      )
+      if (!answer) throw notFound(`no conversation at at://${did}/${nsids.conversation}/${rkey}`)
+      return sendAnswer(reply, answer)
     },
   )
 

@@ -5,14 +5,8 @@ import { notFound } from '../http-errors.ts'
 import { parseActor, parseRkey } from '../params.ts'
 import { resolveActor } from '../reads.ts'
 import { getRevisionDetail, getRevisionDiff } from '../revision-reads.ts'
-import {
-  errorResponses,
-  repoParam,
-  revisionDetailSchema,
-  revisionDiffSchema,
-  revParam,
-  rkeyParam,
-} from '../schemas.ts'
+import { revisionDetailSchema, revisionDiffSchema, revParam } from '../revision-schemas.ts'
+import { errorResponses, repoParam, rkeyParam } from '../schemas.ts'
 
 // One revision with its texts, and the line diff between two revisions of one prompt.
 // Revs are looked up within the prompt named by the path: a rev of another prompt, or one

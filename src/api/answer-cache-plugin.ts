@@ -1,0 +1,53 @@
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import { AnswerCache, type CachedAnswer } from './answer-cache.ts'
+import { watchChanges } from './change-watch.ts'
+
+// The read routes' answer cache, one per app, kept true by the change log (change-watch.ts).
+// 64 MB holds a few thousand full prompts (2-200 KB each); the TTL caps fields that change
+// without a change row (provenance after a backfill re-verifies the same CID, indexedAt).
+
+const MAX_BYTES = 64 * 1024 * 1024
+const TTL_MS = 30_000
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    answers: AnswerCache
+  }
+}
+
+export function installAnswerCache(app: FastifyInstance): void {
+  const cache = new AnswerCache({ maxBytes: MAX_BYTES, ttlMs: TTL_MS })
+  const watch = watchChanges(app.ctx.db, cache, app.ctx.logger)
+  app.decorate('answers', cache)
+  app.addHook('onClose', async () => watch.close())
+}
+
+/** Sends a cached (or just cached) answer; http-cache.ts uses its ETag instead of hashing. */
+export function sendAnswer(reply: FastifyReply, answer: CachedAnswer): FastifyReply {
+  return reply.type('application/json; charset=utf-8').header('etag', answer.etag).send(answer.body)
+}
+
+/**
+ * The answer under `key`: from the cache, or built by `load` (null: not found, nothing
+ * stored), serialized by `serialize` and stored tagged with the repos `reposOf` names.
+ */
+export async function cachedAnswer<T>(
+  cache: AnswerCache,
+  key: string,
+  load: () => Promise<T | null>,
+  serialize: (value: T) => string,
+  reposOf: (value: T) => readonly string[],
+): Promise<CachedAnswer | null> {
+  const hit = cache.get(key)
+  if (hit) return hit
+  const generation = cache.generation
+  const value = await load()
+  if (value === null) return null
+  return cache.set(key, serialize(value), reposOf(value), generation)
+}
+
+/** The route's compiled serializer for `schema` (Fastify caches it per route and schema). */
+export function serializerFor(reply: FastifyReply, schema: object): (value: unknown) => string {
+  const serialize = reply.compileSerializationSchema(schema as Record<string, unknown>)
+  return (value) => serialize(value as Record<string, unknown>)
+}

@@ -1,0 +1,142 @@
+import { createHash } from 'node:crypto'
+
+// A bounded in-process cache of serialized answers (the JSON text and its ETag), so a hot
+// prompt costs no query, no serialization and no hash. Entries are keyed by the answer
+// (route and record key) and tagged with the repos whose rows they were built from; a
+// change row of any such repo drops them (see change-watch.ts for who reports changes).
+//
+// A fill races the invalidations that happen while its query runs: each invalidation
+// bumps `generation`, and a fill whose query started before the latest one is not stored,
+// so a stale snapshot can never be put back after the change that made it stale.
+
+export interface CachedAnswer {
+  body: string
+  etag: string
+}
+
+interface Entry extends CachedAnswer {
+  repos: readonly string[]
+  storedAt: number
+}
+
+export interface AnswerCacheOptions {
+  /** Most bytes of answer text held; the least recently used go first. */
+  maxBytes: number
+  /** Longest an entry is served at all: fields that change without a change row (provenance). */
+  ttlMs: number
+  now?: () => number
+}
+
+/** The tag of answers built from every repo (list pages): any change drops them. */
+export const ANY_REPO = '*'
+
+export const etagOf = (body: string): string =>
+  `W/"${createHash('sha1').update(body).digest('base64url')}"`
+
+export class AnswerCache {
+  readonly #entries = new Map<string, Entry>()
+  /** Answers built from each repo's rows: what one change row of that repo invalidates. */
+  readonly #byRepo = new Map<string, Set<string>>()
+  readonly #opts: AnswerCacheOptions
+  readonly #now: () => number
+  #bytes = 0
+  #generation = 0
+  /** Until when the cache can vouch for freshness (see change-watch.ts); no hits after. */
+  #trustedUntil = 0
+
+  constructor(opts: AnswerCacheOptions) {
+    this.#opts = opts
+    this.#now = opts.now ?? Date.now
+  }
+
+  get size(): number {
+    return this.#entries.size
+  }
+
+  get bytes(): number {
+    return this.#bytes
+  }
+
+  /** A token to pass to `set`: the fill's query must start after it is taken. */
+  get generation(): number {
+    return this.#generation
+  }
+
+  /** Hits are served until `at` (ms, the clock of `now`), unless distrusted earlier. */
+  trustUntil(at: number): void {
+    this.#trustedUntil = at
+  }
+
+  /** No hits and no fills until the next `trustUntil`: a commit not yet read from the log. */
+  distrust(): void {
+    this.#trustedUntil = 0
+    this.#generation++
+  }
+
+  #trusted(): boolean {
+    return this.#now() < this.#trustedUntil
+  }
+
+  get(key: string): CachedAnswer | undefined {
+    if (!this.#trusted()) return undefined
+    const e = this.#entries.get(key)
+    if (!e) return undefined
+    if (this.#now() - e.storedAt > this.#opts.ttlMs) {
+      this.#remove(key)
+      return undefined
+    }
+    // Re-inserting moves the key to the end: Map order is the LRU order.
+    this.#entries.delete(key)
+    this.#entries.set(key, e)
+    return e
+  }
+
+  /** Stores an answer built from `repos`' rows, unless something changed since `generation`. */
+  set(key: string, body: string, repos: readonly string[], generation: number): CachedAnswer {
+    const answer = { body, etag: etagOf(body) }
+    if (generation !== this.#generation || !this.#trusted() || body.length > this.#opts.maxBytes)
+      return answer
+    this.#remove(key)
+    this.#entries.set(key, { ...answer, repos, storedAt: this.#now() })
+    this.#bytes += body.length
+    for (const repo of repos) {
+      const keys = this.#byRepo.get(repo)
+      if (keys) keys.add(key)
+      else this.#byRepo.set(repo, new Set([key]))
+    }
+    for (const [oldest] of this.#entries) {
+      if (this.#bytes <= this.#opts.maxBytes) break
+      this.#remove(oldest)
+    }
+    return answer
+  }
+
+  /** Drops every answer built from these repos' rows. */
+  invalidateRepos(repos: Iterable<string>): void {
+    this.#generation++
+    for (const repo of repos) {
+      const keys = this.#byRepo.get(repo)
+      if (!keys) continue
+      for (const key of [...keys]) this.#remove(key)
+    }
+  }
+
+  clear(): void {
+    this.#generation++
+    this.#entries.clear()
+    this.#byRepo.clear()
+    this.#bytes = 0
+  }
+
+  #remove(key: string): void {
+    const e = this.#entries.get(key)
+    if (!e) return
+    this.#entries.delete(key)
+    this.#bytes -= e.body.length
+    for (const repo of e.repos) {
+      const keys = this.#byRepo.get(repo)
+      keys?.delete(key)
+      if (keys?.size === 0) this.#byRepo.delete(repo)
+    }
+  }
+}

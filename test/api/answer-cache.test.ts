@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest'
+import { AnswerCache } from '../../src/api/answer-cache.ts'
+import type { Database } from '../../src/db/client.ts'
+import { createTestDatabase } from '../helpers/db.ts'
+import { apply, NSIDS } from '../helpers/events.ts'
+import { ALICE, makeApp, seed } from './fixtures.ts'
+
+// The answer cache serves hot prompts without a query, and never past a change: in the
+// writing process a commit is visible on the very next request. (Other processes:
+// test/cli/answer-cache-replicas.test.ts.)
+
+describe('AnswerCache', () => {
+  it('is bounded by bytes (LRU), expires, drops by repo and refuses fills older than a change', () => {
+    let now = 0
+    const cache = new AnswerCache({ maxBytes: 10, ttlMs: 100, now: () => now })
+    cache.trustUntil(1_000)
+    cache.set('a', 'aaaa', ['did:a'], cache.generation)
+    cache.set('b', 'bbbb', ['did:b'], cache.generation)
+    expect(cache.get('a')?.body).toBe('aaaa') // a is now the most recently used
+    cache.set('c', 'cccc', ['did:c'], cache.generation)
+    expect(cache.get('b')).toBeUndefined()
+    expect(cache.bytes).toBe(8)
+    const before = cache.generation
+    cache.invalidateRepos(['did:a'])
+    expect(cache.get('a')).toBeUndefined()
+    cache.set('a', 'stale', ['did:a'], before)
+    expect(cache.get('a')).toBeUndefined()
+    now = 101
+    expect(cache.get('c')).toBeUndefined()
+    cache.set('d', 'dd', ['did:d'], cache.generation)
+    expect(cache.get('d')?.etag).toMatch(/^W\/"/)
+    now = 1_000
+    expect(cache.get('d')).toBeUndefined() // trust ran out: no hits until the next poll
+  })
+})
+
+describe('the answer cache in the writing process', () => {
+  it('serves a repeated lookup without a query, and a commit on the very next request', async () => {
+    const base = await createTestDatabase()
+    let reads = 0
+    const db: Database = {
+      ...base,
+      read: (q) => {
+        reads++
+        return base.read(q)
+      },
+    }
+    const s = await seed(base)
+    const app = await makeApp(db)
+    try {
+      const url = `/v1/prompts/${ALICE}/${s.alice.ok}`
+      const first = await app.inject(url)
+      expect(first.statusCode).toBe(200)
+      // Hits start once the first poll of the change log vouched for the cache.
+      await expect
+        .poll(
+          async () => {
+            const n = reads
+            await app.inject(url)
+            return reads - n
+          },
+          { timeout: 30_000, interval: 100 },
+        )
+        .toBe(0)
+      const hit = await app.inject(url)
+      expect(hit.body).toBe(first.body)
+      expect(hit.headers.etag).toBe(first.headers.etag)
+      expect(
+        (await app.inject({ url, headers: { 'if-none-match': hit.headers.etag } })).statusCode,
+      ).toBe(304)
+
+      // A recompile: the next request shows the new CID, no wait.
+      const record = s.w.promptRecord(ALICE, s.alice.ok, { note: 'recompiled' })
+      await apply(s.deps, [s.w.commit(ALICE, NSIDS.prompt, s.alice.ok, 'update', record)])
+      const next = await app.inject(url)
+      expect(next.json().cid).not.toBe(first.json().cid)
+      expect(next.headers.etag).not.toBe(first.headers.etag)
+
+      // A takedown: the next request is a 404, and so is the list page cached before.
+      const list = (await app.inject(`/v1/prompts?did=${ALICE}`)).json().items
+      expect(list.length).toBeGreaterThan(0)
+      await apply(s.deps, [s.w.account(ALICE, false, 'takendown', 50)])
+      expect((await app.inject(url)).statusCode).toBe(404)
+      expect((await app.inject(`/v1/prompts?did=${ALICE}`)).json().items).toEqual([])
+    } finally {
+      await app.close()
+      await base.close()
+    }
+  }, 120_000)
+})
