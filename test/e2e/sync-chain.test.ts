@@ -14,9 +14,9 @@ import {
   chainOf,
   pdsRecords,
   promptFlags,
+  putSidecarPrompt,
   type Rig,
   settled,
-  sidecarPrompt,
   startIngest,
   storedRecords,
   writeNoise,
@@ -107,12 +107,7 @@ describe('Sync 1.1 on the verified firehose, behind a misbehaving relay', () => 
         },
       },
     )
-    await acc.agent.com.atproto.repo.putRecord({
-      repo: acc.did,
-      collection: PROMPT,
-      rkey,
-      record: sidecarPrompt(acc.did, rkey, agentUri, 'recompiled'),
-    })
+    await putSidecarPrompt(acc, { rkey, agentUri, content: 'recompiled' })
     await altered
     await settled(db, acc)
     expect(await counter('chainBreaksTotal', { reason: 'prev_data' })).toBe(breaks + 1)
@@ -143,12 +138,7 @@ describe('Sync 1.1 on the verified firehose, behind a misbehaving relay', () => 
       commitOf(acc.did, (ops) => ops.some((o) => o.path.startsWith(PROMPT))),
       'twice',
     )
-    await acc.agent.com.atproto.repo.putRecord({
-      repo: acc.did,
-      collection: PROMPT,
-      rkey,
-      record: sidecarPrompt(acc.did, rkey, agentUri, 'v2'),
-    })
+    await putSidecarPrompt(acc, { rkey, agentUri, content: 'v2' })
     await twice
     await writeNoise(acc)
     await settled(db, acc)
@@ -226,12 +216,7 @@ describe('Sync 1.1 on the verified firehose, behind a misbehaving relay', () => 
       'drop',
     )
     const agentUri = live!.agent.uri!
-    await acc.agent.com.atproto.repo.putRecord({
-      repo: acc.did,
-      collection: PROMPT,
-      rkey,
-      record: sidecarPrompt(acc.did, rkey, agentUri, 'v3'),
-    })
+    await putSidecarPrompt(acc, { rkey, agentUri, content: 'v3' })
     await dropped
     await writeNoise(acc)
     await settled(db, acc)
