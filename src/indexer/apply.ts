@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm'
 import { type Config, nsidsOf } from '../config.ts'
 import { emitChanges } from '../db/change-log.ts'
 import type { Database } from '../db/client.ts'
+import { recomputeFlags } from '../db/recompute-flags.ts'
 import { saveChains } from '../db/repo-chain.ts'
 import { insertRevisionTexts, loadPreviousTexts } from '../db/revision-texts.ts'
 import {
@@ -14,19 +15,11 @@ import {
   upsertAccounts,
   upsertRecords,
 } from '../db/writes.ts'
-import type { CursorPosition } from './events.ts'
-import {
-  type BatchEvent,
-  isVisible,
-  keyOf,
-  type OutcomeCount,
-  planBatch,
-  ROLES,
-  type Role,
-  splitKey,
-} from './merge.ts'
-import { type Nsids, PromptValidator } from './prompt-record.ts'
-import { recomputeFlags } from './recompute-flags.ts'
+import type { CursorPosition } from '../model/events.ts'
+import { type Nsids, ROLES, type Role } from '../model/nsids.ts'
+import { isVisible, keyOf, splitKey } from '../model/rows.ts'
+import { type BatchEvent, type OutcomeCount, planBatch } from './merge.ts'
+import { PromptValidator } from './prompt-record.ts'
 import { planRevisionTexts } from './revision-texts.ts'
 
 export interface IndexerDeps {

@@ -1,24 +1,9 @@
 import type { Outcome } from '../metrics.ts'
-import type { Provenance } from './events.ts'
-import {
-  type AccountRow,
-  type BatchEvent,
-  type BatchPlan,
-  isVisible,
-  keyOf,
-  type LoadedState,
-  ROLES,
-  type Role,
-  type StoredRecord,
-  snapshotChain,
-  splitKey,
-} from './plan.ts'
-import {
-  agentTemplateHash,
-  analyzePrompt,
-  type Nsids,
-  type PromptValidator,
-} from './prompt-record.ts'
+import type { Provenance } from '../model/events.ts'
+import { type Nsids, ROLES, type Role } from '../model/nsids.ts'
+import { type AccountRow, isVisible, keyOf, type StoredRecord, splitKey } from '../model/rows.ts'
+import { type BatchEvent, type BatchPlan, type LoadedState, snapshotChain } from './plan.ts'
+import { agentTemplateHash, analyzePrompt, type PromptValidator } from './prompt-record.ts'
 
 export * from './plan.ts'
 

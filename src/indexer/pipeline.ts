@@ -2,8 +2,8 @@ import type { AppContext } from '../context.ts'
 import { dbRetryDelayMs } from '../db/retry.ts'
 import { isRetryableDbError } from '../errors.ts'
 import type { Sink, SourceItem } from '../ingest/source.ts'
+import type { CursorPosition, Provenance } from '../model/events.ts'
 import { applyBatch, type BatchResult, type IndexerDeps } from './apply.ts'
-import type { CursorPosition, Provenance } from './events.ts'
 import type { BatchEvent } from './merge.ts'
 
 // Between a source and the database: a bounded queue (a full queue makes the source wait,

@@ -2,13 +2,13 @@ import { cborDecode, cborDecodeMulti } from '@atproto/common'
 import { cborToLex } from '@atproto/repo'
 import { parseCommitUnauthenticated } from '@atproto/sync'
 import type { Logger } from 'pino'
+import type { Metrics } from '../metrics.ts'
 import type {
   AccountEvent,
   CommitEvent,
   IdentityEvent,
   RepoSnapshotEvent,
-} from '../indexer/events.ts'
-import type { Metrics } from '../metrics.ts'
+} from '../model/events.ts'
 import type { ChainFrames } from './chain/chain-frames.ts'
 import type { DidResolver } from './did-resolver.ts'
 import { collectionNeedles, skimUnmatchedCommit } from './frame-skim.ts'

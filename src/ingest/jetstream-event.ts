@@ -5,7 +5,7 @@ import {
   isValidRecordKey,
   isValidTid,
 } from '@atproto/syntax'
-import type { CommitOp, IndexEvent } from '../indexer/events.ts'
+import type { CommitOp, IndexEvent } from '../model/events.ts'
 import { sanitizeJson } from './sanitize-json.ts'
 import type { SourceItem } from './source.ts'
 

@@ -1,4 +1,4 @@
-import type { IndexEvent } from '../indexer/events.ts'
+import type { IndexEvent } from '../model/events.ts'
 
 /**
  * One unit read from a source. `event` is null for frames that carry nothing we index

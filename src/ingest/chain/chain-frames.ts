@@ -1,7 +1,7 @@
 import type { parseCommitUnauthenticated } from '@atproto/sync'
 import type { Logger } from 'pino'
-import type { ChainEvent, CommitEvent } from '../../indexer/events.ts'
 import type { Metrics } from '../../metrics.ts'
+import type { ChainEvent, CommitEvent } from '../../model/events.ts'
 import { lexToJson } from '../lex-json.ts'
 import type { SignatureCheck } from '../native-verify.ts'
 import type { KeyLookup } from '../signature.ts'

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import type { ChainHead } from '../../db/repo-chain.ts'
-import type { ChainEvent, RepoSnapshotEvent } from '../../indexer/events.ts'
 import type { Metrics } from '../../metrics.ts'
+import type { ChainEvent, RepoSnapshotEvent } from '../../model/events.ts'
 import type { DidResolver } from '../did-resolver.ts'
 import type { SignatureCheck } from '../native-verify.ts'
 import { fetchRepoSnapshot } from '../repo-snapshot.ts'
