@@ -6,15 +6,13 @@
 // promises; the search is deterministic, so reruns reproduce the same files.
 
 import { writeFileSync } from 'node:fs'
-import { createGenerator, type GeneratorInput, type GeneratorStats } from '../src/demo/generator.ts'
+import { createGenerator, type GeneratorInput } from '../src/demo/generator.ts'
 import {
   type ApplyOutcome,
   createReferenceModel,
   FLAG_NAMES,
-  type ModelPrompt,
-  type ModelStats,
 } from '../test/helpers/reference-model.ts'
-import { renderReadme } from './sample-readme.ts'
+import { renderReadme, type Sample } from './sample-readme.ts'
 
 export const NSIDS = {
   promptNsid: 'xyz.quasigod.lab.letta.compiledPrompt',
@@ -90,21 +88,6 @@ function brokenLines(timeUs: (i: number) => number): Array<[number, string, stri
       ),
     ],
   ]
-}
-
-export interface Sample {
-  seed: number
-  lines: string[]
-  broken: Array<{ line: number; what: string }>
-  generator: GeneratorStats
-  outcomes: Record<ApplyOutcome, number>
-  /** DIDs with commits whose last account event hid them without purging */
-  hidden: Array<{ did: string; status: string }>
-  stats: ModelStats
-  prompts: ModelPrompt[]
-  staleTemplateRules: { agentHash: number; inferred: number }
-  /** the same flags whether indexing time is the event's time_us or much later */
-  clockFree: boolean
 }
 
 export function replay(lines: string[], indexTimeUs?: (t: number) => number) {

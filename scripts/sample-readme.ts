@@ -1,8 +1,24 @@
 // The README of examples/: what the sample holds and what a correct indexer ends with.
 // Generated with the sample so the numbers cannot drift from the data.
 
-import type { GeneratorInput } from '../src/demo/generator.ts'
-import type { Sample } from './make-sample.ts'
+import type { GeneratorInput, GeneratorStats } from '../src/demo/generator.ts'
+import type { ApplyOutcome, ModelPrompt, ModelStats } from '../test/helpers/reference-model.ts'
+
+/** A generated sample and what a correct indexer ends with on it (make-sample.ts builds it). */
+export interface Sample {
+  seed: number
+  lines: string[]
+  broken: Array<{ line: number; what: string }>
+  generator: GeneratorStats
+  outcomes: Record<ApplyOutcome, number>
+  /** DIDs with commits whose last account event hid them without purging */
+  hidden: Array<{ did: string; status: string }>
+  stats: ModelStats
+  prompts: ModelPrompt[]
+  staleTemplateRules: { agentHash: number; inferred: number }
+  /** the same flags whether indexing time is the event's time_us or much later */
+  clockFree: boolean
+}
 
 const table = (rows: Array<[string, string | number]>, head: [string, string]): string =>
   [`| ${head[0]} | ${head[1]} |`, '|---|---:|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join(

@@ -1,5 +1,5 @@
 import { isValidNsid } from '@atproto/syntax'
-import type { Nsids } from './model/nsids.ts'
+import { indexedCollections, type Nsids } from './model/nsids.ts'
 
 // One schema for every setting: flag name, environment variable, default, parser.
 // Precedence is flag > environment > default, and every problem is reported at once.
@@ -327,7 +327,7 @@ export function loadConfig(
 }
 
 export function collectionsOf(config: Config): string[] {
-  return [config.promptNsid, config.conversationNsid, config.agentNsid]
+  return indexedCollections(nsidsOf(config))
 }
 
 /** The three collections by role, as the indexer and the API name them. */

@@ -1,23 +1,16 @@
-// Few precise error classes. `retryable` decides between retrying a batch and counting
-// and skipping what caused it.
+// Few precise error classes, each with its `cause`. Whether a failure is worth retrying is
+// decided by what failed (isRetryableDbError below for the database, each source's session
+// for its upstream), not by a flag on the error.
 
 export class AppError extends Error {
-  readonly retryable: boolean
-  constructor(message: string, opts: { cause?: unknown; retryable?: boolean } = {}) {
+  constructor(message: string, opts: { cause?: unknown } = {}) {
     super(message, { cause: opts.cause })
     this.name = new.target.name
-    this.retryable = opts.retryable ?? false
   }
 }
 
 /** Another process holds the PGlite data directory. */
 export class DataDirLockedError extends AppError {}
-
-/** The database refused or lost a batch; retry when the cause is transient. */
-export class BatchWriteError extends AppError {}
-
-/** Bad input from a source: counted and skipped, never retried. */
-export class InvalidEventError extends AppError {}
 
 /** An upstream (PDS, PLC, relay) failed; usually worth retrying. */
 export class UpstreamError extends AppError {}

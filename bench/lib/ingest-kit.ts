@@ -8,7 +8,7 @@ import type { Database } from '../../src/db/client.ts'
 import { saveCursor } from '../../src/db/writes.ts'
 import { createJetstreamSource, jetstreamOptionsFromConfig } from '../../src/ingest/jetstream.ts'
 import { createJetstreamV2Source } from '../../src/ingest/jetstream-v2.ts'
-import type { Sink, SourceItem } from '../../src/ingest/source.ts'
+import type { Sink, SourceItem } from '../../src/model/events.ts'
 import { NSIDS } from './traffic.ts'
 
 // The two ways of writing Jetstream traffic that the ingest scenario compares, over the same

@@ -26,11 +26,6 @@ export function summarize(values: number[]): {
   }
 }
 
-export const round = (n: number, digits = 1): number => {
-  const f = 10 ** digits
-  return Math.round(n * f) / f
-}
-
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** Polls `pred` every `everyMs` until it holds or `timeoutMs` passes (then throws). */

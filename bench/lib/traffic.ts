@@ -16,8 +16,6 @@ export const NSIDS = {
   agent: 'xyz.quasigod.lab.letta.agent',
 }
 export const COLLECTIONS = [NSIDS.prompt, NSIDS.conversation, NSIDS.agent]
-/** What the indexer asks Jetstream for (the default WANTED_COLLECTIONS). */
-export const WANTED = ['xyz.quasigod.lab.letta.*']
 const KEPT = new Set(COLLECTIONS)
 
 export interface TrafficOptions {
@@ -40,7 +38,10 @@ export function benchGenerator(o: TrafficOptions): DemoGenerator {
   })
 }
 
-/** True for events a Jetstream asked for WANTED sends (account and identity always go). */
+/**
+ * True for events a Jetstream asked for the default WANTED_COLLECTIONS sends (account and
+ * identity always go).
+ */
 export function isSent(ev: JetstreamEvent): boolean {
   return ev.kind !== 'commit' || ev.commit.collection.startsWith('xyz.quasigod.lab.letta.')
 }
@@ -60,7 +61,7 @@ export function recordBytes(ev: JetstreamEvent): number {
 export interface TrafficTally {
   /** Events generated (what a full firehose would have carried). */
   generated: number
-  /** Events the Jetstream server sends for WANTED. */
+  /** Events the Jetstream server sends for the default WANTED_COLLECTIONS. */
   sent: number
   matching: number
   recordBytes: number

@@ -41,7 +41,7 @@ export async function getPromptView(
   did: string,
   rkey: string,
 ): Promise<PromptAnswer | null> {
-  const rows = await db.rows<PromptRow>(promptByKeyQuery(nsids, did, rkey))
+  const rows = await db.rows<PromptRow>(promptByKeyQuery(did, rkey))
   if (!rows[0]) return null
   const view = toPromptView(rows[0], nsids)
   const needsEvidence = view.flags.some((f) => FLAGS_WITH_EVIDENCE.includes(f as FlagName))
@@ -59,7 +59,7 @@ export async function listPrompts(
   q: Omit<PromptListQuery, 'take'>,
   limit: number,
 ): Promise<{ items: PromptListItem[]; cursor?: string }> {
-  const rows = await db.rows<PromptRow>(promptListQuery(nsids, { ...q, take: limit + 1 }))
+  const rows = await db.rows<PromptRow>(promptListQuery({ ...q, take: limit + 1 }))
   const page = rows.slice(0, limit)
   const items = page.map((r) => ({
     ...toPromptView(r, nsids),

@@ -48,7 +48,7 @@ export async function searchPrompts(
   limit: number,
 ): Promise<{ items: SearchItem[]; cursor?: string }> {
   const rows = await db.rows<PromptRow & { snippet: string | null }>(
-    searchQuery(nsids, { ...q, take: limit + 1 }),
+    searchQuery({ ...q, take: limit + 1 }),
   )
   const page = rows.slice(0, limit)
   const items = page.map((r) => ({

@@ -1,6 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { FLAG_BITS, FLAG_NAMES, type FlagName } from '../model/flags.ts'
-import type { Nsids } from '../model/nsids.ts'
 import { promptSelect } from './queries.ts'
 
 // The SQL of every read the API issues, as builders: the routes run them, and a test runs
@@ -30,12 +29,12 @@ export function flagPredicate(flag: ListFlag): SQL {
   return sql.raw(`(p.flags & ${FLAG_BITS[flag]}) <> 0`)
 }
 
-export function promptByKeyQuery(nsids: Nsids, did: string, rkey: string): SQL {
-  return sql`SELECT ${promptSelect(nsids)} FROM prompts p
+export function promptByKeyQuery(did: string, rkey: string): SQL {
+  return sql`SELECT ${promptSelect()} FROM prompts p
     WHERE p.did = ${did} AND p.rkey = ${rkey} AND ${VISIBLE}`
 }
 
-export function promptListQuery(nsids: Nsids, q: PromptListQuery): SQL {
+export function promptListQuery(q: PromptListQuery): SQL {
   const where: SQL[] = [VISIBLE]
   if (q.flag) where.push(flagPredicate(q.flag))
   if (q.did) where.push(sql`p.did = ${q.did}`)
@@ -48,7 +47,7 @@ export function promptListQuery(nsids: Nsids, q: PromptListQuery): SQL {
   // The page is cut first and the existence checks run on its rows only: left in the
   // outer query, the planner costs them for every row the scan might visit and hashes
   // the whole conversations and agents tables instead.
-  return sql`SELECT ${promptSelect(nsids, false)} FROM (
+  return sql`SELECT ${promptSelect(false)} FROM (
       SELECT * FROM prompts p
       WHERE ${sql.join(where, sql` AND `)}
       ORDER BY p.rkey DESC NULLS LAST, p.did ASC

@@ -11,12 +11,7 @@ export async function forgetBackfilledRepos(db: Database): Promise<void> {
 }
 
 export async function isRepoBackfilled(db: Database, did: string): Promise<boolean> {
-  const rows = await db.orm
-    .select({ did: backfillRepos.did })
-    .from(backfillRepos)
-    .where(eq(backfillRepos.did, did))
-    .limit(1)
-  return rows.length > 0
+  return (await db.orm.$count(backfillRepos, eq(backfillRepos.did, did))) > 0
 }
 
 /** Records the rev the repo was indexed at (indexing it again records the new one). */

@@ -7,10 +7,5 @@ import { accounts } from './schema.ts'
  * moves the cursor, and only kept repos are worth a handle check.
  */
 export async function isKnownAccount(db: Database, did: string): Promise<boolean> {
-  const rows = await db.orm
-    .select({ did: accounts.did })
-    .from(accounts)
-    .where(eq(accounts.did, did))
-    .limit(1)
-  return rows.length > 0
+  return (await db.orm.$count(accounts, eq(accounts.did, did))) > 0
 }

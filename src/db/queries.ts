@@ -45,7 +45,7 @@ export interface PromptRow {
 const LIST_RECORD = sql.raw('p.list_record AS record')
 
 /** Columns and joins that make a PromptView; `p` is the prompts table. */
-export const promptSelect = (_nsids: Nsids, withRecord = true) => sql`
+export const promptSelect = (withRecord = true) => sql`
   p.did, p.rkey, p.rev, p.cid, ${withRecord ? sql`p.record` : LIST_RECORD},
   p.flags, p.recompiles, p.indexed_at, p.validation_error, p.agent_uri, p.content_bytes,
   p.source, p.verified, p.commit_cid,
@@ -76,17 +76,6 @@ export function toPromptView(row: PromptRow, nsids: Nsids): PromptView {
       rev: row.rev,
     },
   }
-}
-
-export async function getPrompt(
-  db: Database,
-  nsids: Nsids,
-  did: string,
-  rkey: string,
-): Promise<PromptView | null> {
-  const rows = await db.rows<PromptRow>(sql`SELECT ${promptSelect(nsids)} FROM prompts p
-    WHERE p.did = ${did} AND p.rkey = ${rkey} AND NOT p.deleted AND NOT p.hidden`)
-  return rows[0] ? toPromptView(rows[0], nsids) : null
 }
 
 export type FlagCounts = Record<(typeof FLAG_NAMES)[number] | 'ok', number>

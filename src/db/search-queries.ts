@@ -1,5 +1,4 @@
 import { type SQL, sql } from 'drizzle-orm'
-import type { Nsids } from '../model/nsids.ts'
 import { flagPredicate, type PromptListQuery } from './api-queries.ts'
 import { promptSelect } from './queries.ts'
 
@@ -28,7 +27,7 @@ export interface SearchQuery extends PromptListQuery {
 export const SNIPPET_LEAD = 80
 export const SNIPPET_CHARS = 300
 
-export function searchQuery(nsids: Nsids, q: SearchQuery): SQL {
+export function searchQuery(q: SearchQuery): SQL {
   // The words are lexemes already (search-words.ts), quoted and ANDed into a tsquery that
   // Postgres takes as it is: letters and digits only, so nothing the client sends is query
   // syntax, and the snippet's regex has no metacharacters either.
@@ -44,7 +43,7 @@ export function searchQuery(nsids: Nsids, q: SearchQuery): SQL {
   const pattern = `\\m(${q.words.join('|')})\\M`
   // As in promptListQuery, the page is cut first; the snippet and existence checks run on
   // its rows only.
-  return sql`SELECT ${promptSelect(nsids, false)}, s.start AS snippet_start,
+  return sql`SELECT ${promptSelect(false)}, s.start AS snippet_start,
       substr(c.content, s.start, ${SNIPPET_CHARS}) AS snippet
     FROM (
       SELECT * FROM prompts p

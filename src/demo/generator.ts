@@ -11,14 +11,7 @@ import { createCorpus } from './text.ts'
 import { isoFromMs, tidFromMicros } from './tid.ts'
 import type { GeneratorStats, JetstreamCommitEvent, JetstreamEvent } from './types.ts'
 
-export type {
-  ActionWeights,
-  AnomalyRates,
-  GeneratorInput,
-  GeneratorOptions,
-  InvalidKind,
-} from './options.ts'
-export { DEFAULT_RATES, DEFAULT_WEIGHTS, resolveOptions } from './options.ts'
+export type { GeneratorInput, GeneratorOptions } from './options.ts'
 export type * from './types.ts'
 
 export interface DemoGenerator extends Iterable<JetstreamEvent> {

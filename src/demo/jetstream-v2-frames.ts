@@ -15,14 +15,6 @@ export interface V2Stored {
   v1: string
 }
 
-/** A v2 marker or raw frame the tests inject: `v2` is sent verbatim on subscribeEvents. */
-export interface V2Raw {
-  raw: string
-  /** Whether it takes a seq (markers do; junk frames do not). */
-  seq?: boolean
-  kind?: string
-}
-
 /** RFC 3339 UTC with exactly six fractional digits, as Jetstream v2 writes `time`. */
 export function isoMicros(timeUs: number): string {
   const iso = new Date(Math.floor(timeUs / 1000)).toISOString()

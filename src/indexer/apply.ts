@@ -16,7 +16,7 @@ import {
   upsertRecords,
 } from '../db/writes.ts'
 import type { CursorPosition } from '../model/events.ts'
-import { type Nsids, ROLES, type Role } from '../model/nsids.ts'
+import { type Nsids, ROLES, type Role, roleOf } from '../model/nsids.ts'
 import { isVisible, keyOf, splitKey } from '../model/rows.ts'
 import { type BatchEvent, type OutcomeCount, planBatch } from './merge.ts'
 import { PromptValidator } from './prompt-record.ts'
@@ -59,11 +59,6 @@ export async function applyBatch(
   cursor: CursorPosition | null,
 ): Promise<BatchResult> {
   const { db, nsids } = deps
-  const collectionOf: Record<Role, string> = {
-    prompt: nsids.prompt,
-    conversation: nsids.conversation,
-    agent: nsids.agent,
-  }
   return db.orm.transaction(async (tx) => {
     // Past its cost threshold JIT spends ~50 ms compiling a statement that runs in less, and a
     // batch's rows (megabytes of JSON) spill to temp files under the default work_mem.
@@ -77,13 +72,12 @@ export async function applyBatch(
       conversation: new Map(),
       agent: new Map(),
     }
-    const roleOf = new Map<string, Role>(ROLES.map((r) => [collectionOf[r], r]))
     const wholeRepos = new Set<string>()
     const dids = new Set<string>()
     for (const ev of events) {
       dids.add(ev.did)
       if (ev.kind === 'commit') {
-        const role = roleOf.get(ev.collection)
+        const role = roleOf(nsids, ev.collection)
         if (role) keys[role].set(keyOf(ev.did, ev.rkey), { did: ev.did, rkey: ev.rkey })
       } else if (ev.kind === 'snapshot' || ev.kind === 'prune') {
         wholeRepos.add(ev.did)
@@ -172,14 +166,7 @@ export async function applyBatch(
     for (const role of ROLES) {
       const touched = new Map(written(role).map(([did, rkey]) => [keyOf(did, rkey), { did, rkey }]))
       if (role === 'prompt') for (const k of flagged) touched.set(keyOf(k.did, k.rkey), k)
-      changes += await emitChanges(
-        db,
-        tx,
-        role,
-        collectionOf[role],
-        [...touched.values()],
-        reposChanged,
-      )
+      changes += await emitChanges(db, tx, role, nsids[role], [...touched.values()], reposChanged)
     }
     if (cursor) await saveCursor(tx, cursor, now)
     const newDids = [...plan.accounts.keys()].filter((did) => !accounts.has(did))

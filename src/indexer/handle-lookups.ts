@@ -1,7 +1,6 @@
 import type { AppContext } from '../context.ts'
+import type { HandleVerifier } from '../model/handles.ts'
 import { applyBatch, type IndexerDeps } from './apply.ts'
-
-export type VerifyHandle = (did: string, claimed?: string | null) => Promise<string | null>
 
 // A repo seen for the first time has no handle until its next #identity event, which may
 // never come. Look it up once, in the background, through a bounded queue: lookups are
@@ -16,7 +15,7 @@ export interface HandleLookupsOptions {
 export class HandleLookups {
   readonly #ctx: AppContext
   readonly #deps: IndexerDeps
-  readonly #verify: VerifyHandle
+  readonly #verify: HandleVerifier
   readonly #concurrency: number
   readonly #maxQueue: number
   #queue: string[] = []
@@ -28,7 +27,7 @@ export class HandleLookups {
   constructor(
     ctx: AppContext,
     deps: IndexerDeps,
-    verify: VerifyHandle,
+    verify: HandleVerifier,
     opts: HandleLookupsOptions = {},
   ) {
     this.#ctx = ctx

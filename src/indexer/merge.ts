@@ -1,6 +1,6 @@
 import type { Outcome } from '../metrics.ts'
 import type { Provenance } from '../model/events.ts'
-import { type Nsids, ROLES, type Role } from '../model/nsids.ts'
+import { type Nsids, ROLES, type Role, roleOf } from '../model/nsids.ts'
 import { type AccountRow, isVisible, keyOf, type StoredRecord, splitKey } from '../model/rows.ts'
 import { type BatchEvent, type BatchPlan, type LoadedState, snapshotChain } from './plan.ts'
 import { agentTemplateHash, analyzePrompt, type PromptValidator } from './prompt-record.ts'
@@ -18,11 +18,6 @@ export function planBatch(
   nsids: Nsids,
   validator: PromptValidator,
 ): BatchPlan {
-  const roleOf = new Map<string, Role>([
-    [nsids.prompt, 'prompt'],
-    [nsids.conversation, 'conversation'],
-    [nsids.agent, 'agent'],
-  ])
   const plan: BatchPlan = {
     rows: { prompt: new Map(), conversation: new Map(), agent: new Map() },
     previousAgentUris: new Map(),
@@ -35,9 +30,6 @@ export function planBatch(
   }
   const initialVisibility = new Map<string, boolean>()
   for (const [did, acc] of loaded.accounts) initialVisibility.set(did, isVisible(acc))
-
-  const nsidOf = (role: Role): string =>
-    role === 'prompt' ? nsids.prompt : role === 'agent' ? nsids.agent : nsids.conversation
 
   const current = (role: Role, key: string): StoredRecord | undefined =>
     plan.rows[role].get(key) ?? loaded.records[role].get(key)
@@ -120,7 +112,7 @@ export function planBatch(
   for (const ev of events) {
     switch (ev.kind) {
       case 'commit': {
-        const role = roleOf.get(ev.collection)
+        const role = roleOf(nsids, ev.collection)
         if (!role) continue // sources filter; a stray collection is never stored
         const deleted = ev.op === 'delete'
         const r = write(
@@ -140,7 +132,7 @@ export function planBatch(
         const provenance = ev.provenance ?? null
         const present = new Set<string>()
         for (const rec of ev.records) {
-          const role = roleOf.get(rec.collection)
+          const role = roleOf(nsids, rec.collection)
           if (!role) continue
           present.add(`${role}\u0000${rec.rkey}`)
           const r = write(
@@ -161,7 +153,7 @@ export function planBatch(
         }
         // What we hold for this repo but the repo no longer has was deleted meanwhile.
         for (const role of ROLES) {
-          const nsid = nsidOf(role)
+          const nsid = nsids[role]
           for (const key of liveKeysOf(ev.did, role, loaded, plan)) {
             const rkey = splitKey(key)[1]
             if (present.has(`${role}\u0000${rkey}`)) continue
@@ -177,7 +169,7 @@ export function planBatch(
         break
       case 'prune': {
         for (const role of ROLES) {
-          const nsid = nsidOf(role)
+          const nsid = nsids[role]
           for (const key of liveKeysOf(ev.did, role, loaded, plan)) {
             const rec = current(role, key)
             if (!rec || rec.rev >= ev.rev) continue

@@ -1,8 +1,7 @@
 import type { AppContext } from '../context.ts'
 import { dbRetryDelayMs } from '../db/retry.ts'
 import { isRetryableDbError } from '../errors.ts'
-import type { Sink, SourceItem } from '../ingest/source.ts'
-import type { CursorPosition, Provenance } from '../model/events.ts'
+import type { CursorPosition, Provenance, Sink, SourceItem } from '../model/events.ts'
 import { applyBatch, type BatchResult, type IndexerDeps } from './apply.ts'
 import type { BatchEvent } from './merge.ts'
 

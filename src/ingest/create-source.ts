@@ -2,14 +2,11 @@ import { collectionsOf } from '../config.ts'
 import type { AppContext } from '../context.ts'
 import { isKnownAccount } from '../db/known-accounts.ts'
 import { listUnsynchronized, loadChainHead, loadTrackedDids } from '../db/repo-chain.ts'
+import type { HandleVerifier } from '../model/handles.ts'
 import { createDidResolver, type DidResolver } from './did-resolver.ts'
 import { createFirehoseSource } from './firehose.ts'
-import { createHandleVerifier, type HandleVerifier } from './identity.ts'
-import {
-  createJetstreamSource,
-  jetstreamOptionsFromConfig,
-  type VerifyHandle,
-} from './jetstream.ts'
+import { createHandleVerifier } from './identity.ts'
+import { createJetstreamSource, jetstreamOptionsFromConfig } from './jetstream.ts'
 import { createJetstreamV2Source } from './jetstream-v2.ts'
 import { createAutoJetstreamSource, wireOf } from './jetstream-wire.ts'
 import { createReplaySource } from './replay.ts'
@@ -33,7 +30,7 @@ export function resolverFor(config: AppContext['config']): DidResolver {
  */
 function verifierForKnownDids(ctx: AppContext, resolver: DidResolver) {
   const verify = createHandleVerifier({ resolver })
-  return async (did: string, claimed?: string | null): Promise<string | null> =>
+  return async (did: string, claimed: string | null): Promise<string | null> =>
     (await isKnownAccount(ctx.db, did)) ? verify(did, claimed) : null
 }
 
@@ -89,7 +86,7 @@ export function createSource(ctx: AppContext, deps: SourceDeps = {}): CreatedSou
  */
 export function jetstreamSourceFor(
   ctx: Pick<AppContext, 'config' | 'logger' | 'metrics'>,
-  verifyHandle: VerifyHandle,
+  verifyHandle: HandleVerifier,
   tuning: { backoffBaseMs?: number } = {},
 ): Source {
   const { config, logger, metrics } = ctx

@@ -8,15 +8,15 @@ import type {
   CommitEvent,
   IdentityEvent,
   RepoSnapshotEvent,
+  SourceItem,
 } from '../model/events.ts'
+import type { HandleVerifier } from '../model/handles.ts'
 import type { ChainFrames } from './chain/chain-frames.ts'
 import type { DidResolver } from './did-resolver.ts'
 import { collectionNeedles, skimUnmatchedCommit } from './frame-skim.ts'
-import type { HandleVerifier } from './identity.ts'
 import { lexToJson } from './lex-json.ts'
 import type { SignatureCheck } from './native-verify.ts'
 import { type KeyLookup, parseCommitVerified } from './signature.ts'
-import type { SourceItem } from './source.ts'
 
 // One subscribeRepos frame in, the SourceItems it means out. Kept apart from the socket so
 // a benchmark can measure decode, filter and verification on recorded frames.
@@ -211,7 +211,7 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
         if (opts.isKnownDid && !(await opts.isKnownDid(did))) {
           return { items: [{ event: null, cursor: seq, timeUs }], seq }
         }
-        const handle = await opts.verifyHandle(did, str(b.handle))
+        const handle = await opts.verifyHandle(did, str(b.handle) ?? null)
         const event: IdentityEvent = { kind: 'identity', did, handle, seq, timeUs: eventUs(timeUs) }
         return { items: [{ event, cursor: seq, timeUs }], seq }
       }

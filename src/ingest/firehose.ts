@@ -1,7 +1,8 @@
 import type { Logger } from 'pino'
 import WebSocket from 'ws'
 import type { Metrics } from '../metrics.ts'
-import type { RepoSnapshotEvent } from '../model/events.ts'
+import type { RepoSnapshotEvent, Sink, SourceItem } from '../model/events.ts'
+import type { HandleVerifier } from '../model/handles.ts'
 import { pushUnlessAborted, sleepUnlessAborted } from './abortable.ts'
 import {
   type ChainStore,
@@ -13,9 +14,8 @@ import { createRefusalReporter } from './cursor-refusals.ts'
 import type { DidResolver } from './did-resolver.ts'
 import { createFrameGuard } from './firehose-cursor.ts'
 import { createFrameProcessor, type FrameProcessor, type FrameResult } from './firehose-frame.ts'
-import type { HandleVerifier } from './identity.ts'
 import { fetchRepoSnapshot, withRetries } from './repo-snapshot.ts'
-import type { Sink, Source, SourceItem } from './source.ts'
+import type { Source } from './source.ts'
 import { createVerifyPool, type VerifyPool } from './verify-pool.ts'
 
 // com.atproto.sync.subscribeRepos of a relay or a single PDS. The stock @atproto/sync
@@ -91,6 +91,7 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
               signal: s,
               allowPrivateNetwork: opts.allowPrivateNetwork,
               forceRefresh: attempt > 1,
+              metrics,
             }),
           3,
           s,

@@ -1,13 +1,11 @@
 import { HandleResolver } from '@atproto/identity'
 import { isValidHandle, normalizeHandle } from '@atproto/syntax'
+import type { HandleVerifier } from '../model/handles.ts'
 import type { DidResolver } from './did-resolver.ts'
 
 // A handle is only worth showing when both sides agree: the DID document claims it
 // (alsoKnownAs at://handle) and the handle points back at the DID. Anyone can put any
 // handle in an #identity event or a DID document, so neither side alone is proof.
-
-/** Verified handle of `did`, or null. `claimed` is the handle an event announced, if any. */
-export type HandleVerifier = (did: string, claimed?: string | null) => Promise<string | null>
 
 export interface HandleVerifierOptions {
   resolver: DidResolver

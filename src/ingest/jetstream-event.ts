@@ -5,9 +5,8 @@ import {
   isValidRecordKey,
   isValidTid,
 } from '@atproto/syntax'
-import type { CommitOp, IndexEvent } from '../model/events.ts'
+import type { CommitOp, IndexEvent, SourceItem } from '../model/events.ts'
 import { sanitizeJson } from './sanitize-json.ts'
-import type { SourceItem } from './source.ts'
 
 // Jetstream v1 JSON (also the replay file format) → normalized SourceItem. Pure: no I/O,
 // so every source and test shares one definition of "bad input".
@@ -285,5 +284,3 @@ export function str(v: unknown): string {
   const s = typeof v === 'string' ? JSON.stringify(v) : String(v)
   return s.length > 80 ? `${s.slice(0, 80)}…` : s
 }
-
-export { recordSkip, type SkipDeps } from './record-skip.ts'

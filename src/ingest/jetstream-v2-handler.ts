@@ -1,15 +1,15 @@
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.ts'
-import type { IdentityEvent, IndexEvent } from '../model/events.ts'
+import type { IdentityEvent, IndexEvent, Sink, SourceItem } from '../model/events.ts'
 import { pushUnlessAborted } from './abortable.ts'
 import { advanceSeqCursor, checkSourceTime, type SeqTrack } from './cursor-guard.ts'
 import { createRefusalReporter } from './cursor-refusals.ts'
-import { recordSkip, SEQ_LIMIT } from './jetstream-event.ts'
+import { SEQ_LIMIT } from './jetstream-event.ts'
 import { parseV2Frame, type V2Frame } from './jetstream-v2-frame.ts'
 import type { Verdict } from './jetstream-v2-session.ts'
 import type { SyncWindows } from './jetstream-v2-sync.ts'
 import { decodeZstdFrame, type ZstdDictionary, ZstdFrameError } from './jetstream-v2-zstd.ts'
-import type { Sink, SourceItem } from './source.ts'
+import { recordSkip } from './record-skip.ts'
 
 // One Jetstream v2 message → pushes into the sink. Owns the seq rules (inclusive resume,
 // duplicates dropped, backwards seqs refused), `#sync` windows, and zstd decoding.

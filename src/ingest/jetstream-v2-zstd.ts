@@ -67,12 +67,11 @@ export async function fetchZstdDictionary(
   } catch (err) {
     throw new UpstreamError(`getZstdDictionary failed: ${(err as Error).message}`, {
       cause: err,
-      retryable: true,
     })
   }
   if (res.status !== 200) {
     await res.body?.cancel()
-    throw new UpstreamError(`getZstdDictionary answered ${res.status}`, { retryable: true })
+    throw new UpstreamError(`getZstdDictionary answered ${res.status}`)
   }
   const length = Number(res.headers.get('content-length') ?? 0)
   if (length > MAX_DICTIONARY_BYTES) {

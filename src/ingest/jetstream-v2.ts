@@ -1,14 +1,16 @@
 import type { Logger } from 'pino'
 import { AppError } from '../errors.ts'
 import type { Metrics } from '../metrics.ts'
+import type { Sink } from '../model/events.ts'
+import type { HandleVerifier } from '../model/handles.ts'
 import { sleepUnlessAborted } from './abortable.ts'
-import { backoffDelayMs, type VerifyHandle } from './jetstream.ts'
+import { backoffDelayMs } from './jetstream.ts'
 import { SEQ_LIMIT } from './jetstream-event.ts'
 import { createV2Handler, type HandlerState, SOURCE } from './jetstream-v2-handler.ts'
 import { runSession, type SessionEnd } from './jetstream-v2-session.ts'
 import { SyncWindows } from './jetstream-v2-sync.ts'
 import { fetchZstdDictionary } from './jetstream-v2-zstd.ts'
-import type { IngestGap, Sink, Source } from './source.ts'
+import type { IngestGap, Source } from './source.ts'
 import { verifyWithTimeout } from './verify-handle.ts'
 
 // Jetstream v2 `network.bsky.jetstream.subscribeEvents` (notes/jetstream-v2.md, SPEC 5).
@@ -22,7 +24,7 @@ export interface JetstreamV2Options {
   collections: Iterable<string>
   logger: Logger
   metrics: Metrics
-  verifyHandle?: VerifyHandle
+  verifyHandle?: HandleVerifier
   /** What a 400 CursorTooOld does: stop ingesting (default) or go on from the live tip. */
   onTooOld?: 'stop' | 'tip'
   /** Ask for dictionary zstd frames (default true); falls back to text when that fails. */

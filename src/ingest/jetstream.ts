@@ -2,15 +2,15 @@ import type { Logger } from 'pino'
 import { type RawData, WebSocket } from 'ws'
 import { type Config, collectionsOf } from '../config.ts'
 import type { Metrics } from '../metrics.ts'
-import type { IdentityEvent } from '../model/events.ts'
+import type { IdentityEvent, Sink, SourceItem } from '../model/events.ts'
+import type { HandleVerifier } from '../model/handles.ts'
 import { pushUnlessAborted, sleepUnlessAborted } from './abortable.ts'
 import { advanceTimeCursor } from './cursor-guard.ts'
 import { createRefusalReporter } from './cursor-refusals.ts'
-import { normalizeJetstreamEvent, recordSkip, SEQ_LIMIT } from './jetstream-event.ts'
-import type { Sink, Source, SourceItem } from './source.ts'
-import { type VerifyHandle, verifyWithTimeout } from './verify-handle.ts'
-
-export type { VerifyHandle } from './verify-handle.ts'
+import { normalizeJetstreamEvent, SEQ_LIMIT } from './jetstream-event.ts'
+import { recordSkip } from './record-skip.ts'
+import type { Source } from './source.ts'
+import { verifyWithTimeout } from './verify-handle.ts'
 
 export interface JetstreamSourceOptions {
   /** The v1 `/subscribe` URL. */
@@ -23,7 +23,7 @@ export interface JetstreamSourceOptions {
   logger: Logger
   metrics: Metrics
   /** Verifies a handle both ways; absent: identity events carry no handle. */
-  verifyHandle?: VerifyHandle
+  verifyHandle?: HandleVerifier
   backoffBaseMs?: number
   backoffMaxMs?: number
   /** Limit for the TCP connect plus the websocket upgrade. */

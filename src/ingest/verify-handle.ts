@@ -1,14 +1,13 @@
 import type { Logger } from 'pino'
 
-/** Verified handle of `did`, or null; `claimed` is what the event said (fits HandleVerifier). */
-export type VerifyHandle = (did: string, claimed: string | null) => Promise<string | null>
+import type { HandleVerifier } from '../model/handles.ts'
 
 /**
  * A handle check that never holds a source up for long: after `timeoutMs`, or on failure,
  * the handle is stored as absent (the DID document, not the event, is authoritative).
  */
 export async function verifyWithTimeout(
-  verifyHandle: VerifyHandle | undefined,
+  verifyHandle: HandleVerifier | undefined,
   did: string,
   claimed: string | null,
   timeoutMs: number,

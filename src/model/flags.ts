@@ -19,10 +19,6 @@ export function flagsToNames(bits: number): FlagName[] {
   return FLAG_NAMES.filter((name) => (bits & FLAG_BITS[name]) !== 0)
 }
 
-export function namesToFlags(names: readonly FlagName[]): number {
-  return names.reduce((bits, name) => bits | FLAG_BITS[name], 0)
-}
-
 /** Hashes compare lowercase and without an optional `sha256:` prefix. */
 export function normalizeHash(hash: string): string {
   return hash.toLowerCase().replace(/^sha256:/, '')

@@ -77,14 +77,14 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
     const out: Array<[string, SQL]> = []
     const mid = 40_001
     const after = { rkey: rkey(mid), did: did(mid) }
-    out.push(['prompt by key', promptByKeyQuery(NSIDS, did(1234), rkey(1234))])
+    out.push(['prompt by key', promptByKeyQuery(did(1234), rkey(1234))])
     for (const flag of [null, ...FILTER_NAMES] as Array<ListFlag | null>) {
       for (const withCursor of [false, true]) {
         for (const filter of ['none', 'did', 'agent', 'did+agent'] as const) {
           const name = `list flag=${flag ?? '-'} cursor=${withCursor} filter=${filter}`
           out.push([
             name,
-            promptListQuery(NSIDS, {
+            promptListQuery({
               flag,
               did: filter.includes('did') ? did(17) : null,
               agent: filter.includes('agent') ? { did: did(17), rkey: 'agent17' } : null,
@@ -104,12 +104,12 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
       for (const flag of [null, 'orphaned', 'ok'] as Array<ListFlag | null>) {
         out.push([
           `search ${words.join('+')} flag=${flag ?? '-'}`,
-          searchQuery(NSIDS, { words, flag, did: null, agent: null, after: null, take: 51 }),
+          searchQuery({ words, flag, did: null, agent: null, after: null, take: 51 }),
         ])
       }
       out.push([
         `search ${words.join('+')} did+cursor`,
-        searchQuery(NSIDS, { words, flag: null, did: did(17), agent: null, after, take: 51 }),
+        searchQuery({ words, flag: null, did: did(17), agent: null, after, take: 51 }),
       ])
     }
     out.push(['prompt state', promptStateQuery(did(5), rkey(5))])
@@ -151,13 +151,11 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
       invalid: 'prompts_invalid_idx',
     }
     for (const flag of FILTER_NAMES) {
-      const p = await plan(
-        promptListQuery(NSIDS, { flag, did: null, agent: null, after: null, take: 51 }),
-      )
+      const p = await plan(promptListQuery({ flag, did: null, agent: null, after: null, take: 51 }))
       expect(p, p).toContain(`Index Scan using ${INDEX[flag]}`)
     }
     const all = await plan(
-      promptListQuery(NSIDS, { flag: null, did: null, agent: null, after: null, take: 51 }),
+      promptListQuery({ flag: null, did: null, agent: null, after: null, take: 51 }),
     )
     expect(all, all).toContain('Index Scan using prompts_page_idx')
     if (process.env.SHOW_PLANS) {
@@ -168,7 +166,7 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
 
   it('a search for a rare word probes the GIN index, one for a common word walks the page index', async () => {
     const rare = await plan(
-      searchQuery(NSIDS, {
+      searchQuery({
         words: ['r40001'],
         flag: null,
         did: null,
@@ -179,7 +177,7 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
     )
     expect(rare, rare).toContain('prompts_search_idx')
     const common = await plan(
-      searchQuery(NSIDS, {
+      searchQuery({
         words: ['common'],
         flag: null,
         did: null,

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import type { Database } from '../../src/db/client.ts'
 import { getCursor } from '../../src/db/queries.ts'
@@ -60,23 +59,6 @@ export function startIndexer(
       await done
     },
   }
-}
-
-/** Records, accounts and the change feed (per key, in order), as one hash. */
-export async function canonicalDigest(db: Database): Promise<string> {
-  const parts: unknown[] = []
-  for (const table of ['prompts', 'conversations', 'agents']) {
-    parts.push(
-      await db.rows(sql`SELECT did, rkey, rev, cid, deleted, hidden, record
-        FROM ${sql.raw(table)} ORDER BY did, rkey`),
-    )
-  }
-  parts.push(await db.rows(sql`SELECT did, active, status FROM accounts ORDER BY did`))
-  parts.push(
-    await db.rows(sql`SELECT did, collection, rkey, op, cid FROM changes
-      ORDER BY did, collection, rkey, seq`),
-  )
-  return createHash('sha256').update(JSON.stringify(parts)).digest('hex')
 }
 
 export async function recordRows(db: Database, table = 'prompts') {

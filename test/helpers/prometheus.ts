@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-export { dashboardTargets, dashboardVariables, substituteGrafanaVars } from './promql.ts'
+export { dashboardTargets } from './promql.ts'
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 export const ALERTS_FILE = join(REPO_ROOT, 'infra/prometheus/alerts.yml')

@@ -1,10 +1,11 @@
 import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
-import { getCursor, getPrompt, getStats } from '../../src/db/queries.ts'
+import { getCursor, getStats } from '../../src/db/queries.ts'
 import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { apply, indexerDeps, NSIDS, World } from '../helpers/events.ts'
+import { getPrompt } from '../helpers/get-prompt.ts'
 
 const { prompt: P, conversation: C, agent: A } = NSIDS
 let db: Database

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
-import { getPrompt } from '../../src/db/queries.ts'
 import type { IndexerDeps } from '../../src/indexer/apply.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { apply, indexerDeps, NSIDS, sha256, World } from '../helpers/events.ts'
+import { getPrompt } from '../helpers/get-prompt.ts'
 
 const { prompt: P, conversation: C, agent: A } = NSIDS
 let db: Database

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
-import { getCursor, getPrompt } from '../../src/db/queries.ts'
+import { getCursor } from '../../src/db/queries.ts'
 import { IngestPipeline, type PipelineOptions } from '../../src/indexer/pipeline.ts'
-import type { SourceItem } from '../../src/ingest/source.ts'
+import type { SourceItem } from '../../src/model/events.ts'
 import { testContext } from '../helpers/context.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { indexerDeps, NSIDS, World } from '../helpers/events.ts'
+import { getPrompt } from '../helpers/get-prompt.ts'
 
 let db: Database
 beforeAll(async () => {

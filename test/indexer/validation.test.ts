@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
-import { getPrompt } from '../../src/db/queries.ts'
 import type { IndexerDeps } from '../../src/indexer/apply.ts'
 import { datetimeToMicros, PromptValidator } from '../../src/indexer/prompt-record.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { apply, indexerDeps, NSIDS, World } from '../helpers/events.ts'
+import { getPrompt } from '../helpers/get-prompt.ts'
 
 const validator = new PromptValidator(NSIDS.prompt)
 const w = new World()

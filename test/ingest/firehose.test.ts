@@ -2,9 +2,9 @@ import { Secp256k1Keypair } from '@atproto/crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createDidResolver, type DidResolver } from '../../src/ingest/did-resolver.ts'
 import { createFirehoseSource, type FirehoseSourceOptions } from '../../src/ingest/firehose.ts'
-import { createHandleVerifier, type HandleVerifier } from '../../src/ingest/identity.ts'
-import type { SourceItem } from '../../src/ingest/source.ts'
-import type { CommitEvent, IndexEvent } from '../../src/model/events.ts'
+import { createHandleVerifier } from '../../src/ingest/identity.ts'
+import type { CommitEvent, IndexEvent, SourceItem } from '../../src/model/events.ts'
+import type { HandleVerifier } from '../../src/model/handles.ts'
 import { type ExpectedCommit, writeScenario } from '../helpers/firehose-scenario.ts'
 import {
   AGENT,

@@ -1,9 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import {
-  type NormalizeResult,
-  normalizeJetstreamEvent,
-  recordSkip,
-} from '../../src/ingest/jetstream-event.ts'
+import { type NormalizeResult, normalizeJetstreamEvent } from '../../src/ingest/jetstream-event.ts'
+import { recordSkip } from '../../src/ingest/record-skip.ts'
 import {
   COLLECTIONS,
   captureLogger,

@@ -1,4 +1,5 @@
 import { FILTER_NAMES, flagsToNames } from '../../model/flags.ts'
+import { roleOf } from '../../model/nsids.ts'
 import { type ChangeRow, getHandles, recentChanges } from '../reads.ts'
 import { apiGet, apiRaw } from './api-client.ts'
 import type { StatsAnswer } from './api-types.ts'
@@ -58,16 +59,13 @@ ${facts([
 </section>`
 }
 
+const PAGE_OF = { prompt: promptHref, conversation: conversationHref, agent: agentHref }
+
 function changeTarget(c: ChangeRow, ctx: PageContext): Html {
   const label = html`<code>${c.rkey}</code>`
   if (c.op === 'delete') return label
-  if (c.collection === ctx.nsids.prompt)
-    return html`<a href="${promptHref(c.did, c.rkey)}">${label}</a>`
-  if (c.collection === ctx.nsids.conversation)
-    return html`<a href="${conversationHref(c.did, c.rkey)}">${label}</a>`
-  if (c.collection === ctx.nsids.agent)
-    return html`<a href="${agentHref(c.did, c.rkey)}">${label}</a>`
-  return label
+  const role = roleOf(ctx.nsids, c.collection)
+  return role ? html`<a href="${PAGE_OF[role](c.did, c.rkey)}">${label}</a>` : label
 }
 
 const shortCollection = (c: string): string => c.split('.').at(-1) ?? c

@@ -1,11 +1,10 @@
 import type { parseCommitUnauthenticated } from '@atproto/sync'
 import type { Logger } from 'pino'
 import type { Metrics } from '../../metrics.ts'
-import type { ChainEvent, CommitEvent } from '../../model/events.ts'
+import type { ChainEvent, CommitEvent, SourceItem } from '../../model/events.ts'
 import { lexToJson } from '../lex-json.ts'
 import type { SignatureCheck } from '../native-verify.ts'
 import type { KeyLookup } from '../signature.ts'
-import type { SourceItem } from '../source.ts'
 import { type CommitVerdict, checkCommit } from './check-commit.ts'
 import { checkSync, type SyncBody } from './check-sync.ts'
 import type { ChainTracker } from './tracker.ts'
@@ -14,7 +13,7 @@ import type { ChainTracker } from './tracker.ts'
 // repo is checked against the repo's chain (check-commit.ts, check-sync.ts), one repo at a
 // time in arrival order, and turns into record events plus the repo's new chain state.
 
-type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
+export type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
 
 export interface ChainFrameOptions {
   tracker: ChainTracker
@@ -25,6 +24,8 @@ export interface ChainFrameOptions {
   metrics: Metrics
   /** A repo whose commits keep arriving while it waits: make sure a resync is on its way. */
   onWaiting: (did: string) => void
+  /** Keeps a waiting repo's commit to judge again after its resync (resync-buffer.ts). */
+  hold?: (body: CommitBody, timeUs: number) => void
 }
 
 export interface ChainFrames {
@@ -58,7 +59,8 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
         countOps(body, 'ignored_rev')
         return cursorOnly
       case 'waiting':
-        logger.debug({ ...log, state: v.state }, 'commit of a repo awaiting resync, dropped')
+        logger.debug({ ...log, state: v.state }, 'commit of a repo awaiting resync, held')
+        o.hold?.(body, timeUs)
         o.onWaiting(did)
         return cursorOnly
       case 'reject':
@@ -70,6 +72,8 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
         metrics.chainBreaksTotal.inc({ reason: v.reason })
         countOps(body, 'error')
         logger.warn({ ...log, reason: v.reason, detail: v.detail }, 'repo chain break: resync')
+        // Judged again after the resync: dropped as a replay if the fetched repo has it.
+        o.hold?.(body, timeUs)
         tracker.setHead({
           did,
           rev: head?.rev ?? null,

@@ -81,12 +81,3 @@ export function scenarioContext(seed: number, short: boolean, name: string): Sce
   active.add(run)
   return run
 }
-
-/** A failed expectation of a scenario (the runner prints it and goes on to the next). */
-export class ChaosFailure extends Error {
-  override name = 'ChaosFailure'
-}
-
-export function check(ok: boolean, what: string, failures: string[]): void {
-  if (!ok) failures.push(what)
-}

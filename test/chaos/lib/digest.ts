@@ -19,10 +19,6 @@ export interface Digest {
 
 const PROMPT = 'xyz.quasigod.lab.letta.compiledPrompt'
 
-export async function readFeedOnly(base: string): Promise<ChangeRow[]> {
-  return readFeed(base)
-}
-
 /**
  * Digest of the product at `base`; `extraUris` are record URIs to look up beyond the ones
  * its own feed names (the other run's), so a record only one side has still shows.

@@ -1,7 +1,6 @@
 import { COMMON_ENV, replayArgs } from '../lib/baseline.ts'
 import { type CliProc, describeExit, sleep, startCli, tail } from '../lib/cli-proc.ts'
 import { compareDigests } from '../lib/compare.ts'
-import type { ChaosContext } from '../lib/context.ts'
 import { type Driver, freshDb } from '../lib/db.ts'
 import { readDigest } from '../lib/digest.ts'
 import { readCursor, waitCaughtUp } from '../lib/progress.ts'
@@ -108,5 +107,3 @@ async function killAfter(p: CliProc, ms: number): Promise<number | null> {
 export function percentOf(first: number, last: number): (c: number) => string {
   return (c) => `${Math.max(0, Math.min(100, ((c - first) / (last - first)) * 100)).toFixed(0)}%`
 }
-
-export type { ChaosContext }

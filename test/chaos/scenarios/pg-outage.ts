@@ -1,9 +1,8 @@
 import { COMMON_ENV, replayArgs } from '../lib/baseline.ts'
 import { type CliProc, describeExit, sleep, startCli, tail } from '../lib/cli-proc.ts'
 import { compareDigests } from '../lib/compare.ts'
-import type { ChaosContext } from '../lib/context.ts'
 import { readDigest } from '../lib/digest.ts'
-import { type Cluster, startCluster } from '../lib/pg-cluster.ts'
+import { startCluster } from '../lib/pg-cluster.ts'
 import { readCursor, waitCaughtUp } from '../lib/progress.ts'
 import type { Scenario } from '../lib/scenario.ts'
 import { percentOf } from './kill9.ts'
@@ -119,5 +118,3 @@ async function timed(url: string): Promise<{ status: number | string; ms: number
     return { status: `no answer (${(err as Error).name})`, ms: Date.now() - t0, body: '' }
   }
 }
-
-export type { ChaosContext, Cluster }
