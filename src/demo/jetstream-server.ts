@@ -1,8 +1,7 @@
 import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { WebSocket, WebSocketServer } from 'ws'
-import { appendToLog, type EventLog } from './event-log.ts'
+import { appendToLog, type EventLog, type LogReader, walkLog } from './event-log.ts'
 
 // A local Jetstream v1 `/subscribe` endpoint for tests, the demo and benchmarks: it replays
 // its log from `cursor` (time_us) and then streams appended events live, like the real one.
@@ -77,12 +76,9 @@ interface Stored {
 type Log = EventLog<Stored>
 const charsOf = (e: Stored) => e.text.length
 
-interface Conn {
+interface Conn extends LogReader {
   ws: WebSocket
-  next: number
   wanted: Matcher
-  closed: boolean
-  wake: (() => void) | null
 }
 
 type Matcher = (collection: string | null) => boolean
@@ -90,8 +86,6 @@ type Matcher = (collection: string | null) => boolean
 // Above this many unsent bytes a connection waits for its socket to drain: a slow
 // client then slows its own stream instead of growing the server's memory.
 const HIGH_WATER_BYTES = 1 << 20
-// Sending is synchronous; yielding now and then keeps a same-process client responsive.
-const YIELD_EVERY = 256
 const MAX_REQUESTS = 10_000
 
 export async function startJetstreamServer(
@@ -139,7 +133,11 @@ export async function startJetstreamServer(
     ws.on('error', end)
     // Clients only send options updates, which this server does not implement.
     ws.on('message', () => {})
-    pump(conn, log, counter, opts.eventsPerSecond).catch(() => ws.terminate())
+    walkLog(conn, log, {
+      pick: (e) => (conn.wanted(e.collection) ? e.text : null),
+      send: (text) => send(conn, text, counter),
+      rate: opts.eventsPerSecond,
+    }).catch(() => ws.terminate())
   })
 
   await new Promise<void>((resolve, reject) => {
@@ -176,45 +174,16 @@ export async function startJetstreamServer(
   }
 }
 
-/** Drops the oldest events beyond either bound, in chunks: splice is linear in what stays. */
-async function pump(
-  c: Conn,
-  log: Log,
-  counter: { sent: number },
-  eventsPerSecond?: number,
-): Promise<void> {
-  const startedAt = performance.now()
-  let sent = 0
-  let sinceYield = 0
-  while (!c.closed) {
-    // A client slower than the window lost what was trimmed (as with a real Jetstream).
-    if (c.next < log.base) c.next = log.base
-    if (c.next >= log.base + log.items.length) {
-      await new Promise<void>((resolve) => {
-        c.wake = resolve
-      })
-      c.wake = null
-      continue
-    }
-    const e = log.items[c.next++ - log.base]
-    if (++sinceYield >= YIELD_EVERY) {
-      sinceYield = 0
-      await yieldToLoop()
-    }
-    if (!c.wanted(e.collection)) continue
-    if (eventsPerSecond) {
-      const allowance = ((performance.now() - startedAt) * eventsPerSecond) / 1000 - sent
-      if (allowance < 1) await sleep(((1 - allowance) * 1000) / eventsPerSecond)
-    }
-    if (c.closed || c.ws.readyState !== WebSocket.OPEN) return
-    if (c.ws.bufferedAmount > HIGH_WATER_BYTES) {
-      await new Promise<void>((resolve) => c.ws.send(e.text, () => resolve()))
-    } else {
-      c.ws.send(e.text)
-    }
-    sent++
-    counter.sent++
+/** Sends one frame, waiting for the socket to drain above the high-water mark. */
+async function send(c: Conn, text: string, counter: { sent: number }): Promise<boolean> {
+  if (c.ws.readyState !== WebSocket.OPEN) return false
+  if (c.ws.bufferedAmount > HIGH_WATER_BYTES) {
+    await new Promise<void>((resolve) => c.ws.send(text, () => resolve()))
+  } else {
+    c.ws.send(text)
   }
+  counter.sent++
+  return true
 }
 
 function toStored(e: JetstreamJson | string, previousUs: number): Stored {
@@ -251,8 +220,4 @@ function matcherOf(wanted: string[]): Matcher {
   const prefixes = wanted.filter((w) => w.endsWith('.*')).map((w) => w.slice(0, -1))
   return (collection) =>
     collection === null || exact.has(collection) || prefixes.some((p) => collection.startsWith(p))
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
 }

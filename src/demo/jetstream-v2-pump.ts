@@ -1,7 +1,6 @@
-import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { zstdCompressSync } from 'node:zlib'
 import { WebSocket } from 'ws'
-import type { EventLog } from './event-log.ts'
+import { type EventLog, type LogReader, walkLog } from './event-log.ts'
 import { collectionMatcher, type V2Stored } from './jetstream-v2-frames.ts'
 
 // The log and the per-connection sender of the local Jetstream v2 server: every connection
@@ -11,15 +10,12 @@ export interface V2Log extends EventLog<V2Stored> {
   nextSeq: number
 }
 
-export interface V2Conn {
+export interface V2Conn extends LogReader {
   ws: WebSocket
   wire: 'v1' | 'v2'
-  next: number
   wanted: (collection: string | null) => boolean
   /** Non-null: frames go out as zstd with this dictionary (binary messages). */
   dictionary: { id: number; bytes: Buffer } | null
-  closed: boolean
-  wake: (() => void) | null
   /** Frames sent before the log (an `#info OutdatedCursor`). */
   preamble: string[]
 }
@@ -32,7 +28,6 @@ export interface PumpCounters {
 }
 
 const HIGH_WATER_BYTES = 1 << 20
-const YIELD_EVERY = 256
 
 export function newConn(
   ws: WebSocket,
@@ -92,34 +87,15 @@ export async function pump(c: V2Conn, log: V2Log, counters: PumpCounters, rate?:
     if (c.ws.readyState !== WebSocket.OPEN) return
     await send(c, encodeFrame(text, c.dictionary), text, counters)
   }
-  const startedAt = performance.now()
-  let sent = 0
-  let sinceYield = 0
-  while (!c.closed) {
-    if (c.next < log.base) c.next = log.base
-    if (c.next >= log.base + log.items.length) {
-      await new Promise<void>((resolve) => {
-        c.wake = resolve
-      })
-      c.wake = null
-      continue
-    }
-    const e = log.items[c.next++ - log.base]
-    if (++sinceYield >= YIELD_EVERY) {
-      sinceYield = 0
-      await yieldToLoop()
-    }
-    if (!c.wanted(e.collection)) continue
-    const frame = frameOf(c, e)
-    if (frame === null) continue
-    if (rate) {
-      const allowance = ((performance.now() - startedAt) * rate) / 1000 - sent
-      if (allowance < 1) await new Promise((r) => setTimeout(r, ((1 - allowance) * 1000) / rate))
-    }
-    if (c.closed || c.ws.readyState !== WebSocket.OPEN) return
-    await send(c, frame, c.wire === 'v1' ? e.v1 : e.v2, counters)
-    sent++
-  }
+  await walkLog(c, log, {
+    pick: (e) => (c.wanted(e.collection) ? frameOf(c, e) : null),
+    send: async (frame, e) => {
+      if (c.ws.readyState !== WebSocket.OPEN) return false
+      await send(c, frame, c.wire === 'v1' ? e.v1 : e.v2, counters)
+      return true
+    },
+    rate,
+  })
 }
 
 /** Index of the first item with seq >= `seq` (the log is in seq order). */

@@ -132,10 +132,8 @@ describe('concurrent writers', () => {
         for (let i = 0; i < 4; i++) {
           const did = `did:plc:writer${tag}${i}aaaaaaaaaaaa`
           const rkey = w.tid()
-          events.push(w.commit(did, NSIDS.prompt, rkey, 'create', w.promptRecord(did, rkey)))
-          events.push(
-            w.commit(did, NSIDS.conversation, rkey, 'create', { $type: NSIDS.conversation }),
-          )
+          events.push(w.prompt({ did, rkey }))
+          events.push(w.conversation({ did, rkey }))
         }
         await applyBatch(deps, events, null)
       }

@@ -46,7 +46,12 @@ export async function seed(db: Database): Promise<Seeded> {
   const w = new World()
   const deps = indexerDeps(db)
   const events: BatchEvent[] = [
-    w.commit(ALICE, A, AGENT_RKEY, 'create', { $type: A, name: 'helper', system: 'template v1' }),
+    w.commit({
+      did: ALICE,
+      collection: A,
+      rkey: AGENT_RKEY,
+      record: { $type: A, name: 'helper', system: 'template v1' },
+    }),
   ]
   const pair = (
     did: string,
@@ -55,8 +60,8 @@ export async function seed(db: Database): Promise<Seeded> {
     withConversation = true,
   ) => {
     if (withConversation)
-      events.push(w.commit(did, C, rkey, 'create', { $type: C, title: `chat ${rkey}` }))
-    events.push(w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey, o)))
+      events.push(w.conversation({ did, rkey, record: { $type: C, title: `chat ${rkey}` } }))
+    events.push(w.prompt({ did, rkey, fields: o }))
   }
   const alice = {} as Seeded['alice']
   alice.ok = w.tid()
@@ -74,7 +79,7 @@ export async function seed(db: Database): Promise<Seeded> {
   alice.recompiled = w.tid()
   pair(ALICE, alice.recompiled)
   const lonelyConversation = w.tid()
-  events.push(w.commit(ALICE, C, lonelyConversation, 'create', { $type: C }))
+  events.push(w.conversation({ did: ALICE, rkey: lonelyConversation }))
   const bobRkeys: string[] = []
   for (let i = 0; i < 12; i++) {
     const rkey = w.tid()
@@ -85,7 +90,9 @@ export async function seed(db: Database): Promise<Seeded> {
   }
   const carolRkey = w.tid()
   pair(CAROL, carolRkey, { agent: `at://${ALICE}/${A}/${AGENT_RKEY}` })
-  events.push(w.commit(CAROL, A, AGENT_RKEY, 'create', { $type: A, system: 'x' }))
+  events.push(
+    w.commit({ did: CAROL, collection: A, rkey: AGENT_RKEY, record: { $type: A, system: 'x' } }),
+  )
   events.push(
     identity(w, ALICE, 'alice.test', 1),
     identity(w, BOB, 'bob.test', 2),
@@ -95,16 +102,15 @@ export async function seed(db: Database): Promise<Seeded> {
   // Two recompiles: three revisions, recompiles = 2.
   for (const note of ['second', 'third']) {
     await apply(deps, [
-      w.commit(
-        ALICE,
-        P,
-        alice.recompiled,
-        'update',
-        w.promptRecord(ALICE, alice.recompiled, { memfsRevision: 'rev-a', note }),
-      ),
+      w.prompt({
+        did: ALICE,
+        rkey: alice.recompiled,
+        op: 'update',
+        fields: { memfsRevision: 'rev-a', note },
+      }),
     ])
   }
-  await apply(deps, [w.account(CAROL, false, 'takendown', 10)])
+  await apply(deps, [w.account({ did: CAROL, active: false, status: 'takendown', seq: 10 })])
   return { w, deps, alice, lonelyConversation, bobRkeys, carolRkey }
 }
 

@@ -5,7 +5,7 @@ import { startJetstreamV2Server } from '../../src/demo/jetstream-v2-server.ts'
 import { createJetstreamV2Source } from '../../src/ingest/jetstream-v2.ts'
 import { testContext } from '../helpers/context.ts'
 import { createTestDatabase } from '../helpers/db.ts'
-import { COLLECTIONS } from '../ingest/fixtures.ts'
+import { COLLECTIONS } from '../helpers/ingest-kit.ts'
 
 // SPEC 5: a CursorTooOld from Jetstream v2 shows in /v1/stats (`ingest.gap`) and in the
 // /readyz details, with what the operator should do; readiness itself stays (the API serves).

@@ -92,7 +92,7 @@ describe('GET /v1/prompts (lists)', () => {
     const first = await get('/v1/prompts?limit=5')
     const { apply } = await import('../helpers/events.ts')
     const fresh = w.tid()
-    await apply(deps, [w.commit(BOB, NSIDS.prompt, fresh, 'create', w.promptRecord(BOB, fresh))])
+    await apply(deps, [w.prompt({ did: BOB, rkey: fresh })])
     const rest = await walk('', 5, first.body.cursor)
     const expected = visibleKeys().slice(5)
     // The new prompt sorts first (a newer TID), so it is not on later pages: nothing repeats or goes missing.
@@ -113,7 +113,9 @@ describe('GET /v1/prompts (lists)', () => {
     expect(cut.note).toBe('third')
 
     const rkey = s.w.tid()
-    await apply(s.deps, [s.w.commit(ALICE, NSIDS.prompt, rkey, 'create', ['not', 'an', 'object'])])
+    await apply(s.deps, [
+      s.w.commit({ did: ALICE, collection: NSIDS.prompt, rkey, record: ['not', 'an', 'object'] }),
+    ])
     const odd = await byRkey(ALICE, rkey)
     expect(odd.record).toEqual(['not', 'an', 'object'])
     expect(odd.flags).toContain('invalid')

@@ -79,7 +79,7 @@ describe('GET /v1/prompts/{did}/{rkey}', () => {
       nested: { list: [1, -2, 3.5, 1e21, true, null, { deep: ['x'] }], empty: {}, none: [] },
       'key with "quotes"': 'v',
     })
-    await apply(s.deps, [s.w.commit(ALICE, NSIDS.prompt, rkey, 'create', record)])
+    await apply(s.deps, [s.w.commit({ did: ALICE, collection: NSIDS.prompt, rkey, record })])
     const r = await get(`/v1/prompts/${ALICE}/${rkey}`)
     expect(r.status).toBe(200)
     expect(r.body.record).toEqual(record)

@@ -70,14 +70,20 @@ const base = `/v1/prompts/${DID}/${rkey}`
 beforeAll(async () => {
   db = await createTestDatabase()
   deps = indexerDeps(db)
-  await apply(deps, [w.commit(DID, C, rkey, 'create', { $type: C, title: 'chat' })])
+  await apply(deps, [w.conversation({ did: DID, rkey, record: { $type: C, title: 'chat' } })])
   const pending: BatchEvent[] = []
   for (let i = 0; i <= 100; i++) {
     const v = version(i)
     versions.push(v)
-    const ev = w.commit(DID, P, rkey, i === 0 ? 'create' : 'update', {
-      ...w.promptRecord(DID, rkey),
-      ...v,
+    const ev = w.commit({
+      did: DID,
+      collection: P,
+      rkey,
+      op: i === 0 ? 'create' : 'update',
+      record: {
+        ...w.promptRecord(DID, rkey),
+        ...v,
+      },
     })
     revs.push(ev.rev)
     pending.push(ev)
@@ -177,7 +183,7 @@ describe('GET .../diff', () => {
 
   it('is a 404 for a rev that does not exist or belongs to another prompt', async () => {
     const otherRkey = w.tid()
-    const ev = w.commit(OTHER, P, otherRkey, 'create', w.promptRecord(OTHER, otherRkey))
+    const ev = w.prompt({ did: OTHER, rkey: otherRkey })
     await apply(deps, [ev])
     for (const url of [
       `${base}/diff?from=${ev.rev}&to=${revs[100]}`,
@@ -202,15 +208,26 @@ describe('GET .../diff', () => {
     const big = w.tid()
     const a = lines(7, 2500, 12).slice(0, 200_000)
     const b = lines(8, 2500, 12).slice(0, 200_000)
-    const e1 = w.commit(DID, P, big, 'create', {
-      ...w.promptRecord(DID, big),
-      content: a,
-      coreMemory: 'x',
+    const e1 = w.commit({
+      did: DID,
+      collection: P,
+      rkey: big,
+      record: {
+        ...w.promptRecord(DID, big),
+        content: a,
+        coreMemory: 'x',
+      },
     })
-    const e2 = w.commit(DID, P, big, 'update', {
-      ...w.promptRecord(DID, big),
-      content: b,
-      coreMemory: 'y',
+    const e2 = w.commit({
+      did: DID,
+      collection: P,
+      rkey: big,
+      op: 'update',
+      record: {
+        ...w.promptRecord(DID, big),
+        content: b,
+        coreMemory: 'y',
+      },
     })
     await apply(deps, [e1])
     await apply(deps, [e2])
@@ -231,8 +248,8 @@ describe('GET .../diff', () => {
 describe('a database from before revision content', () => {
   it('says so for old revisions, and still shows the current one from its record', async () => {
     const old = w.tid()
-    const e1 = w.commit(DID, P, old, 'create', { ...w.promptRecord(DID, old), content: 'one\n' })
-    const e2 = w.commit(DID, P, old, 'update', { ...w.promptRecord(DID, old), content: 'two\n' })
+    const e1 = w.prompt({ did: DID, rkey: old, fields: { content: 'one\n' } })
+    const e2 = w.prompt({ did: DID, rkey: old, op: 'update', fields: { content: 'two\n' } })
     await apply(deps, [e1, e2])
     // What migration 0004 leaves for revisions indexed before it: no texts.
     await db.rows(sql`UPDATE prompt_revisions SET text_kept = false, core_memory_hash = NULL,
@@ -250,7 +267,7 @@ describe('a database from before revision content', () => {
     expect(d.body).toMatchObject({ content: null, coreMemory: null })
     expect(d.body.note).toMatch(/before revision content was kept/)
     // The next recompile has no stored base: it is kept whole, and reads back.
-    const e3 = w.commit(DID, P, old, 'update', { ...w.promptRecord(DID, old), content: 'three\n' })
+    const e3 = w.prompt({ did: DID, rkey: old, op: 'update', fields: { content: 'three\n' } })
     await apply(deps, [e3])
     const r3 = await get(`/v1/prompts/${DID}/${old}/revisions/${e3.rev}`)
     expect(r3.body).toMatchObject({ contentKept: true, content: 'three\n', note: null })
@@ -260,13 +277,13 @@ describe('a database from before revision content', () => {
   })
 
   it('hides the revisions of a hidden repo and drops the texts of a purged one', async () => {
-    await apply(deps, [w.account(OTHER, false, 'takendown', 1)])
+    await apply(deps, [w.account({ did: OTHER, active: false, status: 'takendown', seq: 1 })])
     const [o] = await db.rows<{ rkey: string; rev: string }>(
       sql`SELECT rkey, rev FROM prompt_revisions WHERE did = ${OTHER} LIMIT 1`,
     )
     expect((await get(`/v1/prompts/${OTHER}/${o.rkey}/revisions/${o.rev}`)).status).toBe(404)
     expect((await get(`/v1/prompts/${OTHER}/${o.rkey}/diff`)).status).toBe(404)
-    await apply(deps, [w.account(OTHER, false, 'deleted', 2)])
+    await apply(deps, [w.account({ did: OTHER, active: false, status: 'deleted', seq: 2 })])
     const left = await db.rows(sql`SELECT 1 FROM revision_texts WHERE did = ${OTHER}`)
     expect(left).toEqual([])
   })

@@ -6,7 +6,7 @@ import { ALICE, BOB, CAROL, isErrorShape, type Seeded, useSeededApp } from './fi
 // with words of their own: matches, snippets, the list filters, order and paging, and the
 // bad input of issue 13 (a 10,000-character query, punctuation only, SQL-looking text).
 
-const { prompt: P, conversation: C } = NSIDS
+const { prompt: P } = NSIDS
 let s: Seeded
 const own: Record<string, string> = {}
 const get = useSeededApp({}, (x) => {
@@ -25,8 +25,13 @@ async function seedWords() {
     const rkey = w.tid()
     own[name] = rkey
     await apply(deps, [
-      w.commit(did, C, rkey, 'create', { $type: C }),
-      w.commit(did, P, rkey, 'create', { ...w.promptRecord(did, rkey), content, coreMemory: 'x' }),
+      w.conversation({ did, rkey }),
+      w.commit({
+        did,
+        collection: P,
+        rkey,
+        record: { ...w.promptRecord(did, rkey), content, coreMemory: 'x' },
+      }),
     ])
   }
 }

@@ -1,14 +1,8 @@
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startCli, waitFor } from '../helpers/cli.ts'
-import {
-  AGENT,
-  agentRecord,
-  CONVERSATION,
-  conversationRecord,
-  PROMPT,
-  promptRecord,
-} from '../helpers/ingest-kit.ts'
+import { AGENT, CONVERSATION, PROMPT } from '../helpers/ingest-kit.ts'
+import { agentRecord, conversationRecord, promptRecord } from '../helpers/letta-records.ts'
 import { startNetwork, type TestAccount, type TestNetwork } from '../helpers/network.ts'
 import { type PgCluster, startPgCluster } from '../helpers/pg-cluster.ts'
 
@@ -38,7 +32,7 @@ beforeAll(async () => {
       repo: a.did,
       collection: PROMPT,
       rkey,
-      record: promptRecord(a.did, rkey, ag.data.uri, `memory ${i}`),
+      record: promptRecord({ did: a.did, rkey, agent: ag.data.uri, content: `memory ${i}` }),
     })
     accounts.push(a)
   }

@@ -7,8 +7,8 @@ import {
 } from '../../src/demo/jetstream-v2-server.ts'
 import { waitFor } from '../helpers/cli.ts'
 import { createTestDatabase } from '../helpers/db.ts'
+import { account, commit, DID, identity, T0, tid } from '../helpers/jetstream-json.ts'
 import { changeRows, recordRows, startIndexer } from '../helpers/jetstream-v2-indexer.ts'
-import { account, commit, DID, identity, T0, tid } from '../ingest/fixtures.ts'
 
 // Jetstream v2 → pipeline → database (PGlite, or Postgres with TEST_DATABASE_URL): the note's
 // cases 5, 6, 10 and 11 (notes/jetstream-v2.md), and a v1-then-v2 switch of one instance.
@@ -56,7 +56,7 @@ describe('Jetstream v2 ingestion', () => {
     )
     expect(await ix.cursor()).toBe(3)
     // The DID's next event that is not a create at R ends the window.
-    server.append([account(10, true, null)])
+    server.append([account(10, { active: true, status: null })])
     await untilCursor(ix, 7)
     const rows = await recordRows(db)
     expect(rows.map((r) => [r.rkey, r.rev, r.deleted, r.recompiles])).toEqual([

@@ -14,8 +14,8 @@ import {
 } from '../../src/demo/jetstream-v2-server.ts'
 import { getJson, type ServingCli, startServing, waitFor } from '../helpers/cli.ts'
 import { createTestDatabase } from '../helpers/db.ts'
+import { account, commit, DID, tid } from '../helpers/jetstream-json.ts'
 import { startIndexer } from '../helpers/jetstream-v2-indexer.ts'
-import { account, commit, DID, tid } from '../ingest/fixtures.ts'
 
 // kill -9 of `prompt-appview run` in the middle of a Jetstream v2 replay (zstd frames, a
 // #sync with its replacement creates inside): after a restart the canonical state equals
@@ -41,7 +41,7 @@ beforeAll(async () => {
   server.append([at(commit(1), 1), at(commit(2), 2), at(commit(3), 3)])
   server.append(gen.generate(400))
   server.appendSync(DID, R, [commit(1, { rev: R }), commit(3, { rev: R })])
-  server.append([account(4, true, null)])
+  server.append([account(4, { active: true, status: null })])
   server.append(gen.generate(400))
   lastSeq = server.lastSeq
 })

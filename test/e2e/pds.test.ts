@@ -14,14 +14,8 @@ import { testContext } from '../helpers/context.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { indexerDeps, NSIDS, sha256 } from '../helpers/events.ts'
 import { getPrompt } from '../helpers/get-prompt.ts'
-import {
-  AGENT,
-  agentRecord,
-  CONVERSATION,
-  conversationRecord,
-  PROMPT,
-  promptRecord,
-} from '../helpers/ingest-kit.ts'
+import { AGENT, CONVERSATION, PROMPT } from '../helpers/ingest-kit.ts'
+import { agentRecord, conversationRecord, promptRecord } from '../helpers/letta-records.ts'
 import { startNetwork, type TestAccount, type TestNetwork } from '../helpers/network.ts'
 
 // The reference PDS (in-process, SQLite) and PLC (in memory) produce a genuine signed
@@ -53,7 +47,7 @@ async function writeHistory() {
   const ag = await api.createRecord({ repo, collection: AGENT, record: agentRecord('template v1') })
   const agentUri = ag.data.uri
   const prompt = (rkey: string, content: string, over: Record<string, unknown> = {}) => ({
-    ...promptRecord(repo, rkey, agentUri, content),
+    ...promptRecord({ did: repo, rkey, agent: agentUri, content }),
     rawSystemHash: sha256('template v1'),
     ...over,
   })
@@ -149,7 +143,7 @@ async function writeHistory() {
     collection: PROMPT,
     rkey: rkeys.bob,
     record: {
-      ...promptRecord(bob.did, rkeys.bob, bobAgent.data.uri, 'b'),
+      ...promptRecord({ did: bob.did, rkey: rkeys.bob, agent: bobAgent.data.uri, content: 'b' }),
       rawSystemHash: sha256('t'),
     },
   })

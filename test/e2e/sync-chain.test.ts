@@ -15,9 +15,9 @@ import {
   chainOf,
   pdsRecords,
   promptFlags,
+  putSidecarPrompt,
   type Rig,
   settled,
-  sidecarPrompt,
   startIngest,
   storedRecords,
   writeNoise,
@@ -108,12 +108,7 @@ describe('Sync 1.1 on the verified firehose, behind a misbehaving relay', () => 
         },
       },
     )
-    await acc.agent.com.atproto.repo.putRecord({
-      repo: acc.did,
-      collection: PROMPT,
-      rkey,
-      record: sidecarPrompt(acc.did, rkey, agentUri, 'recompiled'),
-    })
+    await putSidecarPrompt(acc, { rkey, agentUri, content: 'recompiled' })
     await altered
     await settled(db, acc)
     expect(await counter('chainBreaksTotal', { reason: 'prev_data' })).toBe(breaks + 1)
@@ -144,12 +139,7 @@ describe('Sync 1.1 on the verified firehose, behind a misbehaving relay', () => 
       commitOf(acc.did, (ops) => ops.some((o) => o.path.startsWith(PROMPT))),
       'twice',
     )
-    await acc.agent.com.atproto.repo.putRecord({
-      repo: acc.did,
-      collection: PROMPT,
-      rkey,
-      record: sidecarPrompt(acc.did, rkey, agentUri, 'v2'),
-    })
+    await putSidecarPrompt(acc, { rkey, agentUri, content: 'v2' })
     await twice
     await writeNoise(acc)
     await settled(db, acc)
@@ -227,12 +217,7 @@ describe('Sync 1.1 on the verified firehose, behind a misbehaving relay', () => 
       'drop',
     )
     const agentUri = live!.agent.uri!
-    await acc.agent.com.atproto.repo.putRecord({
-      repo: acc.did,
-      collection: PROMPT,
-      rkey,
-      record: sidecarPrompt(acc.did, rkey, agentUri, 'v3'),
-    })
+    await putSidecarPrompt(acc, { rkey, agentUri, content: 'v3' })
     await dropped
     await writeNoise(acc)
     await settled(db, acc)

@@ -6,6 +6,8 @@ import type { BatchEvent } from '../../src/indexer/merge.ts'
 import type { CommitEvent, IndexEvent } from '../../src/model/events.ts'
 import { PromptValidator } from '../../src/model/prompt-record.ts'
 
+type Op = 'create' | 'update' | 'delete'
+
 export const NSIDS = {
   prompt: 'xyz.quasigod.lab.letta.compiledPrompt',
   conversation: 'xyz.quasigod.lab.letta.conversation',
@@ -62,14 +64,23 @@ export class World {
       ...o,
     }
   }
-  commit(
-    did: string,
-    collection: string,
-    rkey: string,
-    op: 'create' | 'update' | 'delete',
-    record?: unknown,
+  /** A commit (a create unless `op` says); a delete carries no cid and no record. */
+  commit({
+    did,
+    collection,
+    rkey,
+    op = 'create',
+    record,
     rev = this.tid(),
-  ): CommitEvent {
+  }: {
+    did: string
+    collection: string
+    rkey: string
+    op?: Op
+    record?: unknown
+    /** Default: a fresh TID. */
+    rev?: string
+  }): CommitEvent {
     return {
       kind: 'commit',
       did,
@@ -82,8 +93,35 @@ export class World {
       timeUs: this.tick(),
     }
   }
-  account(did: string, active: boolean, status: string | null, seq: number): IndexEvent {
-    return { kind: 'account', did, active, status, seq, timeUs: this.tick() }
+  /** A commit of a compiled prompt: `promptRecord(did, rkey, fields)` unless a delete. */
+  prompt(o: {
+    did: string
+    rkey: string
+    op?: Op
+    fields?: Record<string, unknown>
+    rev?: string
+  }) {
+    const record = o.op === 'delete' ? undefined : this.promptRecord(o.did, o.rkey, o.fields)
+    return this.commit({ ...o, collection: NSIDS.prompt, record })
+  }
+  /** A commit of a conversation, `{ $type }` its record unless `record` says otherwise. */
+  conversation(o: { did: string; rkey: string; op?: Op; record?: unknown; rev?: string }) {
+    const record = o.record ?? { $type: NSIDS.conversation }
+    return this.commit({ ...o, collection: NSIDS.conversation, record })
+  }
+  /** A commit of an agent record whose template is `system`. */
+  agent(o: { did: string; rkey: string; op?: Op; system?: string }) {
+    return this.commit({
+      ...o,
+      collection: NSIDS.agent,
+      record: { $type: NSIDS.agent, system: o.system },
+    })
+  }
+  account(o: { did: string; active: boolean; status: string | null; seq: number }): IndexEvent {
+    return { kind: 'account', ...o, timeUs: this.tick() }
+  }
+  identity(o: { did: string; handle: string; seq: number }): IndexEvent {
+    return { kind: 'identity', ...o, timeUs: this.tick() }
   }
 }
 

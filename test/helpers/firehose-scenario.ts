@@ -1,13 +1,7 @@
 import { TID } from '@atproto/common'
 import type { CommitEvent } from '../../src/model/events.ts'
-import {
-  AGENT,
-  agentRecord,
-  CONVERSATION,
-  conversationRecord,
-  PROMPT,
-  promptRecord,
-} from './ingest-kit.ts'
+import { AGENT, CONVERSATION, PROMPT } from './ingest-kit.ts'
+import { agentRecord, conversationRecord, promptRecord } from './letta-records.ts'
 import type { TestAccount, TestNetwork } from './network.ts'
 
 /** A commit event as the write responses predict it (the record only where checked). */
@@ -75,7 +69,7 @@ export async function writeScenario(net: TestNetwork): Promise<Scenario> {
     repo,
     collection: PROMPT,
     rkey,
-    record: promptRecord(repo, rkey, ag.data.uri, 'v1'),
+    record: promptRecord({ did: repo, rkey, agent: ag.data.uri, content: 'v1' }),
   })
   expect(repo, PROMPT, rkey, p1.data.commit!.rev, 'create', p1.data.cid)
 
@@ -87,7 +81,7 @@ export async function writeScenario(net: TestNetwork): Promise<Scenario> {
         $type: 'com.atproto.repo.applyWrites#update',
         collection: PROMPT,
         rkey,
-        value: promptRecord(repo, rkey, ag.data.uri, 'v2'),
+        value: promptRecord({ did: repo, rkey, agent: ag.data.uri, content: 'v2' }),
       },
       {
         $type: 'com.atproto.repo.applyWrites#create',

@@ -1,9 +1,10 @@
-import pino from 'pino'
+import { type Logger, pino } from 'pino'
 import { createMetrics, type Metrics } from '../../src/metrics.ts'
 import type { Sink, SourceItem } from '../../src/model/events.ts'
 
-// Shared by the firehose and backfill tests: the three collections, record factories in
-// the shapes Letta writes, a sink that collects, and polling.
+// What every source test needs: the three collections, loggers, metrics and the counters
+// read back, a sink that collects, and polling. Event builders live in jetstream-json.ts
+// (wire JSON), events.ts (normalized events) and records.ts (Letta's record shapes).
 
 export const PROMPT = 'xyz.quasigod.lab.letta.compiledPrompt'
 export const CONVERSATION = 'xyz.quasigod.lab.letta.conversation'
@@ -11,38 +12,41 @@ export const AGENT = 'xyz.quasigod.lab.letta.agent'
 export const COLLECTIONS = [PROMPT, CONVERSATION, AGENT]
 
 export const silentLogger = () => pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
+
+export interface Captured {
+  logger: Logger
+  logs: Array<Record<string, unknown>>
+}
+
+/** A debug logger whose lines are kept, parsed, for the test to read. */
+export function captureLogger(): Captured {
+  const logs: Array<Record<string, unknown>> = []
+  const logger = pino({ level: 'debug' }, { write: (s: string) => void logs.push(JSON.parse(s)) })
+  return { logger, logs }
+}
+
 export const testMetrics = (): Metrics =>
   createMetrics({ version: 'test', collections: COLLECTIONS })
 
-export function agentRecord(system: string) {
-  return { $type: AGENT, name: 'helper', system, createdAt: new Date().toISOString() }
-}
-
-export function conversationRecord(agentUri: string) {
-  return {
-    $type: CONVERSATION,
-    agent: agentUri,
-    title: 'a chat',
-    createdAt: new Date().toISOString(),
-  }
-}
-
-export function promptRecord(did: string, rkey: string, agentUri: string, content: string) {
-  return {
-    $type: PROMPT,
-    agent: agentUri,
-    conversation: `at://${did}/${CONVERSATION}/${rkey}`,
-    content: `You are helpful.\n${content}`,
-    coreMemory: content,
-    rawSystemHash: `sha256:${'ab'.repeat(32)}`,
-    memfsRevision: 'r1',
-    compiledAt: new Date().toISOString(),
-  }
+/** Sum of the counter's samples whose labels include `labels` (one sample for a full set). */
+export async function counterValue(
+  metrics: Metrics,
+  labels: Record<string, string>,
+  name: 'eventsTotal' | 'sourceReconnectsTotal' | 'resumeGapsTotal' = 'eventsTotal',
+): Promise<number> {
+  const { values } = await metrics[name].get()
+  return values
+    .filter((v) =>
+      Object.entries(labels).every(([k, x]) => (v.labels as Record<string, unknown>)[k] === x),
+    )
+    .reduce((a, v) => a + v.value, 0)
 }
 
 export interface CollectingSink extends Sink {
   items: SourceItem[]
-  /** Resolves once `pred` holds for the items collected (polls). */
+  /** Resolves once `n` items have been pushed in total. */
+  waitFor(n: number, timeoutMs?: number): Promise<void>
+  /** Resolves once `pred` holds for the items collected. */
   until(pred: (items: SourceItem[]) => boolean, timeoutMs?: number): Promise<void>
 }
 
@@ -55,27 +59,23 @@ export function collectingSink(delayMs = 0): CollectingSink {
       if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs))
       items.push(item)
     },
-    until: (pred, timeoutMs) => waitFor(() => pred(items), timeoutMs),
+    waitFor: (n, timeoutMs = 5000) =>
+      until(() => items.length >= n, timeoutMs, `${n} items`).catch(() => {
+        throw new Error(`saw ${items.length} of ${n} items`)
+      }),
+    until: (pred, timeoutMs = 10_000) => until(() => pred(items), timeoutMs),
   }
 }
 
-export async function waitFor(pred: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting for a condition')
+/** Polls `cond` every 10 ms until it holds, or fails after `timeoutMs`. */
+export async function until(
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+  what = 'a condition',
+): Promise<void> {
+  const end = performance.now() + timeoutMs
+  while (!(await cond())) {
+    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, 10))
   }
-}
-
-/** The counter's current value for one label set. */
-export async function counterValue(
-  metrics: Metrics,
-  labels: Record<string, string>,
-  name: 'eventsTotal' | 'sourceReconnectsTotal' | 'resumeGapsTotal' = 'eventsTotal',
-): Promise<number> {
-  const got = await metrics[name].get()
-  const match = got.values.find((v) =>
-    Object.entries(labels).every(([k, val]) => (v.labels as Record<string, unknown>)[k] === val),
-  )
-  return match?.value ?? 0
 }

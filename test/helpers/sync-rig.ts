@@ -6,15 +6,8 @@ import { createSource } from '../../src/ingest/create-source.ts'
 import { waitFor } from './cli.ts'
 import { testContext } from './context.ts'
 import { indexerDeps, sha256 } from './events.ts'
-import {
-  AGENT,
-  agentRecord,
-  COLLECTIONS,
-  CONVERSATION,
-  conversationRecord,
-  PROMPT,
-  promptRecord,
-} from './ingest-kit.ts'
+import { AGENT, COLLECTIONS, CONVERSATION, PROMPT } from './ingest-kit.ts'
+import { agentRecord, conversationRecord, promptRecord } from './letta-records.ts'
 import type { TestAccount, TestNetwork } from './network.ts'
 
 // The production firehose wiring (createSource, the pipeline) reading a relay URL, plus the
@@ -129,18 +122,24 @@ export async function writeSidecar(acc: TestAccount): Promise<{ rkey: string; ag
     record: conversationRecord(ag.data.uri),
   })
   const rkey = conv.data.uri.split('/').pop()!
-  await api.putRecord({
-    repo: acc.did,
-    collection: PROMPT,
-    rkey,
-    record: sidecarPrompt(acc.did, rkey, ag.data.uri, 'memory'),
-  })
+  await putSidecarPrompt(acc, { rkey, agentUri: ag.data.uri, content: 'memory' })
   return { rkey, agentUri: ag.data.uri }
 }
 
-/** A prompt compiled from writeSidecar's agent template: no flag of its own. */
-export function sidecarPrompt(did: string, rkey: string, agentUri: string, content: string) {
-  return { ...promptRecord(did, rkey, agentUri, content), rawSystemHash: sha256('template') }
+/** Puts a prompt compiled from writeSidecar's agent template (no flag of its own) at `rkey`. */
+export async function putSidecarPrompt(
+  acc: TestAccount,
+  o: { rkey: string; agentUri: string; content: string },
+): Promise<void> {
+  await acc.agent.com.atproto.repo.putRecord({
+    repo: acc.did,
+    collection: PROMPT,
+    rkey: o.rkey,
+    record: {
+      ...promptRecord({ did: acc.did, rkey: o.rkey, agent: o.agentUri, content: o.content }),
+      rawSystemHash: sha256('template'),
+    },
+  })
 }
 
 export async function writeNoise(acc: TestAccount): Promise<void> {

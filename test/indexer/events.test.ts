@@ -36,15 +36,14 @@ describe('replays and the rev guard', () => {
   it('replaying a whole sequence changes nothing: no recompile, no change row', async () => {
     const rkey = w.tid()
     const seq = [
-      w.commit(did, C, rkey, 'create', { $type: C }),
-      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)),
-      w.commit(
+      w.conversation({ did, rkey }),
+      w.prompt({ did, rkey }),
+      w.prompt({
         did,
-        P,
         rkey,
-        'update',
-        w.promptRecord(did, rkey, { content: 'v2 <memory>persona: helpful</memory>' }),
-      ),
+        op: 'update',
+        fields: { content: 'v2 <memory>persona: helpful</memory>' },
+      }),
     ]
     await apply(deps, seq.slice(0, 2))
     await apply(deps, seq.slice(2))
@@ -63,21 +62,9 @@ describe('replays and the rev guard', () => {
 
   it('an older update arriving late is ignored', async () => {
     const rkey = w.tid()
-    const create = w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey))
-    const older = w.commit(
-      did,
-      P,
-      rkey,
-      'update',
-      w.promptRecord(did, rkey, { memfsRevision: 'older' }),
-    )
-    const newer = w.commit(
-      did,
-      P,
-      rkey,
-      'update',
-      w.promptRecord(did, rkey, { memfsRevision: 'newer' }),
-    )
+    const create = w.prompt({ did, rkey })
+    const older = w.prompt({ did, rkey, op: 'update', fields: { memfsRevision: 'older' } })
+    const newer = w.prompt({ did, rkey, op: 'update', fields: { memfsRevision: 'newer' } })
     await apply(deps, [create, newer])
     const r = await apply(deps, [older])
     expect(r.outcomes[0].outcome).toBe('ignored_rev')
@@ -88,16 +75,16 @@ describe('replays and the rev guard', () => {
 
   it('a replayed create after a delete does not resurrect the record, even if never seen', async () => {
     const rkey = w.tid()
-    const create = w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey))
-    const del = w.commit(did, P, rkey, 'delete')
+    const create = w.prompt({ did, rkey })
+    const del = w.prompt({ did, rkey, op: 'delete' })
     // The delete arrives first (backfill and live racing): it still leaves a tombstone.
     await apply(deps, [del])
     await apply(deps, [create])
     expect(await getPrompt(db, NSIDS, did, rkey)).toBeNull()
     // Same within one batch, in order.
     const r2 = w.tid()
-    const c2 = w.commit(did, P, r2, 'create', w.promptRecord(did, r2))
-    const d2 = w.commit(did, P, r2, 'delete')
+    const c2 = w.prompt({ did, rkey: r2 })
+    const d2 = w.prompt({ did, rkey: r2, op: 'delete' })
     await apply(deps, [c2, d2, c2])
     expect(await getPrompt(db, NSIDS, did, r2)).toBeNull()
   })
@@ -106,9 +93,9 @@ describe('replays and the rev guard', () => {
     const [r1, r2] = [w.tid(), w.tid()]
     const rev = w.tid()
     const ops = [
-      w.commit(did, C, r1, 'create', { $type: C }, rev),
-      w.commit(did, P, r1, 'create', w.promptRecord(did, r1), rev),
-      w.commit(did, P, r2, 'create', w.promptRecord(did, r2), rev),
+      w.conversation({ did, rkey: r1, rev }),
+      w.prompt({ did, rkey: r1, rev }),
+      w.prompt({ did, rkey: r2, rev }),
     ]
     const first = await apply(deps, ops)
     expect(first.outcomes.map((o) => o.outcome)).toEqual(['indexed', 'indexed', 'indexed'])
@@ -124,20 +111,15 @@ describe('replays and the rev guard', () => {
 describe('recompiles and history', () => {
   it('counts each new CID, keeps history, restarts after delete and keeps the old history', async () => {
     const rkey = w.tid()
-    await apply(deps, [
-      w.commit(did, C, rkey, 'create', { $type: C }),
-      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)),
-    ])
+    await apply(deps, [w.conversation({ did, rkey }), w.prompt({ did, rkey })])
     expect((await getPrompt(db, NSIDS, did, rkey))?.recompiles).toBe(0)
     for (let i = 1; i <= 3; i++) {
-      await apply(deps, [
-        w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey, { memfsRevision: `m${i}` })),
-      ])
+      await apply(deps, [w.prompt({ did, rkey, op: 'update', fields: { memfsRevision: `m${i}` } })])
       expect((await getPrompt(db, NSIDS, did, rkey))?.recompiles).toBe(i)
     }
     expect(await revisions(did, rkey)).toHaveLength(4)
-    await apply(deps, [w.commit(did, P, rkey, 'delete')])
-    await apply(deps, [w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey))])
+    await apply(deps, [w.prompt({ did, rkey, op: 'delete' })])
+    await apply(deps, [w.prompt({ did, rkey })])
     expect((await getPrompt(db, NSIDS, did, rkey))?.recompiles).toBe(0)
     expect(await revisions(did, rkey)).toHaveLength(5)
   })
@@ -145,9 +127,9 @@ describe('recompiles and history', () => {
   it('two updates of one record in one batch count twice', async () => {
     const rkey = w.tid()
     await apply(deps, [
-      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)),
-      w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey, { memfsRevision: 'x' })),
-      w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey, { memfsRevision: 'y' })),
+      w.prompt({ did, rkey }),
+      w.prompt({ did, rkey, op: 'update', fields: { memfsRevision: 'x' } }),
+      w.prompt({ did, rkey, op: 'update', fields: { memfsRevision: 'y' } }),
     ])
     expect((await getPrompt(db, NSIDS, did, rkey))?.recompiles).toBe(2)
   })
@@ -157,26 +139,31 @@ describe('accounts', () => {
   it('takedown hides everywhere, reactivation shows, deleted purges and keeps tombstones', async () => {
     const rkey = w.tid()
     await apply(deps, [
-      w.commit(did, C, rkey, 'create', { $type: C }),
-      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)),
-      w.commit(did, A, 'agentrkey', 'create', { $type: A, system: 'x' }),
+      w.conversation({ did, rkey }),
+      w.prompt({ did, rkey }),
+      w.commit({ did, collection: A, rkey: 'agentrkey', record: { $type: A, system: 'x' } }),
     ])
     const visible = await getStats(db, { source: null, key: null })
-    await apply(deps, [w.account(did, false, 'takendown', 100)])
+    await apply(deps, [w.account({ did, active: false, status: 'takendown', seq: 100 })])
     expect(await getPrompt(db, NSIDS, did, rkey)).toBeNull()
     const hidden = await getStats(db, { source: null, key: null })
     expect(hidden.prompts).toBe(visible.prompts - 1)
     expect(hidden.conversations).toBe(visible.conversations - 1)
     expect(hidden.agents).toBe(visible.agents - 1)
     // An older account event is ignored.
-    const stale = await apply(deps, [w.account(did, true, null, 99)])
+    const stale = await apply(deps, [w.account({ did, active: true, status: null, seq: 99 })])
     expect(stale.outcomes[0].outcome).toBe('ignored_rev')
     expect(await getPrompt(db, NSIDS, did, rkey)).toBeNull()
-    await apply(deps, [w.account(did, true, null, 101)])
+    await apply(deps, [w.account({ did, active: true, status: null, seq: 101 })])
     expect(await getPrompt(db, NSIDS, did, rkey)).not.toBeNull()
-    const create = w.commit(did, P, w.tid(), 'create', w.promptRecord(did, rkey))
-    await apply(deps, [w.account(did, false, 'deleted', 102)])
-    await apply(deps, [w.account(did, true, null, 103)])
+    const create = w.commit({
+      did,
+      collection: P,
+      rkey: w.tid(),
+      record: w.promptRecord(did, rkey),
+    })
+    await apply(deps, [w.account({ did, active: false, status: 'deleted', seq: 102 })])
+    await apply(deps, [w.account({ did, active: true, status: null, seq: 103 })])
     expect(await getPrompt(db, NSIDS, did, rkey)).toBeNull()
     // A replayed create from before the purge does not come back.
     expect((await apply(deps, [create])).outcomes[0].outcome).toBe('ignored_rev')
@@ -188,7 +175,9 @@ describe('accounts', () => {
 
   it('account events of DIDs with no records are not kept', async () => {
     const stranger = `did:plc:stranger${n}aaaaaaaaaaaaa`
-    const r = await apply(deps, [w.account(stranger, false, 'takendown', 5)])
+    const r = await apply(deps, [
+      w.account({ did: stranger, active: false, status: 'takendown', seq: 5 }),
+    ])
     expect(r.outcomes[0].outcome).toBe('ignored_rev')
     expect(await db.rows(sql`SELECT 1 FROM accounts WHERE did = ${stranger}`)).toHaveLength(0)
   })
@@ -196,11 +185,11 @@ describe('accounts', () => {
   it('hidden records change while hidden and show their latest state', async () => {
     const rkey = w.tid()
     await apply(deps, [
-      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)),
-      w.account(did, false, 'suspended', 1),
+      w.prompt({ did, rkey }),
+      w.account({ did, active: false, status: 'suspended', seq: 1 }),
     ])
-    await apply(deps, [w.commit(did, C, rkey, 'create', { $type: C })])
-    await apply(deps, [w.account(did, true, null, 2)])
+    await apply(deps, [w.conversation({ did, rkey })])
+    await apply(deps, [w.account({ did, active: true, status: null, seq: 2 })])
     expect((await getPrompt(db, NSIDS, did, rkey))?.flags).toEqual([])
   })
 })
@@ -209,10 +198,14 @@ describe('atomicity', () => {
   it('a batch that fails midway leaves no partial rows and no advanced cursor', async () => {
     const rkey = w.tid()
     const cursor = { source: 'replay', key: `/tmp/atomic-${n}`, cursor: 42, lastEventUs: w.us }
-    await applyBatch(deps, [w.commit(did, C, rkey, 'create', { $type: C })], cursor)
-    const good = w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey))
+    await applyBatch(deps, [w.conversation({ did, rkey })], cursor)
+    const good = w.prompt({ did, rkey })
     // A record Postgres refuses (jsonb has no \u0000) after a good one in the same batch.
-    const bad = w.commit(did, C, w.tid(), 'create', { $type: C, title: 'nul \u0000 inside' })
+    const bad = w.conversation({
+      did,
+      rkey: w.tid(),
+      record: { $type: C, title: 'nul \u0000 inside' },
+    })
     await expect(applyBatch(deps, [good, bad], { ...cursor, cursor: 43 })).rejects.toThrow()
     expect(await getPrompt(db, NSIDS, did, rkey)).toBeNull()
     expect(await getCursor(db, 'replay', cursor.key)).toBe(42)

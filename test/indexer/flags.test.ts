@@ -31,33 +31,27 @@ const flagsOf = async (d: string, rkey: string) => (await getPrompt(db, NSIDS, d
 describe('orphaned', () => {
   it('sidecar first, conversation later clears it; conversation deleted sets it again', async () => {
     const rkey = w.tid()
-    await apply(deps, [w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey))])
+    await apply(deps, [w.prompt({ did, rkey })])
     expect(await flagsOf(did, rkey)).toEqual(['orphaned'])
-    await apply(deps, [w.commit(did, C, rkey, 'create', { $type: C })])
+    await apply(deps, [w.conversation({ did, rkey })])
     expect(await flagsOf(did, rkey)).toEqual([])
-    await apply(deps, [w.commit(did, C, rkey, 'delete')])
+    await apply(deps, [w.conversation({ did, rkey, op: 'delete' })])
     expect(await flagsOf(did, rkey)).toEqual(['orphaned'])
   })
 
   it('conversation first, or in the same batch in any order, is not orphaned', async () => {
     const r1 = w.tid()
-    await apply(deps, [w.commit(did, C, r1, 'create', { $type: C })])
-    await apply(deps, [w.commit(did, P, r1, 'create', w.promptRecord(did, r1))])
+    await apply(deps, [w.conversation({ did, rkey: r1 })])
+    await apply(deps, [w.prompt({ did, rkey: r1 })])
     expect(await flagsOf(did, r1)).toEqual([])
     const r2 = w.tid()
-    await apply(deps, [
-      w.commit(did, P, r2, 'create', w.promptRecord(did, r2)),
-      w.commit(did, C, r2, 'create', { $type: C }),
-    ])
+    await apply(deps, [w.prompt({ did, rkey: r2 }), w.conversation({ did, rkey: r2 })])
     expect(await flagsOf(did, r2)).toEqual([])
   })
 
   it('a conversation of another repo at the same rkey does not count', async () => {
     const rkey = w.tid()
-    await apply(deps, [
-      w.commit(other, C, rkey, 'create', { $type: C }),
-      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey)),
-    ])
+    await apply(deps, [w.conversation({ did: other, rkey }), w.prompt({ did, rkey })])
     expect(await flagsOf(did, rkey)).toEqual(['orphaned'])
   })
 })
@@ -70,8 +64,8 @@ describe('mismatched', () => {
   ])('conversation pointing at %s', async (_name, uri) => {
     const rkey = w.tid()
     await apply(deps, [
-      w.commit(did, C, rkey, 'create', { $type: C }),
-      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey, { conversation: uri(rkey) })),
+      w.conversation({ did, rkey }),
+      w.prompt({ did, rkey, fields: { conversation: uri(rkey) } }),
     ])
     expect(await flagsOf(did, rkey)).toEqual(['mismatched'])
   })
@@ -79,16 +73,10 @@ describe('mismatched', () => {
   it('is cleared by a recompile that fixes the field', async () => {
     const rkey = w.tid()
     await apply(deps, [
-      w.commit(did, C, rkey, 'create', { $type: C }),
-      w.commit(
-        did,
-        P,
-        rkey,
-        'create',
-        w.promptRecord(did, rkey, { conversation: `at://${did}/${C}/3jzfcijpj2z2a` }),
-      ),
+      w.conversation({ did, rkey }),
+      w.prompt({ did, rkey, fields: { conversation: `at://${did}/${C}/3jzfcijpj2z2a` } }),
     ])
-    await apply(deps, [w.commit(did, P, rkey, 'update', w.promptRecord(did, rkey))])
+    await apply(deps, [w.prompt({ did, rkey, op: 'update' })])
     expect(await flagsOf(did, rkey)).toEqual([])
   })
 })
@@ -97,8 +85,8 @@ describe('coreMemoryDetached', () => {
   it('is set when coreMemory is not in content', async () => {
     const rkey = w.tid()
     await apply(deps, [
-      w.commit(did, C, rkey, 'create', { $type: C }),
-      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey, { content: 'no memory here' })),
+      w.conversation({ did, rkey }),
+      w.prompt({ did, rkey, fields: { content: 'no memory here' } }),
     ])
     expect(await flagsOf(did, rkey)).toEqual(['coreMemoryDetached'])
   })
@@ -110,23 +98,21 @@ describe('staleTemplate', () => {
     const rkey = w.tid()
     const agentUri = w.agentUri(did, agentRkey)
     await apply(deps, [
-      w.commit(did, A, agentRkey, 'create', { $type: A, system: 'template v1' }),
-      w.commit(did, C, rkey, 'create', { $type: C }),
-      w.commit(
+      w.agent({ did, rkey: agentRkey, system: 'template v1' }),
+      w.conversation({ did, rkey }),
+      w.prompt({
         did,
-        P,
         rkey,
-        'create',
-        w.promptRecord(did, rkey, {
+        fields: {
           agent: agentUri,
           rawSystemHash: `sha256:${sha256('template v1').toUpperCase()}`,
-        }),
-      ),
+        },
+      }),
     ])
     expect(await flagsOf(did, rkey)).toEqual([])
-    await apply(deps, [w.commit(did, A, agentRkey, 'update', { $type: A, system: 'template v2' })])
+    await apply(deps, [w.agent({ did, rkey: agentRkey, op: 'update', system: 'template v2' })])
     expect(await flagsOf(did, rkey)).toEqual(['staleTemplate'])
-    await apply(deps, [w.commit(did, A, agentRkey, 'update', { $type: A, system: 'template v1' })])
+    await apply(deps, [w.agent({ did, rkey: agentRkey, op: 'update', system: 'template v1' })])
     expect(await flagsOf(did, rkey)).toEqual([])
   })
 
@@ -135,45 +121,36 @@ describe('staleTemplate', () => {
     const rkey = w.tid()
     const agentUri = w.agentUri(other, agentRkey)
     await apply(deps, [
-      w.commit(did, C, rkey, 'create', { $type: C }),
-      w.commit(did, P, rkey, 'create', w.promptRecord(did, rkey, { agent: agentUri })),
+      w.conversation({ did, rkey }),
+      w.prompt({ did, rkey, fields: { agent: agentUri } }),
     ])
     expect(await flagsOf(did, rkey)).toEqual([])
-    await apply(deps, [
-      w.commit(other, A, agentRkey, 'create', { $type: A, system: 'template v9' }),
-    ])
+    await apply(deps, [w.agent({ did: other, rkey: agentRkey, system: 'template v9' })])
     expect(await flagsOf(did, rkey)).toEqual(['staleTemplate'])
-    await apply(deps, [w.commit(other, A, agentRkey, 'delete')])
+    await apply(deps, [w.agent({ did: other, rkey: agentRkey, op: 'delete' })])
     expect(await flagsOf(did, rkey)).toEqual([])
   })
 
   it('inferred rule: a newer compile of the same agent with another hash, in either arrival order', async () => {
     for (const newerFirst of [false, true]) {
       const [r1, r2] = [w.tid(), w.tid()]
-      const older = w.commit(
+      const older = w.prompt({
         did,
-        P,
-        r1,
-        'create',
-        w.promptRecord(did, r1, {
+        rkey: r1,
+        fields: {
           agent: w.agentUri(did, `x${r1}`),
           compiledAt: w.iso(-10_000_000),
-        }),
-      )
-      const newer = w.commit(
+        },
+      })
+      const newer = w.prompt({
         did,
-        P,
-        r2,
-        'create',
-        w.promptRecord(did, r2, {
+        rkey: r2,
+        fields: {
           agent: w.agentUri(did, `x${r1}`),
           rawSystemHash: sha256('template v2'),
-        }),
-      )
-      const convs = [
-        w.commit(did, C, r1, 'create', { $type: C }),
-        w.commit(did, C, r2, 'create', { $type: C }),
-      ]
+        },
+      })
+      const convs = [w.conversation({ did, rkey: r1 }), w.conversation({ did, rkey: r2 })]
       await apply(deps, convs)
       if (newerFirst) {
         await apply(deps, [newer])
@@ -186,7 +163,7 @@ describe('staleTemplate', () => {
       expect(await flagsOf(did, r1)).toEqual(['staleTemplate'])
       expect(await flagsOf(did, r2)).toEqual([])
       // The newer compile deleted: the older one is current again.
-      await apply(deps, [w.commit(did, P, r2, 'delete')])
+      await apply(deps, [w.prompt({ did, rkey: r2, op: 'delete' })])
       expect(await flagsOf(did, r1)).toEqual([])
     }
   })
@@ -196,8 +173,8 @@ describe('staleTemplate', () => {
     const r1 = w.tid()
     const at = w.iso()
     await apply(deps, [
-      w.commit(did, C, r1, 'create', { $type: C }),
-      w.commit(did, P, r1, 'create', w.promptRecord(did, r1, { agent: agentUri, compiledAt: at })),
+      w.conversation({ did, rkey: r1 }),
+      w.prompt({ did, rkey: r1, fields: { agent: agentUri, compiledAt: at } }),
     ])
     const ro = w.tid()
     const rf = w.tid()
@@ -205,57 +182,49 @@ describe('staleTemplate', () => {
     const re = w.tid()
     await apply(deps, [
       // same agent at-uri, but another repo
-      w.commit(
-        other,
-        P,
-        ro,
-        'create',
-        w.promptRecord(other, ro, {
+      w.prompt({
+        did: other,
+        rkey: ro,
+        fields: {
           agent: agentUri,
           rawSystemHash: sha256('x'),
           memfsRevision: 'rev-z',
           compiledAt: w.iso(60_000_000),
-        }),
-      ),
+        },
+      }),
       // compiledAt a year ahead of when it was indexed
-      w.commit(
+      w.prompt({
         did,
-        P,
-        rf,
-        'create',
-        w.promptRecord(did, rf, {
+        rkey: rf,
+        fields: {
           agent: agentUri,
           rawSystemHash: sha256('y'),
           memfsRevision: 'rev-y',
           compiledAt: '2027-12-01T00:00:00Z',
-        }),
-      ),
+        },
+      }),
       // invalid (datetime without timezone)... but later
-      w.commit(
+      w.prompt({
         did,
-        P,
-        ri,
-        'create',
-        w.promptRecord(did, ri, {
+        rkey: ri,
+        fields: {
           agent: agentUri,
           rawSystemHash: 123,
           memfsRevision: 'rev-x',
           compiledAt: w.iso(60_000_000),
-        }),
-      ),
+        },
+      }),
       // equal instant
-      w.commit(
+      w.prompt({
         did,
-        P,
-        re,
-        'create',
-        w.promptRecord(did, re, {
+        rkey: re,
+        fields: {
           agent: agentUri,
           rawSystemHash: sha256('z'),
           memfsRevision: 'rev-w',
           compiledAt: at,
-        }),
-      ),
+        },
+      }),
     ])
     expect(await flagsOf(did, r1)).toEqual([])
     expect(await flagsOf(did, ri)).toEqual(['orphaned', 'invalid'])
@@ -266,54 +235,49 @@ describe('staleMemory', () => {
   it('a newer compile with another memfsRevision marks older ones; unset revisions are no evidence', async () => {
     const agentUri = w.agentUri(did, 'memagent')
     const [r1, r2, r3] = [w.tid(), w.tid(), w.tid()]
-    const conv = (r: string) => w.commit(did, C, r, 'create', { $type: C })
+    const conv = (r: string) => w.conversation({ did, rkey: r })
     await apply(deps, [
       conv(r1),
       conv(r2),
       conv(r3),
-      w.commit(
+      w.prompt({
         did,
-        P,
-        r1,
-        'create',
-        w.promptRecord(did, r1, { agent: agentUri, memfsRevision: 'aaa', compiledAt: w.iso() }),
-      ),
+        rkey: r1,
+        fields: { agent: agentUri, memfsRevision: 'aaa', compiledAt: w.iso() },
+      }),
     ])
     const { memfsRevision: _, ...noRev } = w.promptRecord(did, r2, {
       agent: agentUri,
       compiledAt: w.iso(1_000_000),
     })
-    await apply(deps, [w.commit(did, P, r2, 'create', noRev)])
+    await apply(deps, [w.commit({ did, collection: P, rkey: r2, record: noRev })])
     expect(await flagsOf(did, r1)).toEqual([])
     expect(await flagsOf(did, r2)).toEqual([])
     await apply(deps, [
-      w.commit(
+      w.prompt({
         did,
-        P,
-        r3,
-        'create',
-        w.promptRecord(did, r3, {
+        rkey: r3,
+        fields: {
           agent: agentUri,
           memfsRevision: 'bbb',
           compiledAt: w.iso(2_000_000),
-        }),
-      ),
+        },
+      }),
     ])
     expect(await flagsOf(did, r1)).toEqual(['staleMemory'])
     expect(await flagsOf(did, r2)).toEqual([])
     // Recompiling the old one with the new memory clears it.
     await apply(deps, [
-      w.commit(
+      w.prompt({
         did,
-        P,
-        r1,
-        'update',
-        w.promptRecord(did, r1, {
+        rkey: r1,
+        op: 'update',
+        fields: {
           agent: agentUri,
           memfsRevision: 'bbb',
           compiledAt: w.iso(3_000_000),
-        }),
-      ),
+        },
+      }),
     ])
     expect(await flagsOf(did, r1)).toEqual([])
   })
@@ -323,32 +287,23 @@ describe('staleMemory', () => {
     const a2 = w.agentUri(did, 'moveb')
     const [r1, r2] = [w.tid(), w.tid()]
     await apply(deps, [
-      w.commit(did, C, r1, 'create', { $type: C }),
-      w.commit(did, C, r2, 'create', { $type: C }),
-      w.commit(
+      w.conversation({ did, rkey: r1 }),
+      w.conversation({ did, rkey: r2 }),
+      w.prompt({ did, rkey: r1, fields: { agent: a1, memfsRevision: 'old', compiledAt: w.iso() } }),
+      w.prompt({
         did,
-        P,
-        r1,
-        'create',
-        w.promptRecord(did, r1, { agent: a1, memfsRevision: 'old', compiledAt: w.iso() }),
-      ),
-      w.commit(
-        did,
-        P,
-        r2,
-        'create',
-        w.promptRecord(did, r2, { agent: a1, memfsRevision: 'new', compiledAt: w.iso(1_000_000) }),
-      ),
+        rkey: r2,
+        fields: { agent: a1, memfsRevision: 'new', compiledAt: w.iso(1_000_000) },
+      }),
     ])
     expect(await flagsOf(did, r1)).toEqual(['staleMemory'])
     await apply(deps, [
-      w.commit(
+      w.prompt({
         did,
-        P,
-        r2,
-        'update',
-        w.promptRecord(did, r2, { agent: a2, memfsRevision: 'new', compiledAt: w.iso(1_000_000) }),
-      ),
+        rkey: r2,
+        op: 'update',
+        fields: { agent: a2, memfsRevision: 'new', compiledAt: w.iso(1_000_000) },
+      }),
     ])
     expect(await flagsOf(did, r1)).toEqual([])
   })

@@ -31,11 +31,19 @@ describe('handles of repos seen for the first time', () => {
     const first = await applyBatch(
       deps,
       [
-        w.commit('did:plc:alicehandleaaaaaaaaaaaa', NSIDS.conversation, w.tid(), 'create', {
-          $type: NSIDS.conversation,
+        w.conversation({
+          did: 'did:plc:alicehandleaaaaaaaaaaaa',
+          rkey: w.tid(),
+          record: {
+            $type: NSIDS.conversation,
+          },
         }),
-        w.commit('did:plc:bobhandleaaaaaaaaaaaaa', NSIDS.conversation, w.tid(), 'create', {
-          $type: NSIDS.conversation,
+        w.conversation({
+          did: 'did:plc:bobhandleaaaaaaaaaaaaa',
+          rkey: w.tid(),
+          record: {
+            $type: NSIDS.conversation,
+          },
         }),
       ],
       null,
@@ -52,8 +60,12 @@ describe('handles of repos seen for the first time', () => {
     const again = await applyBatch(
       deps,
       [
-        w.commit('did:plc:alicehandleaaaaaaaaaaaa', NSIDS.conversation, w.tid(), 'create', {
-          $type: NSIDS.conversation,
+        w.conversation({
+          did: 'did:plc:alicehandleaaaaaaaaaaaa',
+          rkey: w.tid(),
+          record: {
+            $type: NSIDS.conversation,
+          },
         }),
       ],
       null,

@@ -46,10 +46,7 @@ describe('IngestPipeline', () => {
     const { p, done } = pipeline({ queueBytes: 1000, batchDelayMs: 50 })
     const did = 'did:plc:pipelinebytesaaaaaaaaa'
     // 10 items of 100 bytes fill the queue; the 11th push waits.
-    for (let i = 0; i < 10; i++)
-      await p.push(
-        item(w.commit(did, NSIDS.conversation, w.tid(), 'create', { $type: NSIDS.conversation })),
-      )
+    for (let i = 0; i < 10; i++) await p.push(item(w.conversation({ did, rkey: w.tid() })))
     let eleventh = false
     const pending = p.push(item(null)).then(() => {
       eleventh = true
@@ -65,10 +62,7 @@ describe('IngestPipeline', () => {
   it('splits batches by bytes', async () => {
     const { p, ctx, done } = pipeline({ batchBytes: 250 })
     const did = 'did:plc:pipelinebatchaaaaaaaaa'
-    for (let i = 0; i < 9; i++)
-      await p.push(
-        item(w.commit(did, NSIDS.conversation, w.tid(), 'create', { $type: NSIDS.conversation })),
-      )
+    for (let i = 0; i < 9; i++) await p.push(item(w.conversation({ did, rkey: w.tid() })))
     p.stop()
     await done
     const batches = (await ctx.metrics.batchDurationSeconds.get()).values.find((v) =>
@@ -81,13 +75,17 @@ describe('IngestPipeline', () => {
     const { p, ctx, key, done } = pipeline()
     const did = 'did:plc:pipelinepoisonaaaaaaaa'
     const good = w.tid()
-    await p.push(item(w.commit(did, NSIDS.prompt, good, 'create', w.promptRecord(did, good))))
+    await p.push(item(w.prompt({ did, rkey: good })))
     // jsonb cannot hold \u0000: Postgres refuses the whole statement, every time.
     await p.push(
       item(
-        w.commit(did, NSIDS.conversation, w.tid(), 'create', {
-          $type: NSIDS.conversation,
-          t: 'a\u0000b',
+        w.conversation({
+          did,
+          rkey: w.tid(),
+          record: {
+            $type: NSIDS.conversation,
+            t: 'a\u0000b',
+          },
         }),
       ),
     )
@@ -118,9 +116,7 @@ describe('IngestPipeline', () => {
     const did = 'did:plc:pipelineshutdownaaaaaa'
     const pushed: SourceItem[] = []
     for (let i = 0; i < 40; i++) {
-      const it = item(
-        w.commit(did, NSIDS.conversation, w.tid(), 'create', { $type: NSIDS.conversation }),
-      )
+      const it = item(w.conversation({ did, rkey: w.tid() }))
       pushed.push(it)
       await p.push(it)
     }

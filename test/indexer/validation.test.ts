@@ -133,7 +133,7 @@ describe('invalid prompts are stored, flagged and served, never dropped', () => 
       compiledAt: '2025-11-30T00:00:00',
       content: 'no memory',
     }
-    const res = await apply(deps, [w.commit(did, NSIDS.prompt, r, 'create', record)])
+    const res = await apply(deps, [w.commit({ did, collection: NSIDS.prompt, rkey: r, record })])
     expect(res.outcomes).toEqual([{ collection: NSIDS.prompt, op: 'create', outcome: 'invalid' }])
     const p = await getPrompt(db, NSIDS, did, r)
     expect(p?.record).toEqual(record)
@@ -143,7 +143,9 @@ describe('invalid prompts are stored, flagged and served, never dropped', () => 
 
   it('a record missing every field is still stored as invalid', async () => {
     const r = w.tid()
-    await apply(deps, [w.commit(did, NSIDS.prompt, r, 'create', { $type: NSIDS.prompt })])
+    await apply(deps, [
+      w.commit({ did, collection: NSIDS.prompt, rkey: r, record: { $type: NSIDS.prompt } }),
+    ])
     const p = await getPrompt(db, NSIDS, did, r)
     expect(p?.flags).toEqual(['orphaned', 'mismatched', 'invalid'])
     expect(p?.validationError).toBeTruthy()

@@ -9,16 +9,14 @@ import { createDidResolver, type DidResolver } from '../../src/ingest/did-resolv
 import type { RepoSnapshotEvent } from '../../src/model/events.ts'
 import {
   AGENT,
-  agentRecord,
   COLLECTIONS,
   CONVERSATION,
-  conversationRecord,
   counterValue,
   PROMPT,
-  promptRecord,
   silentLogger,
   testMetrics,
 } from '../helpers/ingest-kit.ts'
+import { agentRecord, conversationRecord, promptRecord } from '../helpers/letta-records.ts'
 import { startNetwork, type TestAccount, type TestNetwork } from '../helpers/network.ts'
 
 let net: TestNetwork
@@ -104,7 +102,7 @@ beforeAll(async () => {
       repo,
       collection: PROMPT,
       rkey,
-      record: promptRecord(repo, rkey, ag.data.uri, `v${i}`),
+      record: promptRecord({ did: repo, rkey, agent: ag.data.uri, content: `v${i}` }),
     })
     await api.createRecord({ repo, collection: 'app.bsky.feed.post', record: post })
     if (i === 1) {
@@ -113,7 +111,7 @@ beforeAll(async () => {
         repo,
         collection: PROMPT,
         rkey,
-        record: promptRecord(repo, rkey, ag.data.uri, 'v1b'),
+        record: promptRecord({ did: repo, rkey, agent: ag.data.uri, content: 'v1b' }),
       })
       await api.deleteRecord({ repo, collection: CONVERSATION, rkey })
     }

@@ -9,7 +9,7 @@ import {
   type SeqTrack,
 } from '../../src/ingest/cursor-guard.ts'
 import { createRefusalReporter } from '../../src/ingest/cursor-refusals.ts'
-import { captureLogger, testMetrics } from './fixtures.ts'
+import { captureLogger, testMetrics } from '../helpers/ingest-kit.ts'
 
 const NOW = 1_764_460_800_000_000
 

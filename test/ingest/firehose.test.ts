@@ -8,7 +8,6 @@ import type { HandleVerifier } from '../../src/model/handles.ts'
 import { type ExpectedCommit, writeScenario } from '../helpers/firehose-scenario.ts'
 import {
   AGENT,
-  agentRecord,
   COLLECTIONS,
   CONVERSATION,
   collectingSink,
@@ -17,6 +16,7 @@ import {
   silentLogger,
   testMetrics,
 } from '../helpers/ingest-kit.ts'
+import { agentRecord } from '../helpers/letta-records.ts'
 import { startNetwork, type TestAccount, type TestNetwork } from '../helpers/network.ts'
 import { startCuttingProxy } from '../helpers/ws-proxy.ts'
 

@@ -2,19 +2,13 @@ import { describe, expect, it } from 'vitest'
 import { type NormalizeResult, normalizeJetstreamEvent } from '../../src/ingest/jetstream-event.ts'
 import { recordSkip } from '../../src/ingest/record-skip.ts'
 import {
-  account,
-  CID,
   COLLECTIONS,
   captureLogger,
-  commit,
-  DID,
-  eventsCount,
-  identity,
+  counterValue,
   PROMPT,
-  T0,
   testMetrics,
-  tid,
-} from './fixtures.ts'
+} from '../helpers/ingest-kit.ts'
+import { account, CID, commit, DID, identity, T0, tid } from '../helpers/jetstream-json.ts'
 
 const opts = { collections: new Set(COLLECTIONS) }
 const norm = (v: unknown) =>
@@ -68,9 +62,12 @@ describe('normalizeJetstreamEvent', () => {
       seq: 101,
       timeUs: T0 + 1000,
     })
-    const a = norm(account(2, true, null))
+    const a = norm(account(2, { active: true, status: null }))
     expect(a.ok && a.item.event).toMatchObject({ active: true, status: null })
-    const noStatus = { ...account(3, true), account: { active: true, did: DID, seq: 5 } }
+    const noStatus = {
+      ...account(3, { active: true }),
+      account: { active: true, did: DID, seq: 5 },
+    }
     const b = norm(noStatus)
     expect(b.ok && b.item.event).toMatchObject({ active: true, status: null, seq: 5 })
   })
@@ -87,7 +84,7 @@ describe('normalizeJetstreamEvent', () => {
       timeUs: T0 + 1000,
     })
     expect(r.unverifiedHandle).toBe('ada.example.com')
-    const bad = norm(identity(2, 'not a handle'))
+    const bad = norm(identity(2, { handle: 'not a handle' }))
     expect(bad.ok && bad.unverifiedHandle).toBe(null)
   })
 
@@ -224,8 +221,8 @@ describe('normalizeJetstreamEvent', () => {
     })
     expect(good).toEqual([1, 4])
     const err = { source: 'replay', outcome: 'error' }
-    expect(await eventsCount(metrics, { ...err, collection: 'unknown', op: 'unknown' })).toBe(1)
-    expect(await eventsCount(metrics, { ...err, collection: PROMPT, op: 'create' })).toBe(1)
+    expect(await counterValue(metrics, { ...err, collection: 'unknown', op: 'unknown' })).toBe(1)
+    expect(await counterValue(metrics, { ...err, collection: PROMPT, op: 'create' })).toBe(1)
     expect(logs.map((l) => [l.level, l.reason, l.line])).toEqual([
       [40, 'invalid_json', 2],
       [40, 'bad_record', 3],

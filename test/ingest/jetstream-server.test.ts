@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
 import { type JetstreamServer, startJetstreamServer } from '../../src/demo/jetstream-server.ts'
-import { AGENT, account, commit, PROMPT, T0, until } from './fixtures.ts'
+import { AGENT, PROMPT, until } from '../helpers/ingest-kit.ts'
+import { account, commit, T0 } from '../helpers/jetstream-json.ts'
 
 const us = (n: number) => T0 + n * 1000
 let s: JetstreamServer

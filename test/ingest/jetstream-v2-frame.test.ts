@@ -8,25 +8,21 @@ import {
   frameDictionaryId,
   ZstdFrameError,
 } from '../../src/ingest/jetstream-v2-zstd.ts'
-import { COLLECTIONS, DID, tid } from './fixtures.ts'
-import { DICTIONARY, OTHER_DICTIONARY } from './jetstream-v2-kit.ts'
+import { COLLECTIONS } from '../helpers/ingest-kit.ts'
+import { DID, tid, V2_TIME, v2Delete, v2Frame } from '../helpers/jetstream-json.ts'
+import { DICTIONARY, OTHER_DICTIONARY } from '../helpers/jetstream-v2-kit.ts'
 
 // Case 1 and 9-10 of notes/jetstream-v2.md: the section-4 frames, zstd frames, v1 + cursor.
 
 const opts = { collections: new Set(COLLECTIONS) }
-const NS = 'network.bsky.jetstream.subscribeEvents'
-const TIME = '2026-08-14T12:00:00.123456Z'
-const msg = (payload: Record<string, unknown>) => JSON.stringify({ $type: 'message', payload })
+const TIME = V2_TIME
 
 describe('Jetstream v2 frames', () => {
   it('reads the section-4 frames', () => {
     const rec = { $type: 'xyz.quasigod.lab.letta.compiledPrompt', content: 'x' }
     const commit = parseV2Frame(
-      msg({
-        $type: `${NS}#commit`,
+      v2Frame('commit', {
         seq: 1042,
-        did: DID,
-        time: TIME,
         rev: tid(1),
         operation: 'create',
         collection: COLLECTIONS[0],
@@ -50,16 +46,7 @@ describe('Jetstream v2 frames', () => {
       record: rec,
     })
     const del = parseV2Frame(
-      msg({
-        $type: `${NS}#commit`,
-        seq: 1043,
-        did: DID,
-        time: TIME,
-        rev: tid(3),
-        operation: 'delete',
-        collection: COLLECTIONS[1],
-        rkey: tid(2),
-      }),
+      v2Frame('commit', { seq: 1043, ...v2Delete(2, COLLECTIONS[1]), rev: tid(3) }),
       opts,
     )
     expect(del.type === 'item' && del.item.event).toMatchObject({
@@ -68,11 +55,8 @@ describe('Jetstream v2 frames', () => {
       cid: null,
     })
     const ident = parseV2Frame(
-      msg({
-        $type: `${NS}#identity`,
+      v2Frame('identity', {
         seq: 1044,
-        did: DID,
-        time: TIME,
         identity: { did: DID, handle: 'ada.example.com', seq: 9100000001, time: TIME },
       }),
       opts,
@@ -84,11 +68,8 @@ describe('Jetstream v2 frames', () => {
     })
     for (const status of ['takendown', undefined]) {
       const acc = parseV2Frame(
-        msg({
-          $type: `${NS}#account`,
+        v2Frame('account', {
           seq: 1045,
-          did: DID,
-          time: TIME,
           account: {
             active: status === undefined,
             did: DID,
@@ -105,11 +86,8 @@ describe('Jetstream v2 frames', () => {
       })
     }
     const sync = parseV2Frame(
-      msg({
-        $type: `${NS}#sync`,
+      v2Frame('sync', {
         seq: 1046,
-        did: DID,
-        time: TIME,
         sync: {
           blocks: { $bytes: 'OqJlcm9vdHOB' },
           did: DID,
@@ -123,13 +101,13 @@ describe('Jetstream v2 frames', () => {
     expect(sync).toMatchObject({ type: 'sync', seq: 1046, did: DID, rev: tid(4) })
     // A chain-break resync carries only did and rev.
     expect(
-      parseV2Frame(
-        msg({ $type: `${NS}#sync`, seq: 7, did: DID, time: TIME, sync: { did: DID, rev: tid(4) } }),
-        opts,
-      ).type,
+      parseV2Frame(v2Frame('sync', { seq: 7, sync: { did: DID, rev: tid(4) } }), opts).type,
     ).toBe('sync')
     expect(
-      parseV2Frame(msg({ $type: `${NS}#info`, name: 'OutdatedCursor', message: 'm' }), opts),
+      parseV2Frame(
+        v2Frame('info', { did: undefined, time: undefined, name: 'OutdatedCursor', message: 'm' }),
+        opts,
+      ),
     ).toEqual({ type: 'info', name: 'OutdatedCursor', message: 'm' })
     expect(parseV2Frame('{"$type":"error","error":"ConsumerTooSlow","message":"m"}', opts)).toEqual(
       { type: 'error', error: 'ConsumerTooSlow', message: 'm' },
@@ -137,7 +115,7 @@ describe('Jetstream v2 frames', () => {
   })
 
   it('skips unknown payload types and bad input with a reason, keeping a readable seq', () => {
-    expect(parseV2Frame(msg({ $type: `${NS}#labels`, seq: 9, time: TIME }), opts)).toMatchObject({
+    expect(parseV2Frame(v2Frame('labels', { seq: 9, did: undefined }), opts)).toMatchObject({
       type: 'skip',
       unknownType: true,
       seq: 9,
@@ -146,46 +124,15 @@ describe('Jetstream v2 frames', () => {
       ['{', 'invalid_json'],
       ['[1]', 'not_object'],
       ['{"$type":"message"}', 'missing_field'],
+      [v2Frame('commit', v2Delete(1)), 'missing_field'],
+      [v2Frame('commit', { seq: -1 }), 'bad_seq'],
+      [v2Frame('commit', { seq: 3, time: 'yesterday' }), 'bad_field'],
+      [v2Frame('commit', { seq: 3, ...v2Delete(1), rev: undefined }), 'missing_field'],
       [
-        msg({
-          $type: `${NS}#commit`,
-          did: DID,
-          time: TIME,
-          rev: tid(1),
-          operation: 'delete',
-          collection: COLLECTIONS[0],
-          rkey: tid(1),
-        }),
-        'missing_field',
-      ],
-      [msg({ $type: `${NS}#commit`, seq: -1, did: DID, time: TIME }), 'bad_seq'],
-      [msg({ $type: `${NS}#commit`, seq: 3, did: DID, time: 'yesterday' }), 'bad_field'],
-      [
-        msg({
-          $type: `${NS}#commit`,
-          seq: 3,
-          did: DID,
-          time: TIME,
-          operation: 'delete',
-          collection: COLLECTIONS[0],
-          rkey: tid(1),
-        }),
-        'missing_field',
-      ],
-      [
-        msg({
-          $type: `${NS}#sync`,
-          seq: 3,
-          did: DID,
-          time: TIME,
-          sync: { did: DID, rev: tid(1), blocks: { $bytes: 'a=b' } },
-        }),
+        v2Frame('sync', { seq: 3, sync: { did: DID, rev: tid(1), blocks: { $bytes: 'a=b' } } }),
         'bad_bytes',
       ],
-      [
-        msg({ $type: `${NS}#sync`, seq: 3, did: DID, time: TIME, sync: { did: DID, rev: 'nope' } }),
-        'bad_rev',
-      ],
+      [v2Frame('sync', { seq: 3, sync: { did: DID, rev: 'nope' } }), 'bad_rev'],
     ]
     for (const [text, reason] of reasons) {
       const f = parseV2Frame(text, opts)
@@ -216,16 +163,7 @@ describe('Jetstream v2 frames', () => {
 })
 
 describe('Jetstream v2 dictionary zstd', () => {
-  const text = msg({
-    $type: `${NS}#commit`,
-    seq: 1,
-    did: DID,
-    time: TIME,
-    rev: tid(1),
-    operation: 'delete',
-    collection: COLLECTIONS[0],
-    rkey: tid(1),
-  })
+  const text = v2Frame('commit', { seq: 1, ...v2Delete(1) })
   const frame = zstdCompressSync(Buffer.from(text), { dictionary: DICTIONARY })
   const dict = { id: dictionaryIdOf(DICTIONARY)!, bytes: DICTIONARY }
 

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest'
 import { JetstreamConfigError } from '../../src/ingest/jetstream-v2.ts'
-import { account, commit, counterValue, DID, identity, PROMPT, tid, until } from './fixtures.ts'
+import { counterValue, PROMPT, until } from '../helpers/ingest-kit.ts'
+import {
+  account,
+  commit,
+  DID,
+  identity,
+  tid,
+  v2Delete,
+  v2Frame,
+} from '../helpers/jetstream-json.ts'
 import {
   bytes,
   DICTIONARY,
@@ -8,7 +17,7 @@ import {
   OTHER_DICTIONARY,
   v2Server,
   v2Setup,
-} from './jetstream-v2-kit.ts'
+} from '../helpers/jetstream-v2-kit.ts'
 
 // The v2 source against a local Jetstream v2 on port 0 (real websocket, real zstd): the
 // note's cases 2-4 and 7-9 (notes/jetstream-v2.md), and every bad input of issue 12 that
@@ -38,7 +47,7 @@ describe('Jetstream v2 source: cursors', () => {
     await t.start(7) // resolves: the source stopped instead of looping
     expect(s.requests).toHaveLength(1)
     expect(await faults(t.metrics, 'cursor_too_old')).toBe(1)
-    expect(await counterValue(t.metrics.resumeGapsTotal, 'jetstream')).toBe(1)
+    expect(await counterValue(t.metrics, { source: 'jetstream' }, 'resumeGapsTotal')).toBe(1)
     const logged = t.logs.filter((l) => String(l.msg).includes('CursorTooOld'))
     expect(logged).toHaveLength(1)
     expect(String(logged[0].msg)).toContain('prompt-appview backfill')
@@ -112,7 +121,7 @@ describe('Jetstream v2 source: reconnects', () => {
     for (const reason of ['internal_error', 'going_away', 'unavailable', 'refused_unknown'])
       expect(await faults(t.metrics, reason), reason).toBe(1)
     expect(t.logs.some((l) => l.error === 'Teapot')).toBe(true)
-    expect(await counterValue(t.metrics.sourceReconnectsTotal, 'jetstream')).toBe(4)
+    expect(await counterValue(t.metrics, { source: 'jetstream' }, 'sourceReconnectsTotal')).toBe(4)
   })
 
   it('a server that accepts the upgrade and never sends is cut and reconnected', async () => {
@@ -148,48 +157,17 @@ describe('Jetstream v2 source: bad frames', () => {
     void t.start(null)
     await until(() => s.connections === 1)
     s.append([commit(1)])
-    const payload = (p: Record<string, unknown>) => JSON.stringify({ $type: 'message', payload: p })
-    const ns = 'network.bsky.jetstream.subscribeEvents'
-    const time = '2026-08-14T12:00:00.123456Z'
     s.appendRaw([
       'not json {',
       JSON.stringify({ $type: 'message' }),
-      payload({
-        $type: `${ns}#commit`,
-        did: DID,
-        time,
-        rev: tid(9),
-        operation: 'delete',
-        collection: PROMPT,
-        rkey: tid(9),
-      }),
-      payload({
-        $type: `${ns}#commit`,
-        seq: 2,
-        did: DID,
-        time,
-        operation: 'delete',
-        collection: PROMPT,
-        rkey: tid(9),
-      }),
-      payload({
-        $type: `${ns}#sync`,
+      v2Frame('commit', v2Delete(9)),
+      v2Frame('commit', { seq: 2, ...v2Delete(9), rev: undefined }),
+      v2Frame('sync', {
         seq: 3,
-        did: DID,
-        time,
         sync: { did: DID, rev: tid(9), blocks: { $bytes: 'not*base64!' } },
       }),
-      payload({ $type: `${ns}#labels`, seq: 4, did: DID, time }),
-      payload({
-        $type: `${ns}#commit`,
-        seq: 1,
-        did: DID,
-        time,
-        rev: tid(8),
-        operation: 'delete',
-        collection: PROMPT,
-        rkey: tid(8),
-      }),
+      v2Frame('labels', { seq: 4 }),
+      v2Frame('commit', { seq: 1, ...v2Delete(8) }),
     ])
     s.append([commit(20)])
     await until(() => t.sink.items.some((i) => i.cursor === 5), 5000)

@@ -4,7 +4,8 @@ import { startJetstreamServer } from '../../src/demo/jetstream-server.ts'
 import { startJetstreamV2Server } from '../../src/demo/jetstream-v2-server.ts'
 import { jetstreamSourceFor } from '../../src/ingest/create-source.ts'
 import { wireOf, wireUrls } from '../../src/ingest/jetstream-wire.ts'
-import { captureLogger, collectingSink, commit, testMetrics, until } from './fixtures.ts'
+import { captureLogger, collectingSink, testMetrics, until } from '../helpers/ingest-kit.ts'
+import { commit } from '../helpers/jetstream-json.ts'
 
 // SPEC 5: a JETSTREAM_URL with no path tries v2 first and falls back to v1 on a 404.
 

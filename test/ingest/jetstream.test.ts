@@ -1,5 +1,5 @@
 import { createServer, type Server, type Socket } from 'node:net'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { WebSocketServer } from 'ws'
 import { type JetstreamServer, startJetstreamServer } from '../../src/demo/jetstream-server.ts'
 import {
@@ -9,26 +9,17 @@ import {
   type JetstreamSourceOptions,
 } from '../../src/ingest/jetstream.ts'
 import {
-  account,
   COLLECTIONS,
   captureLogger,
-  collectingSink,
-  commit,
   counterValue,
-  DID,
-  eventsCount,
-  identity,
-  T0,
   testMetrics,
   until,
-} from './fixtures.ts'
+} from '../helpers/ingest-kit.ts'
+import { account, commit, DID, identity, T0 } from '../helpers/jetstream-json.ts'
+import { onCleanup, sourceRun } from '../helpers/source-run.ts'
 
 const us = (n: number) => T0 + n * 1000
 const WANTED = ['xyz.quasigod.lab.letta.*']
-const cleanups: Array<() => unknown> = []
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c()
-})
 
 function setup(url: string, o: Partial<JetstreamSourceOptions> = {}) {
   const metrics = testMetrics()
@@ -45,22 +36,13 @@ function setup(url: string, o: Partial<JetstreamSourceOptions> = {}) {
     connectTimeoutMs: 200,
     ...o,
   })
-  const ac = new AbortController()
-  const sink = collectingSink()
-  const start = (cursor: number | null) => {
-    const done = source.run(sink, cursor, ac.signal)
-    cleanups.push(() => {
-      ac.abort()
-      return done.catch(() => {})
-    })
-    return done
-  }
+  const { sink, ac, start } = sourceRun(source)
   return { metrics, logs, source, sink, ac, start }
 }
 
 async function server(events = [] as Parameters<JetstreamServer['append']>[0]) {
   const s = await startJetstreamServer({ events })
-  cleanups.push(() => s.close())
+  onCleanup(() => s.close())
   return s
 }
 
@@ -110,8 +92,8 @@ describe('jetstream source', () => {
     // The rewound events were applied before: the cursor stays where it was.
     expect(new Set(sink.items.map((i) => i.cursor))).toEqual(new Set([us(1) + 1_000_000]))
     expect(sink.items[2].event).toMatchObject({ kind: 'identity', handle: 'ada.example.com' })
-    expect(await eventsCount(metrics, { source: 'jetstream', outcome: 'error' })).toBe(2)
-    expect(await counterValue(metrics.resumeGapsTotal, 'jetstream')).toBe(0)
+    expect(await counterValue(metrics, { source: 'jetstream', outcome: 'error' })).toBe(2)
+    expect(await counterValue(metrics, { source: 'jetstream' }, 'resumeGapsTotal')).toBe(0)
     expect(source.lastCursor).toBe(us(1) + 1_000_000)
     s.append([commit(2000)])
     await until(() => source.lastCursor === us(2000), 2000, 'the cursor to move')
@@ -148,14 +130,14 @@ describe('jetstream source', () => {
     s.append(Array.from({ length: total - 300 }, (_, i) => commit(300 + i)))
     const seen = () => new Set(sink.items.map((i) => i.timeUs))
     await until(() => seen().size === total, 5000, 'every event')
-    expect(await counterValue(metrics.sourceReconnectsTotal, 'jetstream')).toBe(1)
+    expect(await counterValue(metrics, { source: 'jetstream' }, 'sourceReconnectsTotal')).toBe(1)
     // Items pushed between the drop and the close may move the cursor a little further.
     expect(s.requests[1].cursor).toBeGreaterThanOrEqual(before - 10_000)
     expect(sink.items.length - total).toBeLessThanOrEqual(11)
     expect(s.requests[1].cursor).toBeLessThan(us(299)) // the drop really cut the replay short
     const cursors = sink.items.map((i) => i.cursor!)
     expect(cursors).toEqual([...cursors].sort((a, b) => a - b))
-    expect(await counterValue(metrics.resumeGapsTotal, 'jetstream')).toBe(0)
+    expect(await counterValue(metrics, { source: 'jetstream' }, 'resumeGapsTotal')).toBe(0)
   })
 
   it('stops reading while the sink is full, so the server is held back', async () => {
@@ -188,7 +170,7 @@ describe('jetstream source', () => {
     const sockets: Socket[] = []
     const silent: Server = createServer((sock) => void sockets.push(sock))
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r))
-    cleanups.push(() => {
+    onCleanup(() => {
       for (const sock of sockets) sock.destroy()
       return new Promise((r) => silent.close(r))
     })
@@ -197,7 +179,10 @@ describe('jetstream source', () => {
       connectTimeoutMs: 100,
     })
     start(null)
-    await until(async () => (await counterValue(metrics.sourceReconnectsTotal, 'jetstream')) >= 2)
+    await until(
+      async () =>
+        (await counterValue(metrics, { source: 'jetstream' }, 'sourceReconnectsTotal')) >= 2,
+    )
     expect(sockets.length).toBeGreaterThanOrEqual(2)
     expect(logs.some((l) => /handshake has timed out/.test(String(l.reason)))).toBe(true)
   })
@@ -211,14 +196,14 @@ describe('jetstream source', () => {
       // Stop reading: pings go unanswered, like a half-open TCP connection.
       ;(ws as unknown as { _socket: Socket })._socket.pause()
     })
-    cleanups.push(() => new Promise((r) => wss.close(r)))
+    onCleanup(() => new Promise((r) => wss.close(r)))
     for (const c of wss.clients) c.terminate()
     const { port } = wss.address() as { port: number }
     const { start, logs } = setup(`ws://127.0.0.1:${port}/`, { heartbeatMs: 50 })
     start(null)
     await until(() => accepted >= 2, 3000, 'a second connection')
     expect(logs.some((l) => l.reason === 'heartbeat timeout')).toBe(true)
-    cleanups.push(() => {
+    onCleanup(() => {
       for (const c of wss.clients) c.terminate()
     })
   })
@@ -229,7 +214,7 @@ describe('jetstream source', () => {
     const { sink, start, metrics, logs } = setup(s.url)
     start(us(1) + hour - 10_000_000) // the server no longer has what came after this
     await sink.waitFor(1)
-    expect(await counterValue(metrics.resumeGapsTotal, 'jetstream')).toBe(1)
+    expect(await counterValue(metrics, { source: 'jetstream' }, 'resumeGapsTotal')).toBe(1)
     const err = logs.find((l) => l.level === 50)
     expect(String(err?.msg)).toContain('prompt-appview backfill')
   })
@@ -241,7 +226,7 @@ describe('jetstream source', () => {
       throw new Error('database is gone')
     }
     await expect(start(us(1))).rejects.toThrow('database is gone')
-    expect(await counterValue(metrics.sourceReconnectsTotal, 'jetstream')).toBe(0)
+    expect(await counterValue(metrics, { source: 'jetstream' }, 'sourceReconnectsTotal')).toBe(0)
   })
 
   it('stops promptly on abort while backing off', async () => {

@@ -15,7 +15,8 @@ import {
   type HostileRelay,
   startHostileRelay,
 } from '../helpers/hostile-relay.ts'
-import { AGENT, agentRecord, COLLECTIONS, PROMPT, promptRecord } from '../helpers/ingest-kit.ts'
+import { AGENT, COLLECTIONS, PROMPT } from '../helpers/ingest-kit.ts'
+import { agentRecord, promptRecord } from '../helpers/letta-records.ts'
 import { startNetwork, type TestNetwork } from '../helpers/network.ts'
 import {
   expectSameEndState,
@@ -104,7 +105,12 @@ async function writeMore(n: number): Promise<void> {
       repo: alice.did,
       collection: PROMPT,
       rkey,
-      record: promptRecord(alice.did, rkey, ag.data.uri, `late ${i}`),
+      record: promptRecord({
+        did: alice.did,
+        rkey,
+        agent: ag.data.uri,
+        content: `late ${i}`,
+      }),
     })
   }
 }

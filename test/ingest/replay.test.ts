@@ -4,16 +4,14 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createReplaySource } from '../../src/ingest/replay.ts'
 import {
-  account,
   COLLECTIONS,
   captureLogger,
   collectingSink,
-  commit,
-  eventsCount,
+  counterValue,
   PROMPT,
-  T0,
   testMetrics,
-} from './fixtures.ts'
+} from '../helpers/ingest-kit.ts'
+import { account, commit, T0 } from '../helpers/jetstream-json.ts'
 
 let dir: string
 beforeAll(async () => {
@@ -74,8 +72,8 @@ describe('replay source', () => {
       [6, 'bad_record'],
     ])
     const err = { source: 'replay', outcome: 'error' }
-    expect(await eventsCount(metrics, err)).toBe(3)
-    expect(await eventsCount(metrics, { ...err, collection: PROMPT, op: 'create' })).toBe(1)
+    expect(await counterValue(metrics, err)).toBe(3)
+    expect(await counterValue(metrics, { ...err, collection: PROMPT, op: 'create' })).toBe(1)
     const text = await metrics.registry.getSingleMetricAsString('prompt_appview_events_total')
     expect(text).toContain(
       'prompt_appview_events_total{source="replay",collection="unknown",op="unknown",outcome="error"} 2',

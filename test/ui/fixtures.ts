@@ -74,12 +74,17 @@ export async function indexShowcase(
       memfsRevision: `memfs-${n}`,
     })
   await apply(deps, [
-    w.commit(SHOWCASE_DID, A, agentRkey, 'create', {
-      $type: A,
-      name: 'research assistant',
-      system: 'template v1',
+    w.commit({
+      did: SHOWCASE_DID,
+      collection: A,
+      rkey: agentRkey,
+      record: {
+        $type: A,
+        name: 'research assistant',
+        system: 'template v1',
+      },
     }),
-    w.commit(SHOWCASE_DID, C, rkey, 'create', { $type: C, title: 'Reading list' }),
+    w.conversation({ did: SHOWCASE_DID, rkey, record: { $type: C, title: 'Reading list' } }),
     { kind: 'identity', did: SHOWCASE_DID, handle: SHOWCASE_HANDLE, seq: 1, timeUs: w.tick() },
   ])
   const steps: Array<[number, string[]]> = [
@@ -89,7 +94,13 @@ export async function indexShowcase(
     [4, ['- search(query)', '- open(url)', '- summarize(text)']],
   ]
   for (const [i, [n, tools]] of steps.entries()) {
-    const ev = w.commit(SHOWCASE_DID, P, rkey, i === 0 ? 'create' : 'update', record(n, tools))
+    const ev = w.commit({
+      did: SHOWCASE_DID,
+      collection: P,
+      rkey,
+      op: i === 0 ? 'create' : 'update',
+      record: record(n, tools),
+    })
     revs.push(ev.rev)
     await apply(deps, [ev])
   }

@@ -22,7 +22,7 @@ declare function getComputedStyle(el: PageElement): { display: string }
 // text, run nothing (no dialog), load nothing from another origin (127.0.0.2 stands for
 // one; nothing listens there), and add no element. Also: a 200,000-byte prompt renders.
 
-const { prompt: P, conversation: C, agent: A } = NSIDS
+const { conversation: C, agent: A } = NSIDS
 const EVIL = 'did:plc:evilevilevilevilevilevil'
 const FOREIGN = 'http://127.0.0.2:9'
 const SCRIPT = `<script>alert('content')</script>`
@@ -55,52 +55,46 @@ beforeAll(async () => {
     return `${half}${mid}\n${half}`.padEnd(200_000, '.')
   }
   await apply(deps, [
-    w.commit(EVIL, A, rkeys.agent, 'create', {
-      $type: A,
-      name: AGENT_NAME,
-      system: `</pre>${SCRIPT}`,
+    w.commit({
+      did: EVIL,
+      collection: A,
+      rkey: rkeys.agent,
+      record: {
+        $type: A,
+        name: AGENT_NAME,
+        system: `</pre>${SCRIPT}`,
+      },
     }),
-    w.commit(EVIL, C, rkeys.hostile, 'create', { $type: C, title: TITLE }),
-    w.commit(
-      EVIL,
-      P,
-      rkeys.hostile,
-      'create',
-      w.promptRecord(EVIL, rkeys.hostile, {
+    w.conversation({ did: EVIL, rkey: rkeys.hostile, record: { $type: C, title: TITLE } }),
+    w.prompt({
+      did: EVIL,
+      rkey: rkeys.hostile,
+      fields: {
         content,
         coreMemory: CORE,
         agent: `javascript:alert('agent')`,
         memfsRevision: `"><script>alert('memfs')</script>`,
-      }),
-    ),
-    w.commit(EVIL, C, rkeys.linked, 'create', { $type: C, title: 'plain' }),
-    w.commit(
-      EVIL,
-      P,
-      rkeys.linked,
-      'create',
-      w.promptRecord(EVIL, rkeys.linked, { agent: agentUri }),
-    ),
-    w.commit(
-      EVIL,
-      P,
-      rkeys.big,
-      'create',
-      w.promptRecord(EVIL, rkeys.big, { content: big('first middle'), coreMemory: 'first middle' }),
-    ),
+      },
+    }),
+    w.conversation({ did: EVIL, rkey: rkeys.linked, record: { $type: C, title: 'plain' } }),
+    w.prompt({ did: EVIL, rkey: rkeys.linked, fields: { agent: agentUri } }),
+    w.prompt({
+      did: EVIL,
+      rkey: rkeys.big,
+      fields: { content: big('first middle'), coreMemory: 'first middle' },
+    }),
     { kind: 'identity', did: EVIL, handle: HANDLE, seq: 1, timeUs: w.tick() },
   ])
   await apply(deps, [
-    w.commit(
-      EVIL,
-      P,
-      rkeys.big,
-      'update',
-      w.promptRecord(EVIL, rkeys.big, {
+    w.prompt({
+      did: EVIL,
+      rkey: rkeys.big,
+      op: 'update',
+      fields: {
         content: big('later middle'),
         coreMemory: 'later middle',
-      }),
-    ),
+      },
+    }),
   ])
   app = await makeApp(db)
   b = await openBrowser(app)

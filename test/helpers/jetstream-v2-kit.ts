@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs'
-import { afterEach } from 'vitest'
 import {
   type JetstreamV2Server,
   startJetstreamV2Server,
   type V2ServerOptions,
 } from '../../src/demo/jetstream-v2-server.ts'
 import { createJetstreamV2Source, type JetstreamV2Options } from '../../src/ingest/jetstream-v2.ts'
-import { COLLECTIONS, captureLogger, collectingSink, testMetrics } from './fixtures.ts'
+import { COLLECTIONS, captureLogger, testMetrics } from './ingest-kit.ts'
+import { onCleanup, sourceRun } from './source-run.ts'
 
 // Shared by the Jetstream v2 tests: the committed dictionaries, a server on port 0 and a
 // source wired to a collecting sink, all closed after each test.
@@ -19,14 +19,9 @@ export const OTHER_DICTIONARY = readFileSync(
 )
 export const WANTED = ['xyz.quasigod.lab.letta.*']
 
-const cleanups: Array<() => unknown> = []
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c()
-})
-
 export async function v2Server(o: V2ServerOptions = {}): Promise<JetstreamV2Server> {
   const s = await startJetstreamV2Server(o)
-  cleanups.push(() => s.close())
+  onCleanup(() => s.close())
   return s
 }
 
@@ -49,16 +44,7 @@ export function v2Setup(url: string, o: Partial<JetstreamV2Options> = {}) {
     },
     ...o,
   })
-  const ac = new AbortController()
-  const sink = collectingSink()
-  const start = (cursor: number | null) => {
-    const done = source.run(sink, cursor, ac.signal)
-    cleanups.push(() => {
-      ac.abort()
-      return done.catch(() => {})
-    })
-    return done
-  }
+  const { sink, ac, start } = sourceRun(source)
   return { metrics, logs, source, sink, ac, start, fetches: () => dictionaryFetches }
 }
 
