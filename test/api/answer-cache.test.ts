@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { AnswerCache } from '../../src/api/answer-cache.ts'
 import type { Database } from '../../src/db/client.ts'
 import { createTestDatabase } from '../helpers/db.ts'
-import { apply, NSIDS } from '../helpers/events.ts'
+import { apply } from '../helpers/events.ts'
 import { ALICE, makeApp, seed } from './fixtures.ts'
 
 // The answer cache serves hot prompts without a query, and never past a change: in the
@@ -70,8 +70,9 @@ describe('the answer cache in the writing process', () => {
       ).toBe(304)
 
       // A recompile: the next request shows the new CID, no wait.
-      const record = s.w.promptRecord(ALICE, s.alice.ok, { note: 'recompiled' })
-      await apply(s.deps, [s.w.commit(ALICE, NSIDS.prompt, s.alice.ok, 'update', record)])
+      await apply(s.deps, [
+        s.w.prompt({ did: ALICE, rkey: s.alice.ok, op: 'update', fields: { note: 'recompiled' } }),
+      ])
       const next = await app.inject(url)
       expect(next.json().cid).not.toBe(first.json().cid)
       expect(next.headers.etag).not.toBe(first.headers.etag)
@@ -79,7 +80,9 @@ describe('the answer cache in the writing process', () => {
       // A takedown: the next request is a 404, and so is the list page cached before.
       const list = (await app.inject(`/v1/prompts?did=${ALICE}`)).json().items
       expect(list.length).toBeGreaterThan(0)
-      await apply(s.deps, [s.w.account(ALICE, false, 'takendown', 50)])
+      await apply(s.deps, [
+        s.w.account({ did: ALICE, active: false, status: 'takendown', seq: 50 }),
+      ])
       expect((await app.inject(url)).statusCode).toBe(404)
       expect((await app.inject(`/v1/prompts?did=${ALICE}`)).json().items).toEqual([])
     } finally {
