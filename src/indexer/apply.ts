@@ -15,16 +15,16 @@ import {
   upsertRecords,
 } from '../db/writes.ts'
 import type { CursorPosition } from './events.ts'
+import { planBatch } from './merge.ts'
 import {
   type BatchEvent,
   isVisible,
   keyOf,
   type OutcomeCount,
-  planBatch,
   ROLES,
   type Role,
   splitKey,
-} from './merge.ts'
+} from './plan.ts'
 import { type Nsids, PromptValidator } from './prompt-record.ts'
 import { recomputeFlags } from './recompute-flags.ts'
 import { planRevisionTexts } from './revision-texts.ts'

@@ -4,7 +4,7 @@ import { isRetryableDbError } from '../errors.ts'
 import type { Sink, SourceItem } from '../ingest/source.ts'
 import { applyBatch, type BatchResult, type IndexerDeps } from './apply.ts'
 import type { CursorPosition, Provenance } from './events.ts'
-import type { BatchEvent } from './merge.ts'
+import type { BatchEvent } from './plan.ts'
 
 // Between a source and the database: a bounded queue (a full queue makes the source wait,
 // so memory stays bounded and a slow database slows reading), batches of up to batchSize

@@ -3,7 +3,7 @@ import { TID } from '@atproto/common'
 import type { Database } from '../../src/db/client.ts'
 import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
 import type { CommitEvent, IndexEvent } from '../../src/indexer/events.ts'
-import type { BatchEvent } from '../../src/indexer/merge.ts'
+import type { BatchEvent } from '../../src/indexer/plan.ts'
 import { PromptValidator } from '../../src/indexer/prompt-record.ts'
 
 export const NSIDS = {
