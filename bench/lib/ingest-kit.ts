@@ -6,9 +6,9 @@ import { openRuntime, type Runtime, startIngest } from '../../src/cli/runtime.ts
 import { loadConfig } from '../../src/config.ts'
 import type { Database } from '../../src/db/client.ts'
 import { saveCursor } from '../../src/db/writes.ts'
+import type { Sink, SourceItem } from '../../src/indexer/sink.ts'
 import { createJetstreamSource, jetstreamOptionsFromConfig } from '../../src/ingest/jetstream.ts'
 import { createJetstreamV2Source } from '../../src/ingest/jetstream-v2.ts'
-import type { Sink, SourceItem } from '../../src/ingest/source.ts'
 import { NSIDS } from './traffic.ts'
 
 // The two ways of writing Jetstream traffic that the ingest scenario compares, over the same

@@ -1,4 +1,4 @@
-import type { Sink, SourceItem } from './source.ts'
+import type { Sink, SourceItem } from '../indexer/sink.ts'
 
 /**
  * Pushes unless `signal` aborts first: a source must stop promptly on shutdown even while

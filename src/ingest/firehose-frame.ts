@@ -8,6 +8,7 @@ import type {
   IdentityEvent,
   RepoSnapshotEvent,
 } from '../indexer/events.ts'
+import type { SourceItem } from '../indexer/sink.ts'
 import type { Metrics } from '../metrics.ts'
 import type { ChainFrames } from './chain/chain-frames.ts'
 import type { DidResolver } from './did-resolver.ts'
@@ -16,7 +17,6 @@ import type { HandleVerifier } from './identity.ts'
 import { lexToJson } from './lex-json.ts'
 import type { SignatureCheck } from './native-verify.ts'
 import { type KeyLookup, parseCommitVerified } from './signature.ts'
-import type { SourceItem } from './source.ts'
 
 // One subscribeRepos frame in, the SourceItems it means out. Kept apart from the socket so
 // a benchmark can measure decode, filter and verification on recorded frames.

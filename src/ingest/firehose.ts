@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import WebSocket from 'ws'
 import type { RepoSnapshotEvent } from '../indexer/events.ts'
+import type { Sink, SourceItem } from '../indexer/sink.ts'
 import type { Metrics } from '../metrics.ts'
 import { pushUnlessAborted, sleepUnlessAborted } from './abortable.ts'
 import {
@@ -15,7 +16,7 @@ import { createFrameGuard } from './firehose-cursor.ts'
 import { createFrameProcessor, type FrameProcessor, type FrameResult } from './firehose-frame.ts'
 import type { HandleVerifier } from './identity.ts'
 import { fetchRepoSnapshot, withRetries } from './repo-snapshot.ts'
-import type { Sink, Source, SourceItem } from './source.ts'
+import type { Source } from './source.ts'
 import { createVerifyPool, type VerifyPool } from './verify-pool.ts'
 
 // com.atproto.sync.subscribeRepos of a relay or a single PDS. The stock @atproto/sync

@@ -6,8 +6,8 @@ import {
   isValidTid,
 } from '@atproto/syntax'
 import type { CommitOp, IndexEvent } from '../indexer/events.ts'
+import type { SourceItem } from '../indexer/sink.ts'
 import { sanitizeJson } from './sanitize-json.ts'
-import type { SourceItem } from './source.ts'
 
 // Jetstream v1 JSON (also the replay file format) → normalized SourceItem. Pure: no I/O,
 // so every source and test shares one definition of "bad input".

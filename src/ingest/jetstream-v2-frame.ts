@@ -1,4 +1,5 @@
 import { isValidDid, isValidTid } from '@atproto/syntax'
+import type { SourceItem } from '../indexer/sink.ts'
 import {
   isObject,
   jetstreamSeqOf,
@@ -8,7 +9,6 @@ import {
   skipOf,
   str,
 } from './jetstream-event.ts'
-import type { SourceItem } from './source.ts'
 
 // Jetstream v2 `subscribeEvents` frames (notes/jetstream-v2.md section 4) → what the source
 // acts on. Pure. Commit, identity and account payloads are rewritten into the v1 shape and

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import type { IdentityEvent, IndexEvent } from '../indexer/events.ts'
+import type { Sink, SourceItem } from '../indexer/sink.ts'
 import type { Metrics } from '../metrics.ts'
 import { pushUnlessAborted } from './abortable.ts'
 import { advanceSeqCursor, checkSourceTime, type SeqTrack } from './cursor-guard.ts'
@@ -9,7 +10,6 @@ import { parseV2Frame, type V2Frame } from './jetstream-v2-frame.ts'
 import type { Verdict } from './jetstream-v2-session.ts'
 import type { SyncWindows } from './jetstream-v2-sync.ts'
 import { decodeZstdFrame, type ZstdDictionary, ZstdFrameError } from './jetstream-v2-zstd.ts'
-import type { Sink, SourceItem } from './source.ts'
 
 // One Jetstream v2 message → pushes into the sink. Owns the seq rules (inclusive resume,
 // duplicates dropped, backwards seqs refused), `#sync` windows, and zstd decoding.

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import { AppError } from '../errors.ts'
+import type { Sink } from '../indexer/sink.ts'
 import type { Metrics } from '../metrics.ts'
 import { sleepUnlessAborted } from './abortable.ts'
 import { backoffDelayMs, type VerifyHandle } from './jetstream.ts'
@@ -8,7 +9,7 @@ import { createV2Handler, type HandlerState, SOURCE } from './jetstream-v2-handl
 import { runSession, type SessionEnd } from './jetstream-v2-session.ts'
 import { SyncWindows } from './jetstream-v2-sync.ts'
 import { fetchZstdDictionary } from './jetstream-v2-zstd.ts'
-import type { IngestGap, Sink, Source } from './source.ts'
+import type { IngestGap, Source } from './source.ts'
 import { verifyWithTimeout } from './verify-handle.ts'
 
 // Jetstream v2 `network.bsky.jetstream.subscribeEvents` (notes/jetstream-v2.md, SPEC 5).

@@ -1,8 +1,9 @@
 import type { Logger } from 'pino'
+import type { Sink } from '../indexer/sink.ts'
 import { sleepUnlessAborted } from './abortable.ts'
 import { backoffDelayMs } from './jetstream.ts'
 import { V2_NSID } from './jetstream-v2.ts'
-import type { IngestGap, Sink, Source } from './source.ts'
+import type { IngestGap, Source } from './source.ts'
 
 // Which Jetstream wire a JETSTREAM_URL means (SPEC 5): `/subscribe` is v1, the v2 NSID path
 // is v2, and a bare host asks the server: v2 first, v1 when it answers 404 there.

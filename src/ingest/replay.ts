@@ -2,12 +2,13 @@ import { createReadStream } from 'node:fs'
 import { resolve } from 'node:path'
 import { createInterface } from 'node:readline'
 import type { Logger } from 'pino'
+import type { Sink, SourceItem } from '../indexer/sink.ts'
 import type { Metrics } from '../metrics.ts'
 import { pushUnlessAborted } from './abortable.ts'
 import { advanceTimeCursor } from './cursor-guard.ts'
 import { createRefusalReporter } from './cursor-refusals.ts'
 import { normalizeJetstreamEvent, recordSkip } from './jetstream-event.ts'
-import type { Sink, Source, SourceItem } from './source.ts'
+import type { Source } from './source.ts'
 
 export interface ReplaySourceOptions {
   /** A Jetstream-format NDJSON file: one event per line. */

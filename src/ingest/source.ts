@@ -1,27 +1,4 @@
-import type { IndexEvent } from '../indexer/events.ts'
-
-/**
- * One unit read from a source. `event` is null for frames that carry nothing we index
- * (other collections, skipped bad input): they still move the cursor and the lag, when their
- * position passed cursor-guard.ts.
- */
-export interface SourceItem {
-  event: IndexEvent | null
-  /**
-   * The source's own cursor after this item: `time_us` (Jetstream, replay) or `seq`; null
-   * while no position was accepted yet (the item is applied, the stored cursor stays put).
-   */
-  cursor: number | null
-  /** Source time of this item, µs since the epoch; null when refused (not used for the lag). */
-  timeUs: number | null
-  /** Size of the input it came from (line, message, frame): bounds queues by memory. */
-  bytes?: number
-}
-
-export interface Sink {
-  /** Resolves once the item is queued; while the write queue is full it waits (backpressure). */
-  push(item: SourceItem): Promise<void>
-}
+import type { Sink } from '../indexer/sink.ts'
 
 /** A hole the source knows it left in the stream (backfill needed): /v1/stats and /readyz. */
 export interface IngestGap {

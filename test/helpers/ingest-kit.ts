@@ -1,5 +1,5 @@
 import pino from 'pino'
-import type { Sink, SourceItem } from '../../src/ingest/source.ts'
+import type { Sink, SourceItem } from '../../src/indexer/sink.ts'
 import { createMetrics, type Metrics } from '../../src/metrics.ts'
 
 // Shared by the firehose and backfill tests: the three collections, record factories in

@@ -1,6 +1,6 @@
 import { type Logger, pino } from 'pino'
 import type { JetstreamJson } from '../../src/demo/jetstream-server.ts'
-import type { Sink, SourceItem } from '../../src/ingest/source.ts'
+import type { Sink, SourceItem } from '../../src/indexer/sink.ts'
 import { createMetrics, type Metrics } from '../../src/metrics.ts'
 
 export const PROMPT = 'xyz.quasigod.lab.letta.compiledPrompt'
