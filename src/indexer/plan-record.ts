@@ -117,8 +117,7 @@ export function writeRecord(ctx: PlanContext, w: RecordWrite): WriteResult {
   const cur = currentRecord(ctx, w.role, key)
   if (cur && w.rev <= cur.rev) return REFUSED
   const { plan } = ctx
-  if (w.role === 'prompt' && !plan.previousAgentUris.has(key))
-    plan.previousAgentUris.set(key, cur?.agentUri ?? null)
+  if (w.role === 'prompt') rememberAgentUri(plan, key, cur)
   const deleted = w.cid === null
   const facts =
     w.role === 'prompt' && !deleted
@@ -142,6 +141,11 @@ export function writeRecord(ctx: PlanContext, w: RecordWrite): WriteResult {
   const accRow = touchAccount(ctx, w.did)
   if (!accRow.lastRev || w.rev > accRow.lastRev) accRow.lastRev = w.rev
   return { applied: true, invalid: facts?.validationError != null }
+}
+
+/** A prompt's agent before the batch: a prompt leaving a staleness group re-flags it. */
+function rememberAgentUri(plan: BatchPlan, key: string, cur: StoredRecord | undefined): void {
+  if (!plan.previousAgentUris.has(key)) plan.previousAgentUris.set(key, cur?.agentUri ?? null)
 }
 
 /** A create after a delete is a new record; only an update to a new CID is a recompile. */

@@ -6,12 +6,8 @@ import type { Metrics } from '../metrics.ts'
 import { pushUnlessAborted, sleepUnlessAborted } from './abortable.ts'
 import { advanceTimeCursor } from './cursor-guard.ts'
 import { createRefusalReporter } from './cursor-refusals.ts'
-import {
-  type NormalizeResult,
-  normalizeJetstreamEvent,
-  recordSkip,
-  SEQ_LIMIT,
-} from './jetstream-event.ts'
+import { normalizeJetstreamEvent, recordSkip, SEQ_LIMIT } from './jetstream-event.ts'
+import type { NormalizeResult } from './jetstream-skip.ts'
 import { runSocketSession } from './jetstream-socket.ts'
 import type { Source } from './source.ts'
 import { type VerifyHandle, verifyWithTimeout } from './verify-handle.ts'

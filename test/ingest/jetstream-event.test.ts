@@ -1,9 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import {
-  type NormalizeResult,
-  normalizeJetstreamEvent,
-  recordSkip,
-} from '../../src/ingest/jetstream-event.ts'
+import { normalizeJetstreamEvent, recordSkip } from '../../src/ingest/jetstream-event.ts'
+import type { NormalizeResult } from '../../src/ingest/jetstream-skip.ts'
 import {
   account,
   CID,
