@@ -1,5 +1,5 @@
 import { isValidNsid } from '@atproto/syntax'
-import type { Nsids } from './indexer/prompt-record.ts'
+import type { Nsids } from './model/nsids.ts'
 
 // One schema for every setting: flag name, environment variable, default, parser.
 // Precedence is flag > environment > default, and every problem is reported at once.

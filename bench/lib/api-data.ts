@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm'
 import type { Runtime } from '../../src/cli/runtime.ts'
 import { applyBatch } from '../../src/indexer/apply.ts'
-import type { IndexEvent } from '../../src/indexer/events.ts'
 import { normalizeJetstreamEvent } from '../../src/ingest/jetstream-event.ts'
+import type { IndexEvent } from '../../src/model/events.ts'
 import { rawClient } from './pg.ts'
 import { benchGenerator, COLLECTIONS } from './traffic.ts'
 

@@ -1,5 +1,5 @@
 import autocannon, { type Result } from 'autocannon'
-import { FILTER_NAMES } from '../../src/indexer/flags.ts'
+import { FILTER_NAMES } from '../../src/model/flags.ts'
 
 // The read benchmark's load: autocannon runs over a set of paths, and the list pages to
 // request (first pages of every filter and a few pages further down each).

@@ -1,5 +1,5 @@
 import { isValidDid, isValidHandle, isValidRecordKey } from '@atproto/syntax'
-import { FILTER_NAMES } from '../indexer/flags.ts'
+import { FILTER_NAMES } from '../model/flags.ts'
 import { badRequest, DECIMAL_PATTERN } from './http-errors.ts'
 
 // Every parameter is checked here, before any query runs: a malformed value is a 400

@@ -7,8 +7,8 @@ import {
   revisionQuery,
   textChainsQuery,
 } from '../db/revision-texts.ts'
-import type { Nsids } from '../indexer/prompt-record.ts'
-import { applyDelta } from '../indexer/text-delta.ts'
+import type { Nsids } from '../model/nsids.ts'
+import { applyDelta } from '../model/text-delta.ts'
 import { notFound } from './http-errors.ts'
 import { type Hunk, lineDiff } from './line-diff.ts'
 

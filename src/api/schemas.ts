@@ -1,4 +1,4 @@
-import { FILTER_NAMES, FLAG_NAMES } from '../indexer/flags.ts'
+import { FILTER_NAMES, FLAG_NAMES } from '../model/flags.ts'
 import { DECIMAL_PATTERN } from './http-errors.ts'
 
 // JSON schemas of the API: they validate input, drive fast serialization and become the

@@ -1,6 +1,10 @@
-import { sql } from 'drizzle-orm'
 import type { Config } from '../config.ts'
 import { collectionsOf } from '../config.ts'
+import {
+  forgetBackfilledRepos,
+  isRepoBackfilled,
+  markRepoBackfilled,
+} from '../db/backfill-repos.ts'
 import { retryWhileDbDown } from '../db/retry.ts'
 import { runBackfill } from '../ingest/backfill.ts'
 import { resolverFor } from '../ingest/create-source.ts'
@@ -24,7 +28,7 @@ export async function backfillCommand(
   const store = <T>(what: string, fn: () => Promise<T>) =>
     retryWhileDbDown(fn, { logger: ctx.logger, what: `backfill: ${what}`, signal: abort.signal })
   try {
-    if (opts.reset) await ctx.db.rows(sql`DELETE FROM backfill_repos`)
+    if (opts.reset) await forgetBackfilledRepos(ctx.db)
     const summary = await runBackfill({
       logger: ctx.logger,
       metrics: ctx.metrics,
@@ -33,17 +37,9 @@ export async function backfillCommand(
       relayUrl: config.relayUrl,
       dids: opts.dids.length > 0 ? opts.dids : undefined,
       concurrency: opts.concurrency,
-      isDone: (did) =>
-        store(
-          'checking a repo',
-          async () =>
-            (await ctx.db.rows(sql`SELECT 1 FROM backfill_repos WHERE did = ${did}`)).length > 0,
-        ),
+      isDone: (did) => store('checking a repo', () => isRepoBackfilled(ctx.db, did)),
       markDone: (did, rev) =>
-        store('marking a repo done', async () => {
-          await ctx.db.rows(sql`INSERT INTO backfill_repos (did, rev, finished_at) VALUES (${did}, ${rev}, now())
-          ON CONFLICT (did) DO UPDATE SET rev = excluded.rev, finished_at = excluded.finished_at`)
-        }),
+        store('marking a repo done', () => markRepoBackfilled(ctx.db, did, rev)),
       // Each repo in its own transaction, beside live ingestion if it runs.
       emit: (snapshot) => store('indexing a repo', () => indexSnapshot(rt, snapshot)),
       signal: abort.signal,

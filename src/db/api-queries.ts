@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { FLAG_BITS, FLAG_NAMES, type FlagName } from '../indexer/flags.ts'
-import type { Nsids } from '../indexer/prompt-record.ts'
+import { FLAG_BITS, FLAG_NAMES, type FlagName } from '../model/flags.ts'
+import type { Nsids } from '../model/nsids.ts'
 import { promptSelect } from './queries.ts'
 
 // The SQL of every read the API issues, as builders: the routes run them, and a test runs

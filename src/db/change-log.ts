@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
-import type { Role } from '../indexer/plan.ts'
+import type { Role } from '../model/nsids.ts'
 import type { Database, Executor } from './client.ts'
 import { didSet, TABLE } from './writes.ts'
 

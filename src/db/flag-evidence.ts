@@ -2,7 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 
 // The evidence behind a prompt's data-dependent flags, read only for a single prompt that
 // carries one of them (lists leave reasons out). Each probe mirrors the rule in
-// indexer/recompute-flags.ts exactly, so the sentence names what actually set the flag:
+// recompute-flags.ts exactly, so the sentence names what actually set the flag:
 // the agent record's template hash when the agent is indexed with a `system` (the direct
 // rule), else the newest later compile of the same repo and agent at-uri that differs.
 // The group probes walk prompts_agent_group_idx (did, agent_uri, compiled_us) from the

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
-import { FLAG_BITS, FLAG_NAMES, flagsToNames } from '../indexer/flags.ts'
-import type { Nsids } from '../indexer/prompt-record.ts'
+import { FLAG_BITS, FLAG_NAMES, flagsToNames } from '../model/flags.ts'
+import type { Nsids } from '../model/nsids.ts'
 import type { Database } from './client.ts'
 
 // Read queries shared by the API, the metrics gauge and the tests. "Visible" is always

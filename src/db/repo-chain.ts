@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
-import type { ChainEvent, SyncState } from '../indexer/events.ts'
+import type { ChainEvent, SyncState } from '../model/events.ts'
 import type { Database, Executor } from './client.ts'
 
 // Sync 1.1 chain state (schema.ts, repoChain): written by applyBatch in the transaction of

@@ -1,6 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { keyOf } from '../indexer/plan.ts'
-import type { PreviousText, TextRow } from '../indexer/revision-texts.ts'
+import { keyOf, type PreviousText, type TextRow } from '../model/rows.ts'
 import type { Database, Executor } from './client.ts'
 
 // Storage of revision content (see schema.ts, revision_texts): what the indexer reads to

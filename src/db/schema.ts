@@ -44,7 +44,7 @@ export const prompts = pgTable(
   'prompts',
   {
     ...recordColumns,
-    /** Flag bits (see indexer/flags.ts); 0 = ok. */
+    /** Flag bits (see model/flags.ts); 0 = ok. */
     flags: integer('flags').notNull().default(0),
     /** Bits that depend on this record alone: mismatched, coreMemoryDetached, invalid. */
     baseFlags: integer('base_flags').notNull().default(0),

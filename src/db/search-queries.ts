@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
-import type { Nsids } from '../indexer/prompt-record.ts'
+import type { Nsids } from '../model/nsids.ts'
 import { flagPredicate, type PromptListQuery } from './api-queries.ts'
 import { promptSelect } from './queries.ts'
 
@@ -10,7 +10,7 @@ import { promptSelect } from './queries.ts'
 /**
  * The search words of a record's content in SQL, for rows the indexer did not write (the
  * backfill of migration 0006, tests that seed tables directly): the same words as
- * indexer/search-words.ts as closely as Postgres's regexes allow.
+ * model/search-words.ts as closely as Postgres's regexes allow.
  */
 export function searchVectorOf(record: SQL): SQL {
   return sql`array_to_tsvector(ARRAY(SELECT DISTINCT lower(m[1])

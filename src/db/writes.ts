@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
-import type { CursorPosition } from '../indexer/events.ts'
-import type { AccountRow, RecordRow, Role, StoredRecord } from '../indexer/plan.ts'
-import { keyOf } from '../indexer/plan.ts'
+import type { CursorPosition } from '../model/events.ts'
+import type { Role } from '../model/nsids.ts'
+import { type AccountRow, keyOf, type RecordRow, type StoredRecord } from '../model/rows.ts'
 import type { Database, Executor } from './client.ts'
 
 // Set-based statements of the indexer. Rows travel as one JSON parameter expanded with

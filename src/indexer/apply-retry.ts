@@ -1,8 +1,8 @@
 import type { AppContext } from '../context.ts'
 import { dbRetryDelayMs } from '../db/retry.ts'
 import { isRetryableDbError } from '../errors.ts'
+import type { CursorPosition } from '../model/events.ts'
 import { applyBatch, type BatchResult, type IndexerDeps } from './apply.ts'
-import type { CursorPosition } from './events.ts'
 import type { BatchEvent } from './plan.ts'
 
 // How the pipeline survives the database: an outage is waited out (reading pauses behind

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm'
 import { type Config, nsidsOf } from '../config.ts'
 import { emitChanges } from '../db/change-log.ts'
 import type { Database } from '../db/client.ts'
+import { recomputeFlags } from '../db/recompute-flags.ts'
 import { saveChains } from '../db/repo-chain.ts'
 import { insertRevisionTexts, loadPreviousTexts } from '../db/revision-texts.ts'
 import {
@@ -14,19 +15,12 @@ import {
   upsertAccounts,
   upsertRecords,
 } from '../db/writes.ts'
-import type { CursorPosition } from './events.ts'
+import type { CursorPosition } from '../model/events.ts'
+import { type Nsids, ROLES, type Role } from '../model/nsids.ts'
+import { isVisible, keyOf, splitKey } from '../model/rows.ts'
 import { planBatch } from './merge.ts'
-import {
-  type BatchEvent,
-  isVisible,
-  keyOf,
-  type OutcomeCount,
-  ROLES,
-  type Role,
-  splitKey,
-} from './plan.ts'
-import { type Nsids, PromptValidator } from './prompt-record.ts'
-import { recomputeFlags } from './recompute-flags.ts'
+import type { BatchEvent, OutcomeCount } from './plan.ts'
+import { PromptValidator } from './prompt-record.ts'
 import { planRevisionTexts } from './revision-texts.ts'
 
 export interface IndexerDeps {

@@ -5,18 +5,16 @@ import type {
   Provenance,
   RepoPruneEvent,
   RepoSnapshotEvent,
-} from './events.ts'
+} from '../model/events.ts'
+import type { Nsids } from '../model/nsids.ts'
+import { ROLES, type Role } from '../model/nsids.ts'
+import { type AccountRow, isVisible, splitKey } from '../model/rows.ts'
 import {
-  type AccountRow,
   type BatchEvent,
   type BatchPlan,
-  isVisible,
   type LoadedState,
   type OperatorHideEvent,
-  ROLES,
-  type Role,
   snapshotChain,
-  splitKey,
 } from './plan.ts'
 import {
   accountOf,
@@ -29,7 +27,7 @@ import {
   touchAccount,
   writeRecord,
 } from './plan-record.ts'
-import type { Nsids, PromptValidator } from './prompt-record.ts'
+import type { PromptValidator } from './prompt-record.ts'
 
 // Folds a batch of events, in order, over the current state of every key it touches.
 // Doing this in memory is what lets the writes be a few multi-row statements: each key

@@ -1,7 +1,7 @@
 import type { AppContext } from '../context.ts'
+import type { CursorPosition, Provenance } from '../model/events.ts'
 import type { BatchResult, IndexerDeps } from './apply.ts'
 import { applyWithRetry } from './apply-retry.ts'
-import type { CursorPosition, Provenance } from './events.ts'
 import type { BatchEvent } from './plan.ts'
 import type { Sink, SourceItem } from './sink.ts'
 

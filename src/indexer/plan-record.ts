@@ -1,20 +1,9 @@
 import type { Outcome } from '../metrics.ts'
-import type { Provenance } from './events.ts'
-import {
-  type AccountRow,
-  type BatchPlan,
-  keyOf,
-  type LoadedState,
-  type Role,
-  type StoredRecord,
-} from './plan.ts'
-import {
-  agentTemplateHash,
-  analyzePrompt,
-  type Nsids,
-  type PromptFacts,
-  type PromptValidator,
-} from './prompt-record.ts'
+import type { Provenance } from '../model/events.ts'
+import type { Nsids, Role } from '../model/nsids.ts'
+import { type AccountRow, keyOf, type PromptFacts, type StoredRecord } from '../model/rows.ts'
+import type { BatchPlan, LoadedState } from './plan.ts'
+import { agentTemplateHash, analyzePrompt, type PromptValidator } from './prompt-record.ts'
 
 // The state a batch is planned over, and the one record write every event kind ends in:
 // the rev guard, the purge guard, recompile counting and prompt revisions are decided here.

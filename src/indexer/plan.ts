@@ -1,57 +1,16 @@
 import type { Outcome } from '../metrics.ts'
-import type { ChainEvent, IndexEvent, Provenance, RepoSnapshotEvent } from './events.ts'
-import type { PromptFacts } from './prompt-record.ts'
+import type { ChainEvent, IndexEvent, Provenance, RepoSnapshotEvent } from '../model/events.ts'
+import type { Role } from '../model/nsids.ts'
+import type {
+  AccountRow,
+  PromptFacts,
+  RecordRow,
+  RevisionRow,
+  StoredRecord,
+} from '../model/rows.ts'
 
 // The shapes a batch is planned in: what is read of the current state, and the rows,
 // history and account changes the plan decides to write.
-
-export type Role = 'prompt' | 'conversation' | 'agent'
-export const ROLES: Role[] = ['prompt', 'conversation', 'agent']
-
-export interface StoredRecord {
-  rev: string
-  cid: string | null
-  deleted: boolean
-  recompiles: number
-  agentUri: string | null
-}
-
-export interface RecordRow extends StoredRecord {
-  did: string
-  rkey: string
-  record: unknown
-  facts: PromptFacts | null
-  templateHash: string | null
-  /** Source time (µs) the write arrived with: the "indexed" instant of the evidence rule. */
-  timeUs: number
-  provenance: Provenance | null
-}
-
-export interface AccountRow {
-  did: string
-  active: boolean
-  status: string | null
-  handle: string | null
-  operatorHidden: boolean
-  accountSeq: number | null
-  accountUs: number | null
-  identitySeq: number | null
-  identityUs: number | null
-  lastRev: string | null
-  purgedRev: string | null
-  purgedUs: number | null
-}
-
-export interface RevisionRow {
-  did: string
-  rkey: string
-  rev: string
-  cid: string
-  facts: PromptFacts
-  /** The revision's texts, when they are strings: kept in revision_texts. */
-  content: string | null
-  coreMemory: string | null
-}
 
 export interface OutcomeCount {
   collection: string
@@ -78,10 +37,6 @@ export interface BatchPlan {
   chains: Map<string, ChainEvent>
   outcomes: OutcomeCount[]
 }
-
-export const keyOf = (did: string, rkey: string): string => `${did}\u0000${rkey}`
-export const splitKey = (key: string): [string, string] => key.split('\u0000') as [string, string]
-export const isVisible = (a: AccountRow): boolean => a.active && !a.operatorHidden
 
 /** An operator takedown from the admin API, applied like any other event. */
 export interface OperatorHideEvent {

@@ -2,14 +2,10 @@ import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { type LexiconDoc, Lexicons } from '@atproto/lexicon'
 import { AtUri, ensureValidDatetime, isValidTid } from '@atproto/syntax'
-import { FLAG_BITS, normalizeHash } from './flags.ts'
-import { contentWords } from './search-words.ts'
-
-export interface Nsids {
-  prompt: string
-  conversation: string
-  agent: string
-}
+import { FLAG_BITS, normalizeHash } from '../model/flags.ts'
+import type { Nsids } from '../model/nsids.ts'
+import type { PromptFacts } from '../model/rows.ts'
+import { contentWords } from '../model/search-words.ts'
 
 const LEXICON_PATH = new URL(
   '../../lexicons/xyz/quasigod/lab/letta/compiledPrompt.json',
@@ -45,24 +41,6 @@ export class PromptValidator {
     }
     return null
   }
-}
-
-/** What the indexer keeps of a prompt beyond the record itself. */
-export interface PromptFacts {
-  validationError: string | null
-  /** mismatched | coreMemoryDetached | invalid: the bits this record decides alone. */
-  baseFlags: number
-  contentBytes: number | null
-  contentHash: string | null
-  agentUri: string | null
-  agentDid: string | null
-  agentRkey: string | null
-  rawSystemHash: string | null
-  memfsRevision: string | null
-  compiledAt: string | null
-  compiledUs: number | null
-  /** The distinct words of content, for search (see search-words.ts). */
-  searchWords: string[]
 }
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null)

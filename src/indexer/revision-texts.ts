@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
-import { keyOf } from './plan.ts'
-import { encodeDelta } from './text-delta.ts'
+import { keyOf, type PreviousText, type TextRow } from '../model/rows.ts'
+import { encodeDelta } from '../model/text-delta.ts'
 
 // Decides how each new revision's content and coreMemory are stored (see schema.ts,
 // revision_texts): a text the repo already has costs nothing; content is a line delta
@@ -9,15 +9,6 @@ import { encodeDelta } from './text-delta.ts'
 
 /** Deltas to the nearest whole text at most: reading a revision applies this many at most. */
 export const MAX_DEPTH = 48
-
-export interface TextRow {
-  did: string
-  hash: string
-  base: string | null
-  depth: number
-  length: number
-  body: string
-}
 
 export interface RevisionTextInput {
   did: string
@@ -31,13 +22,6 @@ export interface RevisionTextRefs {
   coreMemoryHash: string | null
   coreMemoryAt: number | null
   coreMemoryLength: number | null
-}
-
-/** The prompt's current content, stored as a text of depth `depth`. */
-export interface PreviousText {
-  content: string
-  hash: string
-  depth: number
 }
 
 const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex')

@@ -1,4 +1,4 @@
-import type { IndexEvent } from './events.ts'
+import type { IndexEvent } from '../model/events.ts'
 
 // The indexer's input port: what every source (in src/ingest/) hands the pipeline. It lives
 // here, below the sources, so the indexer never imports the layer that feeds it.

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
-import type { RepoSnapshotEvent } from '../indexer/events.ts'
 import type { Metrics } from '../metrics.ts'
+import type { RepoSnapshotEvent } from '../model/events.ts'
 import { type BackfillProgress, createProgressReporter } from './backfill-progress.ts'
 import type { DidResolver } from './did-resolver.ts'
 import { fetchRepoSnapshot, isTransient, withRetries } from './repo-snapshot.ts'

@@ -1,6 +1,6 @@
-import { sql } from 'drizzle-orm'
 import { collectionsOf } from '../config.ts'
 import type { AppContext } from '../context.ts'
+import { isKnownAccount } from '../db/known-accounts.ts'
 import { listUnsynchronized, loadChainHead, loadTrackedDids } from '../db/repo-chain.ts'
 import { createDidResolver, type DidResolver } from './did-resolver.ts'
 import { createFirehoseSource } from './firehose.ts'
@@ -27,21 +27,14 @@ export function resolverFor(config: AppContext['config']): DidResolver {
   })
 }
 
-/** Whether this index keeps a repo: the rest of the network only moves the cursor. */
-function knownDid(ctx: AppContext) {
-  return async (did: string) =>
-    (await ctx.db.rows(sql`SELECT 1 FROM accounts WHERE did = ${did}`)).length > 0
-}
-
 /**
  * Handle checks cost two lookups each, and Jetstream sends identity events for every DID on
  * the network: verify only DIDs this index keeps (the indexer drops the rest anyway).
  */
 function verifierForKnownDids(ctx: AppContext, resolver: DidResolver) {
   const verify = createHandleVerifier({ resolver })
-  const isKnown = knownDid(ctx)
   return async (did: string, claimed?: string | null): Promise<string | null> =>
-    (await isKnown(did)) ? verify(did, claimed) : null
+    (await isKnownAccount(ctx.db, did)) ? verify(did, claimed) : null
 }
 
 export interface CreatedSource {
@@ -78,7 +71,7 @@ export function createSource(ctx: AppContext, deps: SourceDeps = {}): CreatedSou
         unauthenticated: config.firehoseUnauthenticated,
         verifyThreads: config.verifyThreads,
         allowPrivateNetwork: config.allowPrivateNetwork,
-        isKnownDid: knownDid(ctx),
+        isKnownDid: (did) => isKnownAccount(ctx.db, did),
         chainStore: {
           loadHead: (did) => loadChainHead(ctx.db, did),
           loadTracked: (limit) => loadTrackedDids(ctx.db, limit),

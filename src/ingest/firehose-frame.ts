@@ -1,8 +1,8 @@
 import { cborDecodeMulti } from '@atproto/common'
 import type { Logger } from 'pino'
-import type { AccountEvent, IdentityEvent, RepoSnapshotEvent } from '../indexer/events.ts'
 import type { SourceItem } from '../indexer/sink.ts'
 import type { Metrics } from '../metrics.ts'
+import type { AccountEvent, IdentityEvent, RepoSnapshotEvent } from '../model/events.ts'
 import type { ChainFrames } from './chain/chain-frames.ts'
 import type { DidResolver } from './did-resolver.ts'
 import {

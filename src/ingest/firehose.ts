@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
-import type { RepoSnapshotEvent } from '../indexer/events.ts'
 import type { Sink } from '../indexer/sink.ts'
 import type { Metrics } from '../metrics.ts'
+import type { RepoSnapshotEvent } from '../model/events.ts'
 import { sleepUnlessAborted } from './abortable.ts'
 import {
   type ChainStore,

@@ -1,5 +1,5 @@
 import { isValidNsid, isValidRecordKey, isValidTid } from '@atproto/syntax'
-import type { CommitOp, IndexEvent } from '../indexer/events.ts'
+import type { CommitOp, IndexEvent } from '../model/events.ts'
 import {
   checkBase,
   isObject,

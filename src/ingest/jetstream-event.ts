@@ -1,5 +1,5 @@
 import { isValidDid, isValidHandle } from '@atproto/syntax'
-import type { IndexEvent } from '../indexer/events.ts'
+import type { IndexEvent } from '../model/events.ts'
 import { normalizeCommit } from './jetstream-commit.ts'
 import {
   checkBase,

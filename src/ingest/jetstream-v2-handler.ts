@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
-import type { IdentityEvent, IndexEvent } from '../indexer/events.ts'
 import type { Sink, SourceItem } from '../indexer/sink.ts'
 import type { Metrics } from '../metrics.ts'
+import type { IdentityEvent, IndexEvent } from '../model/events.ts'
 import { pushUnlessAborted } from './abortable.ts'
 import { advanceSeqCursor, checkSourceTime, type SeqTrack } from './cursor-guard.ts'
 import { createRefusalReporter } from './cursor-refusals.ts'

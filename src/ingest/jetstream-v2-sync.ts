@@ -1,4 +1,4 @@
-import type { RepoPruneEvent } from '../indexer/events.ts'
+import type { RepoPruneEvent } from '../model/events.ts'
 
 // `#sync(did, rev R)` on Jetstream v2 (notes/jetstream-v2.md section 5): Jetstream resynced
 // the repo and re-sends its whole record set as creates at rev R right after the marker.

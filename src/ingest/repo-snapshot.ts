@@ -7,7 +7,7 @@ import {
   readCarWithRoot,
   verifyCommitSig,
 } from '@atproto/repo'
-import type { RepoSnapshotEvent } from '../indexer/events.ts'
+import type { RepoSnapshotEvent } from '../model/events.ts'
 import { sleepUnlessAborted } from './abortable.ts'
 import type { DidResolver } from './did-resolver.ts'
 import { lexToJson } from './lex-json.ts'

@@ -16,7 +16,7 @@ import type { Database } from '../../src/db/client.ts'
 import { flagEvidenceQuery } from '../../src/db/flag-evidence.ts'
 import { revisionPairQuery, revisionQuery, textChainsQuery } from '../../src/db/revision-texts.ts'
 import { searchQuery, searchVectorOf } from '../../src/db/search-queries.ts'
-import { FILTER_NAMES } from '../../src/indexer/flags.ts'
+import { FILTER_NAMES } from '../../src/model/flags.ts'
 import { createTestDatabase, usingPostgres } from '../helpers/db.ts'
 import { NSIDS } from '../helpers/events.ts'
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { ChainEvent } from '../../src/indexer/events.ts'
+import type { ChainEvent } from '../../src/model/events.ts'
 import { apply } from '../helpers/events.ts'
 import { ALICE, BOB, CAROL, isErrorShape, type Seeded, useSeededApp } from './fixtures.ts'
 

@@ -2,8 +2,7 @@ import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { getCursor } from '../../src/db/queries.ts'
-import type { JetstreamEvent } from '../../src/demo/generator.ts'
-import { createGenerator } from '../../src/demo/generator.ts'
+import { createGenerator, type JetstreamEvent } from '../../src/demo/generator.ts'
 import {
   type JetstreamJson,
   type JetstreamServer,
@@ -135,7 +134,7 @@ describe('Jetstream ingestion end to end', () => {
     const rows = await db.rows<{ k: string; cid: string; flags: number; recompiles: number }>(
       sql`SELECT did || '/' || rkey AS k, cid, flags, recompiles FROM prompts WHERE NOT deleted AND NOT hidden`,
     )
-    const { flagsToNames } = await import('../../src/indexer/flags.ts')
+    const { flagsToNames } = await import('../../src/model/flags.ts')
     const got = rows
       .map(
         (r) => `${r.k} ${r.cid} ${flagsToNames(Number(r.flags)).sort().join(',')} ${r.recompiles}`,

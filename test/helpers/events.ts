@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto'
 import { TID } from '@atproto/common'
 import type { Database } from '../../src/db/client.ts'
 import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
-import type { CommitEvent, IndexEvent } from '../../src/indexer/events.ts'
 import type { BatchEvent } from '../../src/indexer/plan.ts'
 import { PromptValidator } from '../../src/indexer/prompt-record.ts'
+import type { CommitEvent, IndexEvent } from '../../src/model/events.ts'
 
 export const NSIDS = {
   prompt: 'xyz.quasigod.lab.letta.compiledPrompt',

@@ -1,5 +1,5 @@
 import { TID } from '@atproto/common'
-import type { CommitEvent } from '../../src/indexer/events.ts'
+import type { CommitEvent } from '../../src/model/events.ts'
 import {
   AGENT,
   agentRecord,

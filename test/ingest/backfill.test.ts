@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net'
 import { TID } from '@atproto/common'
 import { Secp256k1Keypair } from '@atproto/crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { RepoSnapshotEvent } from '../../src/indexer/events.ts'
 import { type BackfillOptions, httpBase, runBackfill } from '../../src/ingest/backfill.ts'
 import { renderBar } from '../../src/ingest/backfill-progress.ts'
 import { createDidResolver, type DidResolver } from '../../src/ingest/did-resolver.ts'
+import type { RepoSnapshotEvent } from '../../src/model/events.ts'
 import {
   AGENT,
   agentRecord,

@@ -1,10 +1,10 @@
 import { Secp256k1Keypair } from '@atproto/crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { CommitEvent, IndexEvent } from '../../src/indexer/events.ts'
 import type { SourceItem } from '../../src/indexer/sink.ts'
 import { createDidResolver, type DidResolver } from '../../src/ingest/did-resolver.ts'
 import { createFirehoseSource, type FirehoseSourceOptions } from '../../src/ingest/firehose.ts'
 import { createHandleVerifier, type HandleVerifier } from '../../src/ingest/identity.ts'
+import type { CommitEvent, IndexEvent } from '../../src/model/events.ts'
 import { type ExpectedCommit, writeScenario } from '../helpers/firehose-scenario.ts'
 import {
   AGENT,

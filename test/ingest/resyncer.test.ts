@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net'
 import { Secp256k1Keypair } from '@atproto/crypto'
 import { blocksToCarFile, MemoryBlockstore, Repo, WriteOpAction } from '@atproto/repo'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { ChainEvent, RepoSnapshotEvent } from '../../src/indexer/events.ts'
 import { Resyncer } from '../../src/ingest/chain/resyncer.ts'
 import { fetchRepoSnapshot } from '../../src/ingest/repo-snapshot.ts'
+import type { ChainEvent, RepoSnapshotEvent } from '../../src/model/events.ts'
 import { COLLECTIONS, PROMPT, silentLogger, testMetrics } from '../helpers/ingest-kit.ts'
 
 // The resyncer against real HTTP: a PDS that answers getRepo with 429 and retry-after

@@ -1,7 +1,7 @@
 import { createGenerator } from '../../src/demo/generator.ts'
 import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
-import type { IndexEvent } from '../../src/indexer/events.ts'
 import { normalizeJetstreamEvent } from '../../src/ingest/jetstream-event.ts'
+import type { IndexEvent } from '../../src/model/events.ts'
 import { apply, NSIDS, World } from '../helpers/events.ts'
 
 // Data for the browser tests: the demo generator's traffic (what `npm run demo` shows),

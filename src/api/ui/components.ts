@@ -1,4 +1,4 @@
-import type { Nsids } from '../../indexer/prompt-record.ts'
+import type { Nsids } from '../../model/nsids.ts'
 import { seg } from './api-client.ts'
 import { type Html, html, type Slot } from './html.ts'
 

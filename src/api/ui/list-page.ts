@@ -1,4 +1,4 @@
-import { FILTER_NAMES } from '../../indexer/flags.ts'
+import { FILTER_NAMES } from '../../model/flags.ts'
 import { getHandles } from '../reads.ts'
 import { apiGet } from './api-client.ts'
 import type { PromptItem, PromptPage } from './api-types.ts'

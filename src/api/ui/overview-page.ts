@@ -1,4 +1,4 @@
-import { FILTER_NAMES, flagsToNames } from '../../indexer/flags.ts'
+import { FILTER_NAMES, flagsToNames } from '../../model/flags.ts'
 import { type ChangeRow, getHandles, recentChanges } from '../reads.ts'
 import { apiGet, apiRaw } from './api-client.ts'
 import type { StatsAnswer } from './api-types.ts'

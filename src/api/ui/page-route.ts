@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Database } from '../../db/client.ts'
-import type { Nsids } from '../../indexer/prompt-record.ts'
+import type { Nsids } from '../../model/nsids.ts'
 import { UiError } from './api-client.ts'
 import { type Html, render } from './html.ts'
 import { errorPage } from './layout.ts'

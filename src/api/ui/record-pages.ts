@@ -1,4 +1,4 @@
-import { FILTER_NAMES } from '../../indexer/flags.ts'
+import { FILTER_NAMES } from '../../model/flags.ts'
 import { getHandles } from '../reads.ts'
 import { apiFind, apiGet, seg, UiError } from './api-client.ts'
 import type { AgentSummary, ConversationView, PromptPage } from './api-types.ts'

@@ -1,6 +1,6 @@
 import { def, MemoryBlockstore, readCarWithRoot, verifyCommitSig } from '@atproto/repo'
 import type { ChainHead } from '../../db/repo-chain.ts'
-import type { ChainEvent } from '../../indexer/events.ts'
+import type { ChainEvent } from '../../model/events.ts'
 import type { KeyLookup } from '../signature.ts'
 import { checkRev, stateEvent } from './check-commit.ts'
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import type { ChainHead } from '../../db/repo-chain.ts'
-import type { ChainEvent, RepoSnapshotEvent } from '../../indexer/events.ts'
 import type { Metrics } from '../../metrics.ts'
+import type { ChainEvent, RepoSnapshotEvent } from '../../model/events.ts'
 import { isTransient, RepoFetchError } from '../repo-snapshot.ts'
 import { stateEvent } from './check-commit.ts'
 

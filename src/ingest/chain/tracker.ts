@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import type { ChainHead } from '../../db/repo-chain.ts'
-import type { ChainEvent } from '../../indexer/events.ts'
+import type { ChainEvent } from '../../model/events.ts'
 
 // What the firehose knows of each tracked repo's chain, ahead of the database. Two layers:
 // `heads` is the state as frames of the current connection were checked (frames are

@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
-import type { Database, Executor } from '../db/client.ts'
-import { didSet } from '../db/writes.ts'
-import { FLAG_BITS } from './flags.ts'
+import { FLAG_BITS } from '../model/flags.ts'
+import type { Database, Executor } from './client.ts'
+import { didSet } from './writes.ts'
 
 // Recomputes the data-dependent flags (orphaned, staleTemplate, staleMemory) of every live
 // prompt a batch may have affected, in one statement. Affected means: its own slot was

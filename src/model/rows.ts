@@ -1,0 +1,89 @@
+import type { Provenance } from './events.ts'
+
+// The rows the indexer plans and db/ stores, and the key they are grouped by. Types only,
+// plus the few one-line rules both sides apply to them.
+
+export interface StoredRecord {
+  rev: string
+  cid: string | null
+  deleted: boolean
+  recompiles: number
+  agentUri: string | null
+}
+
+export interface RecordRow extends StoredRecord {
+  did: string
+  rkey: string
+  record: unknown
+  facts: PromptFacts | null
+  templateHash: string | null
+  /** Source time (µs) the write arrived with: the "indexed" instant of the evidence rule. */
+  timeUs: number
+  provenance: Provenance | null
+}
+
+export interface AccountRow {
+  did: string
+  active: boolean
+  status: string | null
+  handle: string | null
+  operatorHidden: boolean
+  accountSeq: number | null
+  accountUs: number | null
+  identitySeq: number | null
+  identityUs: number | null
+  lastRev: string | null
+  purgedRev: string | null
+  purgedUs: number | null
+}
+
+export interface RevisionRow {
+  did: string
+  rkey: string
+  rev: string
+  cid: string
+  facts: PromptFacts
+  /** The revision's texts, when they are strings: kept in revision_texts. */
+  content: string | null
+  coreMemory: string | null
+}
+
+/** One record's (or one repo text's) key in a batch's maps. */
+export const keyOf = (did: string, rkey: string): string => `${did}\u0000${rkey}`
+export const splitKey = (key: string): [string, string] => key.split('\u0000') as [string, string]
+export const isVisible = (a: AccountRow): boolean => a.active && !a.operatorHidden
+
+/** What the indexer keeps of a prompt beyond the record itself. */
+export interface PromptFacts {
+  validationError: string | null
+  /** mismatched | coreMemoryDetached | invalid: the bits this record decides alone. */
+  baseFlags: number
+  contentBytes: number | null
+  contentHash: string | null
+  agentUri: string | null
+  agentDid: string | null
+  agentRkey: string | null
+  rawSystemHash: string | null
+  memfsRevision: string | null
+  compiledAt: string | null
+  compiledUs: number | null
+  /** The distinct words of content, for search (see search-words.ts). */
+  searchWords: string[]
+}
+
+/** One stored text of revision_texts (see db/schema.ts): whole, or a delta against `base`. */
+export interface TextRow {
+  did: string
+  hash: string
+  base: string | null
+  depth: number
+  length: number
+  body: string
+}
+
+/** The prompt's current content, stored as a text of depth `depth`. */
+export interface PreviousText {
+  content: string
+  hash: string
+  depth: number
+}
