@@ -156,13 +156,8 @@ function deleteLiveRecords(
 
 /** Account status; a `deleted` account is purged. Only DIDs we index are kept. */
 function planAccount(ctx: PlanContext, ev: AccountEvent): void {
-  const acc = accountOf(ctx, ev.did)
-  // Account events arrive for every DID on the network; keep only the ones we index.
-  if (!acc || isOlder(ev.seq, ev.timeUs, acc.accountSeq, acc.accountUs)) {
-    countOutcome(ctx, 'unknown', 'account', 'ignored_rev')
-    return
-  }
-  const row = touchAccount(ctx, ev.did)
+  const row = freshAccountRow(ctx, ev, (a) => [a.accountSeq, a.accountUs])
+  if (!row) return
   row.active = ev.active
   row.status = ev.status
   row.accountSeq = ev.seq ?? row.accountSeq
@@ -172,16 +167,30 @@ function planAccount(ctx: PlanContext, ev: AccountEvent): void {
 }
 
 function planIdentity(ctx: PlanContext, ev: IdentityEvent): void {
-  const acc = accountOf(ctx, ev.did)
-  if (!acc || isOlder(ev.seq, ev.timeUs, acc.identitySeq, acc.identityUs)) {
-    countOutcome(ctx, 'unknown', 'identity', 'ignored_rev')
-    return
-  }
-  const row = touchAccount(ctx, ev.did)
+  const row = freshAccountRow(ctx, ev, (a) => [a.identitySeq, a.identityUs])
+  if (!row) return
   row.handle = ev.handle
   row.identitySeq = ev.seq ?? row.identitySeq
   row.identityUs = ev.timeUs
   countOutcome(ctx, 'unknown', 'identity', 'indexed')
+}
+
+/**
+ * The row an account or identity event may change; null (counted as ignored) when it is
+ * older than what the row holds, or for a DID we do not index: these events arrive for
+ * every DID on the network.
+ */
+function freshAccountRow(
+  ctx: PlanContext,
+  ev: AccountEvent | IdentityEvent,
+  last: (acc: AccountRow) => [seq: number | null, us: number | null],
+): AccountRow | null {
+  const acc = accountOf(ctx, ev.did)
+  if (!acc || isOlder(ev.seq, ev.timeUs, ...last(acc))) {
+    countOutcome(ctx, 'unknown', ev.kind, 'ignored_rev')
+    return null
+  }
+  return touchAccount(ctx, ev.did)
 }
 
 function planOperatorHide(ctx: PlanContext, ev: OperatorHideEvent): void {
