@@ -3,6 +3,7 @@ import { Firehose, MemoryRunner } from '@atproto/sync'
 import pino from 'pino'
 import { applyBatch } from '../src/indexer/apply.ts'
 import type { SourceItem } from '../src/indexer/sink.ts'
+import type { ChainStore } from '../src/ingest/chain/firehose-chain.ts'
 import { createDidResolver } from '../src/ingest/did-resolver.ts'
 import { createFirehoseSource } from '../src/ingest/firehose.ts'
 import { createMetrics } from '../src/metrics.ts'
@@ -36,6 +37,11 @@ export interface FirehoseOptions {
   lettaDids: number
   /** The product's VERIFY_THREADS (default: the product's default). */
   verifyThreads?: number
+  /**
+   * Share of the noise repos tracked as well (they hold Letta records here, as a Letta
+   * user who also posts): with chain state, every one of their commits is verified.
+   */
+  trackedNoiseShare?: number
   log?: (msg: string) => void
 }
 
@@ -46,6 +52,7 @@ export function firehoseOptionsFromEnv(): FirehoseOptions {
     matchingShare: 0.04,
     noiseRepos: count('BENCH_FIREHOSE_NOISE_REPOS', 2000),
     lettaDids: count('BENCH_FIREHOSE_LETTA_DIDS', 200),
+    trackedNoiseShare: Number(process.env.BENCH_FIREHOSE_TRACKED_SHARE ?? 0.05),
     verifyThreads: verifyThreadsFromEnv(process.env.BENCH_FIREHOSE_VERIFY_THREADS),
     log: (m) => console.log(`[firehose] ${m}`),
   }
@@ -70,6 +77,19 @@ async function startFrameServer(path: string) {
   return { url: `ws://127.0.0.1:${port}`, stop: () => child.stop() }
 }
 
+/**
+ * The chain state as the runtime wires it (src/ingest/create-source.ts), in memory: the
+ * Letta repos and `tracked` noise repos are tracked, none has a stored head yet (the first
+ * commit seen starts its chain), none waits for a resync.
+ */
+function memoryChainStore(tracked: string[]): ChainStore {
+  return {
+    loadHead: async () => null,
+    loadTracked: async (limit) => tracked.slice(0, limit),
+    listUnsynchronized: async () => [],
+  }
+}
+
 /** The product's source until the item with seq `lastSeq`; returns the commit events. */
 async function runProduct(
   url: string,
@@ -77,6 +97,7 @@ async function runProduct(
   set: FrameSet,
   fromSeq: number,
   verifyThreads: number | undefined,
+  tracked: string[] | null,
 ) {
   const logger = pino({ level: 'silent' })
   const metrics = createMetrics({ version: 'bench', collections: COLLECTIONS })
@@ -90,6 +111,7 @@ async function runProduct(
     logger,
     metrics,
     verifyThreads,
+    chainStore: tracked ? memoryChainStore(tracked) : undefined,
   })
   const events: IndexEvent[] = []
   const abort = new AbortController()
@@ -107,7 +129,8 @@ async function runProduct(
   const errors = got.values
     .filter((v) => v.labels.outcome === 'error')
     .reduce((a, v) => a + v.value, 0)
-  return { elapsedS, events, errors, cpu: cpuSince(cpu) }
+  const breaks = (await metrics.chainBreaksTotal.get()).values.reduce((a, v) => a + v.value, 0)
+  return { elapsedS, events, errors, breaks, cpu: cpuSince(cpu) }
 }
 
 async function runBaseline(url: string, plcUrl: string, set: FrameSet, fromSeq: number) {
@@ -188,10 +211,20 @@ export async function runFirehose(o: FirehoseOptions): Promise<ScenarioResult> {
   try {
     // A short pass over the tail of the stream first, so neither side is timed while cold.
     const warm = Math.max(0, set.lastSeq - Math.min(5000, Math.floor(set.frames.length / 5)))
-    await runProduct(server.url, plc.url, set, warm, o.verifyThreads)
+    const letta = new Set(set.expected.map((e) => e.did))
+    const noise = Object.keys(set.keys).filter((d) => !letta.has(d))
+    const trackedNoise = noise.slice(0, Math.round(noise.length * (o.trackedNoiseShare ?? 0.05)))
+    const tracked = [...letta, ...trackedNoise]
+    details.trackedRepos = { letta: letta.size, noise: trackedNoise.length, of: noise.length }
+    await runProduct(server.url, plc.url, set, warm, o.verifyThreads, tracked)
     await runBaseline(server.url, plc.url, set, warm)
-    const product = await runProduct(server.url, plc.url, set, 0, o.verifyThreads)
+    const product = await runProduct(server.url, plc.url, set, 0, o.verifyThreads, tracked)
     log(`product: ${(set.frames.length / product.elapsedS).toFixed(0)} frames/s`)
+    // Before Sync 1.1: the same source without chain state (matching commits only).
+    const unchained = await runProduct(server.url, plc.url, set, 0, o.verifyThreads, null)
+    log(
+      `product without chain state: ${(set.frames.length / unchained.elapsedS).toFixed(0)} frames/s`,
+    )
     const baseline = await runBaseline(server.url, plc.url, set, 0)
     log(`baseline: ${(set.frames.length / baseline.elapsedS).toFixed(0)} frames/s`)
 
@@ -224,6 +257,13 @@ export async function runFirehose(o: FirehoseOptions): Promise<ScenarioResult> {
     const bfps = set.frames.length / baseline.elapsedS
     details.product = { elapsedS: product.elapsedS, framesPerS: fps, cpu: product.cpu }
     details.baseline = { elapsedS: baseline.elapsedS, framesPerS: bfps, cpu: baseline.cpu }
+    const ufps = set.frames.length / unchained.elapsedS
+    details.unchained = { elapsedS: unchained.elapsedS, framesPerS: ufps, cpu: unchained.cpu }
+    checks.push({
+      name: 'the chain of every tracked repo held (no break, no resync)',
+      ok: product.breaks === 0,
+      detail: `${product.breaks} breaks`,
+    })
     rows.push(
       row(
         'frames/s',
@@ -232,6 +272,14 @@ export async function runFirehose(o: FirehoseOptions): Promise<ScenarioResult> {
         '>= 3x and >= 30,000 frames/s',
         fps >= 3 * bfps && fps >= 30_000,
         bfps,
+      ),
+      row(
+        'frames/s, chain state vs none',
+        fps,
+        'frames/s',
+        'informational (baseline: the same source without chain state)',
+        null,
+        ufps,
       ),
     )
   } finally {
@@ -249,7 +297,7 @@ export async function runFirehose(o: FirehoseOptions): Promise<ScenarioResult> {
     checks,
     details,
     notes: [
-      `${set.frames.length.toLocaleString('en-US')} frames, ${((1 - set.matchingFrames / set.frames.length) * 100).toFixed(1)}% in other collections (posts, likes, follows of ${o.noiseRepos} repos) or account events; matching commits are verified (secp256k1 signature and MST proof) by both sides; DID keys from a loopback PLC, cached by both resolvers and warmed before timing`,
+      `${set.frames.length.toLocaleString('en-US')} frames, ${((1 - set.matchingFrames / set.frames.length) * 100).toFixed(1)}% in other collections (posts, likes, follows of ${o.noiseRepos} repos) or account events; matching commits are verified (secp256k1 signature and MST proof) by both sides; with chain state (as the runtime wires it) the ${set.expected.length ? new Set(set.expected.map((e) => e.did)).size : 0} Letta repos and ${Math.round((o.trackedNoiseShare ?? 0.05) * 100)}% of the noise repos are tracked, so each of their commits is verified and chain-checked (since, prevData, MST inversion); DID keys from a loopback PLC, cached by both resolvers and warmed before timing`,
     ],
   }
 }

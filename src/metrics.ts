@@ -40,6 +40,8 @@ export interface Metrics extends ChainMetrics {
   prompts: Gauge<'flag'>
   httpRequestDurationSeconds: Histogram<'route' | 'method' | 'status_code'>
   buildInfo: Gauge<'version'>
+  upstreamRequestsTotal: Counter<'endpoint' | 'status'>
+  repoFetchFailuresTotal: Counter<'reason'>
 }
 
 export interface MetricsOptions {
@@ -161,6 +163,18 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     registers: [registry],
   })
   buildInfo.set({ version: opts.version }, 1)
+  const upstreamRequestsTotal = new Counter({
+    name: `${p}upstream_requests_total`,
+    help: 'HTTP requests to upstream hosts (getRepo, listRepos), by XRPC method and status (or error)',
+    labelNames: ['endpoint', 'status'] as const,
+    registers: [registry],
+  })
+  const repoFetchFailuresTotal = new Counter({
+    name: `${p}repo_fetch_failures_total`,
+    help: 'getRepo fetches (backfill, resync) refused or failed, by reason (truncated, bad_block_hash, too_large, rate_limited, ...)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  })
 
   return {
     ...createChainMetrics(registry, p, opts.collectRepoGauge),
@@ -177,5 +191,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     prompts,
     httpRequestDurationSeconds,
     buildInfo,
+    upstreamRequestsTotal,
+    repoFetchFailuresTotal,
   }
 }

@@ -2,11 +2,15 @@ import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.ts'
 import type { RepoSnapshotEvent } from '../model/events.ts'
 import { type BackfillProgress, createProgressReporter } from './backfill-progress.ts'
+import type { CarStreamLimits } from './car-stream.ts'
 import type { DidResolver } from './did-resolver.ts'
 import { fetchRepoSnapshot, isTransient, withRetries } from './repo-snapshot.ts'
+import { sharedUpstreamLimiter, type UpstreamLimiter } from './upstream-limiter.ts'
 
-// Backfill: find the repos that hold the indexed collections, fetch each whole from its own
-// PDS, verify it and hand it on as one snapshot. Resumable: repos marked done are skipped.
+// Backfill: find the repos that hold the indexed collections, stream each from its own PDS
+// (only the MST and the indexed collections' records are kept, car-stream.ts), verify it
+// and hand it on as one snapshot. Resumable: repos marked done are skipped. Every request
+// to a host goes through one UpstreamLimiter (per-host concurrency, 429 waits).
 
 export interface BackfillOptions {
   logger: Logger
@@ -32,6 +36,9 @@ export interface BackfillOptions {
   allowPrivateNetwork?: boolean
   fetch?: typeof fetch
   retryDelayMs?: number
+  /** Default: the process-wide limiter. */
+  limiter?: UpstreamLimiter
+  limits?: CarStreamLimits
 }
 
 export interface BackfillSummary {
@@ -93,6 +100,9 @@ export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummar
             fetch: opts.fetch,
             allowPrivateNetwork: opts.allowPrivateNetwork,
             forceRefresh: attempt > 1,
+            limiter: opts.limiter,
+            limits: opts.limits,
+            metrics,
           }),
         opts.attempts ?? 3,
         signal,
@@ -109,7 +119,8 @@ export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummar
         op: 'unknown',
         outcome: 'error',
       })
-      logger.warn({ did, reason, retryable: isTransient(err) }, 'backfill: repo failed')
+      const code = (err as { reason?: string }).reason
+      logger.warn({ did, reason, code, retryable: isTransient(err) }, 'backfill: repo failed')
       return
     }
     // Store failures are not the repo's fault: they stop the run (and reject below).
@@ -202,35 +213,38 @@ async function xrpcGet(
 ): Promise<{ notImplemented: boolean; body: unknown }> {
   const url = new URL(`${base}/xrpc/${method}`)
   for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v)
+  const limiter = opts.limiter ?? sharedUpstreamLimiter
+  const signal = opts.signal
+  const send = () =>
+    (opts.fetch ?? fetch)(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(60_000)]) })
   return withRetries(
-    async () => {
-      const res = await (opts.fetch ?? fetch)(url, {
-        signal: AbortSignal.any([opts.signal, AbortSignal.timeout(60_000)]),
-      })
-      const text = await res.text()
-      let body: { error?: string; message?: string } = {}
-      try {
-        body = JSON.parse(text)
-      } catch {
-        // Not JSON: judged by the status alone.
-      }
-      if (res.ok) return { notImplemented: false, body }
-      // A relay answers; the reference PDS does not know the method and tries to proxy it
-      // to an AppView, which without a login is a 401 rather than a 501.
-      if (NOT_IMPLEMENTED.has(res.status) || body.error === 'MethodNotImplemented') {
-        return { notImplemented: true, body }
-      }
-      throw Object.assign(
-        new Error(`${method}: HTTP ${res.status} ${body.error ?? ''} ${body.message ?? ''}`.trim()),
-        {
-          status: res.status,
-        },
-      )
-    },
+    () => limiter.run({ url, endpoint: method, signal, metrics: opts.metrics }, send, judge),
     opts.attempts ?? 3,
     opts.signal,
     opts.retryDelayMs,
   )
+
+  async function judge(res: Response): Promise<{ notImplemented: boolean; body: unknown }> {
+    const text = await res.text()
+    let body: { error?: string; message?: string } = {}
+    try {
+      body = JSON.parse(text)
+    } catch {
+      // Not JSON: judged by the status alone.
+    }
+    if (res.ok) return { notImplemented: false, body }
+    // A relay answers; the reference PDS does not know the method and tries to proxy it
+    // to an AppView, which without a login is a 401 rather than a 501.
+    if (NOT_IMPLEMENTED.has(res.status) || body.error === 'MethodNotImplemented') {
+      return { notImplemented: true, body }
+    }
+    throw Object.assign(
+      new Error(`${method}: HTTP ${res.status} ${body.error ?? ''} ${body.message ?? ''}`.trim()),
+      {
+        status: res.status,
+      },
+    )
+  }
 }
 
 /** ws(s):// → http(s)://, without a trailing slash or an /xrpc/… path. */

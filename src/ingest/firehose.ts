@@ -92,6 +92,7 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
               signal: s,
               allowPrivateNetwork: opts.allowPrivateNetwork,
               forceRefresh: attempt > 1,
+              metrics,
             }),
           3,
           s,

@@ -1,35 +1,45 @@
-import {
-  cborToLexRecord,
-  def,
-  MemoryBlockstore,
-  MST,
-  RepoVerificationError,
-  readCarWithRoot,
-  verifyCommitSig,
-} from '@atproto/repo'
+import { type Commit, RepoVerificationError, verifyCommitSig } from '@atproto/repo'
+import type { Metrics } from '../metrics.ts'
 import type { RepoSnapshotEvent } from '../model/events.ts'
 import { sleepUnlessAborted } from './abortable.ts'
+import {
+  CarStreamError,
+  type CarStreamLimits,
+  readRepoCar,
+  type StreamedRepo,
+} from './car-stream.ts'
 import type { DidResolver } from './did-resolver.ts'
-import { lexToJson } from './lex-json.ts'
+import {
+  retryAfterMs,
+  sharedUpstreamLimiter,
+  UpstreamError,
+  type UpstreamLimiter,
+} from './upstream-limiter.ts'
 
-// One repo, fetched whole with com.atproto.sync.getRepo from the PDS its DID document
-// names, verified (block hashes, commit DID, commit signature) and cut down to the indexed
-// collections. Shared by backfill and the firehose's #sync handling.
+export { retryAfterMs }
+
+// One repo, fetched with com.atproto.sync.getRepo from the PDS its DID document names, read
+// as a stream (car-stream.ts: every block hash-checked, only the MST and the indexed
+// collections' records kept), then verified (commit DID, commit signature, records proven
+// under the signed root). Shared by backfill and the firehose's resyncs.
 
 export class RepoFetchError extends Error {
   /** Worth another try later: network trouble, 429, 5xx. */
   readonly retryable: boolean
   /** How long the host asked us to wait (429/503 `retry-after`), when it said. */
   readonly retryAfterMs: number | null
+  /** Counted in prompt_appview_repo_fetch_failures_total{reason}. */
+  readonly reason: string
   constructor(
     message: string,
     retryable: boolean,
-    options?: { cause?: unknown; retryAfterMs?: number | null },
+    options?: { cause?: unknown; retryAfterMs?: number | null; reason?: string },
   ) {
     super(message, options)
     this.name = 'RepoFetchError'
     this.retryable = retryable
     this.retryAfterMs = options?.retryAfterMs ?? null
+    this.reason = options?.reason ?? (retryable ? 'network' : 'invalid')
   }
 }
 
@@ -40,8 +50,11 @@ export interface RepoFetchOptions {
   fetch?: typeof fetch
   signal?: AbortSignal
   timeoutMs?: number
-  /** A larger repo is refused (memory stays bounded). Default 512 MiB. */
-  maxBytes?: number
+  /** Body, block and kept-record bounds (car-stream.ts defaults: 4 GiB, 4 MiB, 256 MiB). */
+  limits?: CarStreamLimits
+  /** Per-PDS concurrency and rate limits; default one limiter for the whole process. */
+  limiter?: UpstreamLimiter
+  metrics?: Metrics
   /**
    * A DID document names any URL it likes as its PDS. Unless this is set, only https
    * endpoints with a domain name are fetched (no localhost, no IP literals).
@@ -62,6 +75,16 @@ export async function fetchRepoSnapshot(
   did: string,
   opts: RepoFetchOptions,
 ): Promise<RepoSnapshotEvent> {
+  try {
+    return await fetchVerified(did, opts)
+  } catch (err) {
+    const e = asFetchError(err)
+    opts.metrics?.repoFetchFailuresTotal.inc({ reason: e.reason })
+    throw e
+  }
+}
+
+async function fetchVerified(did: string, opts: RepoFetchOptions): Promise<RepoSnapshotEvent> {
   const refresh = { forceRefresh: opts.forceRefresh ?? false }
   let pds: string
   try {
@@ -69,20 +92,21 @@ export async function fetchRepoSnapshot(
   } catch (err) {
     throw new RepoFetchError(`resolving ${did}: ${(err as Error).message}`, isTransient(err), {
       cause: err,
+      reason: 'resolve',
     })
   }
-  const car = await fetchRepoCar(pds, did, opts)
+  const repo = await fetchRepoCar(pds, did, opts)
   const key = await opts.resolver.resolveKey(did, refresh)
   let verified: VerifiedSnapshot
   try {
-    verified = await verifyRepoSnapshot(car, did, key, opts.collections)
+    verified = await verifyRepoSnapshot(repo, did, key)
   } catch (err) {
-    if (!(err instanceof RepoVerificationError))
-      throw new RepoFetchError(`invalid repo: ${(err as Error).message}`, false, { cause: err })
+    if (!(err instanceof RepoVerificationError)) throw err
     // The key may have rotated since the document was cached: one more try with a fresh one.
     const fresh = await opts.resolver.resolveKey(did, { forceRefresh: true })
-    if (fresh === key) throw new RepoFetchError(err.message, false, { cause: err })
-    verified = await verifyRepoSnapshot(car, did, fresh, opts.collections)
+    if (fresh === key)
+      throw new RepoFetchError(err.message, false, { cause: err, reason: 'bad_signature' })
+    verified = await verifyRepoSnapshot(repo, did, fresh)
   }
   return {
     kind: 'snapshot',
@@ -95,42 +119,27 @@ export async function fetchRepoSnapshot(
   }
 }
 
-/** Verifies a getRepo CAR and extracts the records of `collections` as lex-JSON. */
+/**
+ * Checks a streamed repo's signed commit. The records were proven while streaming: each
+ * one is a leaf of the MST under the commit's `data`, every block hash-checked.
+ */
 export async function verifyRepoSnapshot(
-  car: Uint8Array,
+  repo: StreamedRepo,
   did: string,
   signingKey: string,
-  collections: string[],
 ): Promise<VerifiedSnapshot> {
-  // readCarWithRoot checks every block against its CID, so everything reached from the
-  // signed commit below is authenticated by the signature.
-  const { root, blocks } = await readCarWithRoot(car)
-  const storage = new MemoryBlockstore(blocks)
-  // def.commit is the v3 shape: a v2 commit has no rev to order writes by.
-  const commit = await storage.readObj(root, def.commit)
-  if (commit.did !== did) throw new RepoVerificationError(`repo is for ${commit.did}, not ${did}`)
+  const commit: Commit = repo.commit
+  if (commit.did !== did)
+    throw new RepoFetchError(`repo is for ${commit.did}, not ${did}`, false, {
+      reason: 'wrong_did',
+    })
   if (!(await verifyCommitSig(commit, signingKey))) {
-    throw new RepoVerificationError(`invalid signature on commit ${root.toString()}`)
-  }
-  const mst = MST.load(storage, commit.data)
-  const records: RepoSnapshotEvent['records'] = []
-  // Only the indexed collections' key ranges are walked: a large repo is mostly posts.
-  for (const collection of collections) {
-    for (const leaf of await mst.listWithPrefix(`${collection}/`)) {
-      const bytes = blocks.get(leaf.value)
-      if (!bytes) throw new Error(`record block missing: ${leaf.key}`)
-      records.push({
-        collection,
-        rkey: leaf.key.slice(collection.length + 1),
-        cid: leaf.value.toString(),
-        record: lexToJson(cborToLexRecord(bytes)),
-      })
-    }
+    throw new RepoVerificationError(`invalid signature on commit ${repo.root.toString()}`)
   }
   return {
     rev: commit.rev,
-    records,
-    commit: { cid: root.toString(), data: commit.data.toString() },
+    records: repo.records,
+    commit: { cid: repo.root.toString(), data: commit.data.toString() },
   }
 }
 
@@ -138,78 +147,105 @@ export async function fetchRepoCar(
   pds: string,
   did: string,
   opts: RepoFetchOptions,
-): Promise<Uint8Array> {
+): Promise<StreamedRepo> {
   const url = new URL('/xrpc/com.atproto.sync.getRepo', pds)
   url.searchParams.set('did', did)
   if (!opts.allowPrivateNetwork) assertPublicEndpoint(url)
-  const maxBytes = opts.maxBytes ?? 512 * 1024 * 1024
-  const timeout = AbortSignal.timeout(opts.timeoutMs ?? 120_000)
+  const timeout = AbortSignal.timeout(opts.timeoutMs ?? 300_000)
   const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout
-  let res: Response
-  try {
-    res = await (opts.fetch ?? fetch)(url, {
+  const limiter = opts.limiter ?? sharedUpstreamLimiter
+  const send = () =>
+    (opts.fetch ?? fetch)(url, {
       signal,
       redirect: 'error',
       headers: { accept: 'application/vnd.ipld.car' },
     })
-  } catch (err) {
-    throw new RepoFetchError(`getRepo ${url.host}: ${(err as Error).message}`, true, { cause: err })
+  return limiter.run(
+    { url, endpoint: 'com.atproto.sync.getRepo', signal, metrics: opts.metrics },
+    send,
+    async (res) => {
+      if (!res.ok) throw await httpError(url, res)
+      const maxBytes = opts.limits?.maxBytes ?? 4 * 1024 ** 3
+      const length = Number(res.headers.get('content-length') ?? 0)
+      if (length > maxBytes) {
+        await res.body?.cancel().catch(() => {})
+        throw new RepoFetchError(
+          `repo is ${length} bytes, more than the limit of ${maxBytes}`,
+          false,
+          {
+            reason: 'too_large',
+          },
+        )
+      }
+      try {
+        return await readRepoCar(res.body ?? emptyBody(), opts.collections, opts.limits)
+      } finally {
+        // A refused stream stops here: the rest of a 2 GB body is never read.
+        await res.body?.cancel().catch(() => {})
+      }
+    },
+  )
+}
+
+async function httpError(url: URL, res: Response): Promise<RepoFetchError> {
+  // At most 64 KiB of an error body: it is only read for its XRPC error name.
+  const body = new TextDecoder().decode((await readPrefix(res, 64 * 1024)) ?? new Uint8Array())
+  let detail = body.slice(0, 200)
+  try {
+    const parsed = JSON.parse(body) as { error?: string; message?: string }
+    detail = [parsed.error, parsed.message].filter(Boolean).join(': ')
+  } catch {
+    // Not an XRPC error body: keep the raw text.
   }
-  if (!res.ok) {
-    const body = await res.text().catch(() => '')
-    let detail = body.slice(0, 200)
-    try {
-      const parsed = JSON.parse(body) as { error?: string; message?: string }
-      detail = [parsed.error, parsed.message].filter(Boolean).join(': ')
-    } catch {
-      // Not an XRPC error body: keep the raw text.
-    }
-    const retryable = res.status === 429 || res.status >= 500
-    throw new RepoFetchError(
-      `getRepo ${url.host}: HTTP ${res.status} ${detail}`.trim(),
-      retryable,
-      {
-        retryAfterMs: retryAfterMs(res.headers),
-      },
-    )
-  }
-  const length = Number(res.headers.get('content-length') ?? 0)
-  if (length > maxBytes) {
-    await res.body?.cancel()
-    throw new RepoFetchError(`repo is ${length} bytes, more than the limit of ${maxBytes}`, false)
-  }
-  // Read in chunks so an unannounced oversized body is cut off instead of buffered whole.
+  const retryable = res.status === 429 || res.status >= 500
+  return new RepoFetchError(`getRepo ${url.host}: HTTP ${res.status} ${detail}`.trim(), retryable, {
+    retryAfterMs: retryAfterMs(res.headers),
+    reason: `http_${res.status >= 500 ? '5xx' : res.status}`,
+  })
+}
+
+async function readPrefix(res: Response, max: number): Promise<Uint8Array | null> {
   const chunks: Uint8Array[] = []
   let total = 0
   try {
     for await (const chunk of res.body ?? []) {
-      total += chunk.byteLength
-      if (total > maxBytes)
-        throw new RepoFetchError(`repo is more than the limit of ${maxBytes} bytes`, false)
       chunks.push(chunk)
+      total += chunk.byteLength
+      if (total >= max) break
     }
-  } catch (err) {
-    if (err instanceof RepoFetchError) throw err
-    throw new RepoFetchError(`getRepo ${url.host}: ${(err as Error).message}`, true, { cause: err })
+  } catch {
+    return null
+  } finally {
+    await res.body?.cancel().catch(() => {})
   }
-  return Buffer.concat(chunks, total)
+  return Buffer.concat(chunks).subarray(0, max)
 }
 
-/** `retry-after` (seconds or an HTTP date), else `ratelimit-reset` (seconds), in ms. */
-export function retryAfterMs(headers: Headers, now = Date.now()): number | null {
-  const after = headers.get('retry-after')
-  if (after) {
-    const secs = Number(after)
-    if (Number.isFinite(secs) && secs >= 0) return secs * 1000
-    const at = Date.parse(after)
-    if (Number.isFinite(at)) return Math.max(0, at - now)
-  }
-  const reset = Number(headers.get('ratelimit-reset') ?? Number.NaN)
-  if (headers.get('ratelimit-remaining') === '0' && Number.isFinite(reset) && reset >= 0) {
-    // Seconds from now (the IETF draft); a value this large is an epoch time.
-    return reset > 1e9 ? Math.max(0, reset * 1000 - now) : reset * 1000
-  }
-  return null
+async function* emptyBody(): AsyncGenerator<Uint8Array> {}
+
+function asFetchError(err: unknown): RepoFetchError {
+  if (err instanceof RepoFetchError) return err
+  if (err instanceof CarStreamError)
+    return new RepoFetchError(`invalid repo CAR: ${err.message}`, false, {
+      cause: err,
+      reason: err.reason,
+    })
+  if (err instanceof UpstreamError)
+    return new RepoFetchError(err.message, err.retryable, {
+      cause: err,
+      reason: err.reason,
+      retryAfterMs: err.retryAfterMs,
+    })
+  if (err instanceof RepoVerificationError)
+    return new RepoFetchError(err.message, false, { cause: err, reason: 'bad_signature' })
+  const e = err as Error
+  const name = e?.name
+  if (name === 'TimeoutError' || name === 'AbortError' || e instanceof TypeError)
+    return new RepoFetchError(`getRepo: ${e.message}`, true, { cause: err, reason: 'network' })
+  return new RepoFetchError(`invalid repo: ${e?.message ?? String(err)}`, false, {
+    cause: err,
+    reason: 'invalid',
+  })
 }
 
 function assertPublicEndpoint(url: URL): void {
@@ -230,7 +266,7 @@ function assertPublicEndpoint(url: URL): void {
 
 /** Network failures and server-side trouble are worth retrying; bad data is not. */
 export function isTransient(err: unknown): boolean {
-  if (err instanceof RepoFetchError) return err.retryable
+  if (err instanceof RepoFetchError || err instanceof UpstreamError) return err.retryable
   const e = err as { name?: string; status?: number }
   if (e?.name === 'TimeoutError' || e?.name === 'TypeError') return true
   return typeof e?.status === 'number' && (e.status === 429 || e.status >= 500)

@@ -1,17 +1,11 @@
 import { TID } from '@atproto/common'
 import { type Keypair, Secp256k1Keypair } from '@atproto/crypto'
-import {
-  blocksToCarFile,
-  cidForRecord,
-  MemoryBlockstore,
-  type RecordWriteOp,
-  Repo,
-  WriteOpAction,
-} from '@atproto/repo'
+import { MemoryBlockstore, type RecordWriteOp, Repo, WriteOpAction } from '@atproto/repo'
 import { beforeEach, describe, expect, it } from 'vitest'
 import type { ChainHead } from '../../src/db/repo-chain.ts'
 import { checkCommit, checkRev } from '../../src/ingest/chain/check-commit.ts'
 import { COLLECTIONS, PROMPT } from '../helpers/ingest-kit.ts'
+import { commitBody } from './commit-body.ts'
 
 // The Sync 1.1 checks of one commit (notes/sync-1.1.md "Test cases worth writing" 2-9) on
 // commits signed and proven by @atproto/repo itself, then altered the ways a relay could.
@@ -50,29 +44,7 @@ beforeEach(async () => {
 
 /** The next commit's frame body as a PDS sends it (since, prevData, ops with prev). */
 async function nextCommit(writes: RecordWriteOp[]) {
-  const prevData = repo.commit.data
-  const ops = []
-  for (const w of writes) {
-    const path = `${w.collection}/${w.rkey}`
-    const prev = (await repo.data.get(path)) ?? undefined
-    const cid = w.action === WriteOpAction.Delete ? null : await cidForRecord(w.record)
-    ops.push({ action: w.action, path, cid, ...(prev ? { prev } : {}) })
-  }
-  const commit = await repo.formatCommit(writes, kp)
-  return {
-    seq: 9,
-    rebase: false,
-    tooBig: false,
-    repo: DID,
-    commit: commit.cid,
-    rev: commit.rev,
-    since: commit.since,
-    prevData,
-    blocks: await blocksToCarFile(commit.cid, commit.relevantBlocks),
-    ops,
-    blobs: [],
-    time: new Date().toISOString(),
-  }
+  return (await commitBody(repo, kp, writes, 9)).body
 }
 
 const check = (body: Awaited<ReturnType<typeof nextCommit>>, h: ChainHead | null = head) =>

@@ -14,7 +14,7 @@ import type { ChainTracker } from './tracker.ts'
 // repo is checked against the repo's chain (check-commit.ts, check-sync.ts), one repo at a
 // time in arrival order, and turns into record events plus the repo's new chain state.
 
-type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
+export type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
 
 export interface ChainFrameOptions {
   tracker: ChainTracker
@@ -25,6 +25,8 @@ export interface ChainFrameOptions {
   metrics: Metrics
   /** A repo whose commits keep arriving while it waits: make sure a resync is on its way. */
   onWaiting: (did: string) => void
+  /** Keeps a waiting repo's commit to judge again after its resync (resync-buffer.ts). */
+  hold?: (body: CommitBody, timeUs: number) => void
 }
 
 export interface ChainFrames {
@@ -58,7 +60,8 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
         countOps(body, 'ignored_rev')
         return cursorOnly
       case 'waiting':
-        logger.debug({ ...log, state: v.state }, 'commit of a repo awaiting resync, dropped')
+        logger.debug({ ...log, state: v.state }, 'commit of a repo awaiting resync, held')
+        o.hold?.(body, timeUs)
         o.onWaiting(did)
         return cursorOnly
       case 'reject':
@@ -70,6 +73,8 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
         metrics.chainBreaksTotal.inc({ reason: v.reason })
         countOps(body, 'error')
         logger.warn({ ...log, reason: v.reason, detail: v.detail }, 'repo chain break: resync')
+        // Judged again after the resync: dropped as a replay if the fetched repo has it.
+        o.hold?.(body, timeUs)
         tracker.setHead({
           did,
           rev: head?.rev ?? null,

@@ -7,12 +7,15 @@ import type { DidResolver } from '../did-resolver.ts'
 import type { SignatureCheck } from '../native-verify.ts'
 import { fetchRepoSnapshot } from '../repo-snapshot.ts'
 import { type ChainFrames, createChainFrames } from './chain-frames.ts'
+import { type HeldCommit, ResyncBuffer } from './resync-buffer.ts'
 import { Resyncer, type ResyncerOptions } from './resyncer.ts'
 import { ChainTracker } from './tracker.ts'
 
 // Sync 1.1 for one run of the firehose source: the tracker, the chain checks of frames and
 // the resyncer, tied to the sink. A resync is asked for when a break's item is handed to the
 // sink (not when it is checked), so the snapshot always lands after the break it heals.
+// Commits of a repo waiting for its resync are held (resync-buffer.ts) and judged again
+// against the resynced state once it settles.
 
 /** Where the chain state lives (src/db/repo-chain.ts), passed in by the wiring. */
 export interface ChainStore {
@@ -60,11 +63,22 @@ export async function startFirehoseChain(o: FirehoseChainOptions): Promise<Fireh
   })
   if (cursor !== null) cursorKnown!()
 
-  const emit = async (event: ChainEvent | RepoSnapshotEvent) => {
+  const held = new ResyncBuffer({ logger })
+  const emit = async (event: ChainEvent | RepoSnapshotEvent | SourceItem['event']) => {
+    if (!event) return
     // Out-of-band items ride at the cursor already handed on: they never move it.
     await cursorReady
     await o.sink.push({ event, cursor: cursor!, timeUs: event.timeUs })
-    if (event.kind === 'chain') tracker.pushed(event)
+    if (event.kind !== 'chain') return
+    tracker.pushed(event)
+    if (event.reason === 'resync_failed') held.drop(event.did)
+  }
+  // Judged again in arrival order; registered at once, so before any later live frame.
+  const replayHeld = (commits: HeldCommit[]) => {
+    const judged = commits.map((c) => frames.commit(c.body, c.timeUs))
+    void (async () => {
+      for (const items of judged) for (const it of await items) await emit(it.event)
+    })().catch((err) => logger.error({ err }, 'replaying commits held during a resync failed'))
   }
   const fetchSnapshot =
     o.fetchSnapshot ??
@@ -74,6 +88,7 @@ export async function startFirehoseChain(o: FirehoseChainOptions): Promise<Fireh
         collections: o.collections,
         signal,
         allowPrivateNetwork: o.allowPrivateNetwork,
+        metrics,
       }))
   const resyncer = new Resyncer({
     ...o.resync,
@@ -81,7 +96,11 @@ export async function startFirehoseChain(o: FirehoseChainOptions): Promise<Fireh
     hostOf: async (did) => new URL(await o.resolver.resolvePds(did)).host,
     emit,
     head: (did) => tracker.head(did),
-    settle: (chain) => tracker.settle(chain),
+    settle: (chain) => {
+      tracker.settle(chain)
+      const commits = held.take(chain.did)
+      if (commits.length > 0) replayHeld(commits)
+    },
     logger,
     metrics,
   })
@@ -93,6 +112,7 @@ export async function startFirehoseChain(o: FirehoseChainOptions): Promise<Fireh
     checkSignature: o.checkSignature,
     logger,
     metrics,
+    hold: (body, timeUs) => void held.hold(body, timeUs),
     onWaiting: (did) => {
       // Only once the break is handed on (or it came from the database): see above.
       const state = tracker.pushedState(did)

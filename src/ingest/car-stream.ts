@@ -1,0 +1,216 @@
+import {
+  type Commit,
+  cborToLex,
+  cborToLexRecord,
+  def,
+  nodeDataDef,
+  readCarStream,
+} from '@atproto/repo'
+import type { RepoSnapshotEvent } from '../model/events.ts'
+import { lexToJson } from './lex-json.ts'
+import { type CidLike, MissingTreeBlockError, type NodeData, SparseMstIndex } from './mst-index.ts'
+
+// A getRepo CAR read as a stream, so a repo of any size costs the memory of its wanted
+// records plus a sparse MST index (mst-index.ts), never the whole repo. The parsing and
+// the per-block hash check are @atproto/repo's `readCarStream` (its own reader, kept up
+// with the format by the protocol's authors); this file only decides what to keep:
+// - the commit block (the first root);
+// - MST nodes, folded into the sparse index as they come;
+// - record blocks under a wanted key, known either from an index entry seen before the
+//   block or, when the block comes first, from its `$type` naming a wanted collection
+//   (the PDS refuses records whose `$type` differs from their collection); such blocks
+//   count against `maxRecordBytes` until the walk at the end keeps the referenced ones.
+// Anything else is hashed and dropped.
+
+export type CarRejectReason =
+  | 'too_large'
+  | 'block_too_large'
+  | 'truncated'
+  | 'bad_block_hash'
+  | 'incomplete'
+  | 'bad_car'
+
+export class CarStreamError extends Error {
+  readonly reason: CarRejectReason
+  constructor(reason: CarRejectReason, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'CarStreamError'
+    this.reason = reason
+  }
+}
+
+export interface CarStreamLimits {
+  /** The whole body (default 4 GiB): past it the stream is cut. */
+  maxBytes?: number
+  /** One block (default 4 MiB; records are at most 1 MB, MST nodes far less). */
+  maxBlockBytes?: number
+  /** Wanted-collection record blocks held at once (default 256 MiB). */
+  maxRecordBytes?: number
+}
+
+export interface StreamedRepo {
+  root: CidLike
+  commit: Commit
+  records: RepoSnapshotEvent['records']
+  stats: { bytes: number; blocks: number; nodes: number; keptRecordBytes: number }
+}
+
+type Block = { cid: CidLike; bytes: Uint8Array }
+
+export async function readRepoCar(
+  body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  collections: string[],
+  limits: CarStreamLimits = {},
+): Promise<StreamedRepo> {
+  const maxRecordBytes = limits.maxRecordBytes ?? 256 * 1024 * 1024
+  const meter = new ByteMeter(
+    limits.maxBytes ?? 4 * 1024 ** 3,
+    limits.maxBlockBytes ?? 4 * 1024 ** 2,
+  )
+  const index = new SparseMstIndex(collections)
+  const kept = new Map<string, Uint8Array>()
+  let keptBytes = 0
+  let commit: Commit | null = null
+  let blocks = 0
+  let root: CidLike
+  try {
+    const car = await readCarStream(meter.wrap(body))
+    if (car.roots.length !== 1)
+      throw new CarStreamError('bad_car', `CAR has ${car.roots.length} roots, not 1`)
+    root = car.roots[0]
+    const rootStr = root.toString()
+    for await (const block of car.blocks as AsyncIterable<Block>) {
+      meter.consumed(block.cid.bytes.byteLength + block.bytes.byteLength)
+      blocks++
+      const cidStr = block.cid.toString()
+      if (cidStr === rootStr) {
+        commit = parseCommit(block.bytes)
+        continue
+      }
+      const kind = classify(block.bytes, index, cidStr)
+      if (kind === 'skip') continue
+      if (kind === 'record') {
+        keptBytes += block.bytes.byteLength
+        if (keptBytes > maxRecordBytes)
+          throw new CarStreamError('too_large', `wanted records exceed ${maxRecordBytes} bytes`)
+        kept.set(cidStr, block.bytes)
+        continue
+      }
+      index.add(block.cid, kind)
+    }
+  } catch (err) {
+    throw asCarError(err, meter.ended)
+  }
+  if (!commit) throw new CarStreamError('incomplete', `commit block ${root.toString()} missing`)
+  let leaves: ReturnType<SparseMstIndex['walk']>
+  try {
+    leaves = index.walk(commit.data)
+  } catch (err) {
+    if (err instanceof MissingTreeBlockError) throw new CarStreamError('incomplete', err.message)
+    throw err
+  }
+  const records = leaves.map((leaf) => toRecord(leaf.key, leaf.cid, kept))
+  const stats = { bytes: meter.pulled, blocks, nodes: index.nodeCount, keptRecordBytes: keptBytes }
+  return { root, commit, records, stats }
+}
+
+function parseCommit(bytes: Uint8Array): Commit {
+  // def.commit is the v3 shape: a v2 commit has no rev to order writes by.
+  const res = def.commit.schema.safeParse(cborToLex(bytes))
+  if (!res.success) throw new CarStreamError('bad_car', 'root block is not a v3 commit')
+  return res.data
+}
+
+/** An MST node, a record block worth keeping, or neither. */
+function classify(
+  bytes: Uint8Array,
+  index: SparseMstIndex,
+  cid: string,
+): NodeData | 'record' | 'skip' {
+  if (index.wantedValues.has(cid)) return 'record'
+  let value: unknown
+  try {
+    value = cborToLex(bytes)
+  } catch {
+    return 'skip'
+  }
+  if (typeof value !== 'object' || value === null) return 'skip'
+  const type = (value as { $type?: unknown }).$type
+  if (typeof type === 'string') return index.isWantedKey(`${type}/`) ? 'record' : 'skip'
+  const node = nodeDataDef.schema.safeParse(value)
+  return node.success ? (node.data as NodeData) : 'skip'
+}
+
+function toRecord(
+  key: string,
+  cid: CidLike,
+  kept: Map<string, Uint8Array>,
+): RepoSnapshotEvent['records'][number] {
+  const slash = key.indexOf('/')
+  const collection = key.slice(0, slash)
+  const bytes = kept.get(cid.toString())
+  if (!bytes)
+    throw new CarStreamError(
+      'incomplete',
+      `record block of ${key} missing (or its $type is not ${collection})`,
+    )
+  const record = cborToLexRecord(bytes)
+  if (record.$type !== collection)
+    throw new CarStreamError('bad_car', `record ${key} has $type ${String(record.$type)}`)
+  return { collection, rkey: key.slice(slash + 1), cid: cid.toString(), record: lexToJson(record) }
+}
+
+function asCarError(err: unknown, ended: boolean): CarStreamError | Error {
+  if (err instanceof CarStreamError) return err
+  const message = (err as Error).message ?? String(err)
+  // The parser reads what it is given: a stream that stopped inside a block shows up as a
+  // short block (bad hash or CID) or a cut varint, so the end of input decides.
+  if (ended)
+    return new CarStreamError('truncated', `CAR ended inside a block: ${message}`, { cause: err })
+  if (message.startsWith('Not a valid CID for bytes'))
+    return new CarStreamError('bad_block_hash', message, { cause: err })
+  if ((err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError')
+    return err as Error
+  if (err instanceof TypeError) return err
+  return new CarStreamError('bad_car', message, { cause: err })
+}
+
+/**
+ * Counts the body as it is pulled: past `maxBytes` it is cut, and bytes pulled but not yet
+ * handed out as blocks (what the parser buffers for one block) stay under `maxBlockBytes`
+ * plus a chunk, so a block header claiming 2 GB is refused instead of buffered.
+ */
+class ByteMeter {
+  pulled = 0
+  ended = false
+  #consumed = 0
+  readonly maxBytes: number
+  readonly maxBlockBytes: number
+  constructor(maxBytes: number, maxBlockBytes: number) {
+    this.maxBytes = maxBytes
+    this.maxBlockBytes = maxBlockBytes
+  }
+
+  consumed(n: number): void {
+    // Plus the block's length prefix (at most 5 bytes for a 4 MiB block).
+    this.#consumed += n + 5
+  }
+
+  async *wrap(body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+    for await (const chunk of body) {
+      this.pulled += chunk.byteLength
+      if (this.pulled > this.maxBytes)
+        throw new CarStreamError(
+          'too_large',
+          `repo is more than the limit of ${this.maxBytes} bytes`,
+        )
+      if (this.pulled - chunk.byteLength - this.#consumed > this.maxBlockBytes)
+        throw new CarStreamError(
+          'block_too_large',
+          `a block is larger than ${this.maxBlockBytes} bytes`,
+        )
+      yield chunk
+    }
+    this.ended = true
+  }
+}

@@ -1,0 +1,84 @@
+import type { parseCommitUnauthenticated } from '@atproto/sync'
+import type { Logger } from 'pino'
+
+// Commits of a repo that waits for its resync, held in bounded memory and judged again
+// once the resync has settled: those at or below the fetched rev are replays and drop, the
+// first newer one must continue the fetched commit (since/prevData), and the rest follow
+// it. Dropping them instead would be safe (the next commit would not continue the fetched
+// state and cost another resync), but an active repo would then resync over and over.
+// Bounds: `perRepo` commits a repo (atmos keeps 2,048), `maxBytes` of CAR slices in all,
+// `maxRepos` repos. A repo over a bound loses its whole buffer and takes no more until its
+// resync settles: its next commit then breaks the chain and asks for another resync.
+
+type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
+
+export interface HeldCommit {
+  body: CommitBody
+  timeUs: number
+}
+
+export interface ResyncBufferOptions {
+  logger: Logger
+  perRepo?: number
+  maxBytes?: number
+  maxRepos?: number
+}
+
+export class ResyncBuffer {
+  readonly #o: Required<ResyncBufferOptions>
+  readonly #held = new Map<string, HeldCommit[]>()
+  readonly #overflowed = new Set<string>()
+  #bytes = 0
+
+  constructor(o: ResyncBufferOptions) {
+    this.#o = { perRepo: 256, maxBytes: 32 * 1024 * 1024, maxRepos: 1_000, ...o }
+  }
+
+  get bytes(): number {
+    return this.#bytes
+  }
+
+  /** Keeps a commit of a waiting repo; false when a bound refused it. */
+  hold(body: CommitBody, timeUs: number): boolean {
+    const did = body.repo
+    if (this.#overflowed.has(did)) return false
+    const list = this.#held.get(did) ?? []
+    const size = sizeOf(body)
+    const over =
+      list.length >= this.#o.perRepo ||
+      this.#bytes + size > this.#o.maxBytes ||
+      (list.length === 0 && this.#held.size >= this.#o.maxRepos)
+    if (over) {
+      this.drop(did)
+      if (this.#overflowed.size < this.#o.maxRepos) this.#overflowed.add(did)
+      this.#o.logger.warn(
+        { did, held: list.length },
+        'resync buffer full for this repo: its commits are dropped until it resyncs',
+      )
+      return false
+    }
+    list.push({ body, timeUs })
+    this.#held.set(did, list)
+    this.#bytes += size
+    return true
+  }
+
+  /** The repo's held commits, in arrival order, and forgets them. */
+  take(did: string): HeldCommit[] {
+    const list = this.#held.get(did) ?? []
+    this.drop(did)
+    this.#overflowed.delete(did)
+    return list
+  }
+
+  drop(did: string): void {
+    const list = this.#held.get(did)
+    if (!list) return
+    for (const h of list) this.#bytes -= sizeOf(h.body)
+    this.#held.delete(did)
+  }
+}
+
+function sizeOf(body: CommitBody): number {
+  return (body.blocks?.byteLength ?? 0) + 512 * body.ops.length + 512
+}
