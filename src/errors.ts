@@ -56,17 +56,22 @@ export function isRetryable(err: unknown): boolean {
   let e = err as Classifiable | null
   for (let depth = 0; depth < 10 && e && typeof e === 'object'; depth++) {
     if (typeof e.retryable === 'boolean') return e.retryable
-    if (
-      typeof e.code === 'string' &&
-      (RETRYABLE_SQLSTATE.test(e.code) || RETRYABLE_CODES.has(e.code))
-    )
-      return true
-    if (e.name === 'TimeoutError') return true
-    if (typeof e.status === 'number' && (e.status === 429 || e.status >= 500)) return true
-    if (e instanceof TypeError && FETCH_FAILURES.has(e.message)) return true
+    if (isTransientLink(e)) return true
     e = e.cause as Classifiable | null
   }
   return false
+}
+
+/** One link of a cause chain that names a transient failure by its code, name or status. */
+function isTransientLink(e: Classifiable): boolean {
+  if (
+    typeof e.code === 'string' &&
+    (RETRYABLE_SQLSTATE.test(e.code) || RETRYABLE_CODES.has(e.code))
+  )
+    return true
+  if (e.name === 'TimeoutError') return true
+  if (typeof e.status === 'number' && (e.status === 429 || e.status >= 500)) return true
+  return e instanceof TypeError && FETCH_FAILURES.has(e.message)
 }
 
 /** The first driver or SQLSTATE code along the cause chain, for a message; else 'unknown'. */

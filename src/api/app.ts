@@ -119,14 +119,9 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
     const status =
       err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
     if (status >= 500) request.log.error({ err }, 'request failed')
-    // Our own errors say what went wrong; anything else that failed stays private.
-    const message =
-      status < 500 || err instanceof HttpError
-        ? err.message
-        : status === 503
-          ? 'request timed out'
-          : 'internal error'
-    return reply.status(status).send({ error: errorNameOf(status), message })
+    return reply
+      .status(status)
+      .send({ error: errorNameOf(status), message: publicMessage(err, status) })
   })
   const readApi = opts.readApi ?? true
   app.setNotFoundHandler((request, reply) =>
@@ -183,3 +178,9 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
 
 const hasHttpStatus = (err: { statusCode?: unknown; status?: unknown }): boolean =>
   typeof err.statusCode === 'number' || typeof err.status === 'number'
+
+/** Our own errors say what went wrong; anything else that failed stays private. */
+function publicMessage(err: FastifyError, status: number): string {
+  if (status < 500 || err instanceof HttpError) return err.message
+  return status === 503 ? 'request timed out' : 'internal error'
+}

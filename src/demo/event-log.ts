@@ -89,13 +89,16 @@ export async function walkLog<T, F>(
     }
     const frame = pick(e)
     if (frame === null) continue
-    if (rate) {
-      const allowance = ((performance.now() - startedAt) * rate) / 1000 - sent
-      if (allowance < 1) await sleep(((1 - allowance) * 1000) / rate)
-    }
+    if (rate) await pace(startedAt, rate, sent)
     if (reader.closed || !(await send(frame, e))) return
     sent++
   }
+}
+
+/** Waits until sending one more keeps the walk at `rate` items a second since `startedAt`. */
+async function pace(startedAt: number, rate: number, sent: number): Promise<void> {
+  const allowance = ((performance.now() - startedAt) * rate) / 1000 - sent
+  if (allowance < 1) await sleep(((1 - allowance) * 1000) / rate)
 }
 
 function sleep(ms: number): Promise<void> {

@@ -18,7 +18,8 @@ import {
 import type { CursorPosition } from '../model/events.ts'
 import { type Nsids, ROLES, type Role, roleOf } from '../model/nsids.ts'
 import { isVisible, keyOf, splitKey } from '../model/rows.ts'
-import { type BatchEvent, type BatchPlan, type OutcomeCount, planBatch } from './merge.ts'
+import { planBatch } from './merge.ts'
+import type { BatchEvent, BatchPlan, OutcomeCount } from './plan.ts'
 import { planRevisionTexts } from './revision-texts.ts'
 
 /** What applying a batch needs: a strict part of the process's one dependency bag. */

@@ -1,16 +1,39 @@
-import type { Outcome } from '../metrics.ts'
-import type { Provenance } from '../model/events.ts'
-import { type Nsids, ROLES, type Role, roleOf } from '../model/nsids.ts'
-import { agentTemplateHash, analyzePrompt, type PromptValidator } from '../model/prompt-record.ts'
-import { type AccountRow, isVisible, keyOf, type StoredRecord, splitKey } from '../model/rows.ts'
-import { type BatchEvent, type BatchPlan, type LoadedState, snapshotChain } from './plan.ts'
-
-export * from './plan.ts'
+import type {
+  AccountEvent,
+  CommitEvent,
+  IdentityEvent,
+  Provenance,
+  RepoPruneEvent,
+  RepoSnapshotEvent,
+} from '../model/events.ts'
+import type { Nsids } from '../model/nsids.ts'
+import { ROLES, type Role } from '../model/nsids.ts'
+import type { PromptValidator } from '../model/prompt-record.ts'
+import { type AccountRow, isVisible, splitKey } from '../model/rows.ts'
+import {
+  type BatchEvent,
+  type BatchPlan,
+  type LoadedState,
+  type OperatorHideEvent,
+  snapshotChain,
+} from './plan.ts'
+import {
+  accountOf,
+  countOutcome,
+  currentRecord,
+  emptyPlan,
+  liveKeysOf,
+  outcomeOf,
+  type PlanContext,
+  touchAccount,
+  writeRecord,
+} from './plan-record.ts'
 
 // Folds a batch of events, in order, over the current state of every key it touches.
 // Doing this in memory is what lets the writes be a few multi-row statements: each key
 // ends up with exactly one final row, and the rev guard, tombstones, recompile counting
 // and account ordering are decided here, once, with the state read under the writer lock.
+// One function per event kind; each reads and extends the same PlanContext.
 
 export function planBatch(
   events: BatchEvent[],
@@ -18,258 +41,193 @@ export function planBatch(
   nsids: Nsids,
   validator: PromptValidator,
 ): BatchPlan {
-  const plan: BatchPlan = {
-    rows: { prompt: new Map(), conversation: new Map(), agent: new Map() },
-    previousAgentUris: new Map(),
-    revisions: [],
-    accounts: new Map(),
-    visibility: new Map(),
-    purged: new Set(),
-    chains: new Map(),
-    outcomes: [],
-  }
-  const initialVisibility = new Map<string, boolean>()
-  for (const [did, acc] of loaded.accounts) initialVisibility.set(did, isVisible(acc))
-
-  const current = (role: Role, key: string): StoredRecord | undefined =>
-    plan.rows[role].get(key) ?? loaded.records[role].get(key)
-
-  const account = (did: string): AccountRow | undefined =>
-    plan.accounts.get(did) ?? loaded.accounts.get(did)
-
-  const touchAccount = (did: string): AccountRow => {
-    const existing = account(did)
-    const row: AccountRow = existing
-      ? { ...existing }
-      : {
-          did,
-          active: true,
-          status: null,
-          handle: null,
-          operatorHidden: false,
-          accountSeq: null,
-          accountUs: null,
-          identitySeq: null,
-          identityUs: null,
-          lastRev: null,
-          purgedRev: null,
-          purgedUs: null,
-        }
-    plan.accounts.set(did, row)
-    return row
-  }
-
-  /** Applies one record write; returns false when the rev guard refuses it. */
-  const write = (
-    role: Role,
-    did: string,
-    rkey: string,
-    rev: string,
-    cid: string | null,
-    record: unknown,
-    timeUs: number,
-    provenance: Provenance | null,
-  ): { applied: boolean; invalid: boolean } => {
-    const acc = account(did)
-    if (acc && isPurgedBefore(acc, rev, timeUs)) return { applied: false, invalid: false }
-    const key = keyOf(did, rkey)
-    const cur = current(role, key)
-    if (cur && rev <= cur.rev) return { applied: false, invalid: false }
-    if (role === 'prompt' && !plan.previousAgentUris.has(key))
-      plan.previousAgentUris.set(key, cur?.agentUri ?? null)
-    const wasLive = cur !== undefined && !cur.deleted
-    const deleted = cid === null
-    const facts =
-      role === 'prompt' && !deleted ? analyzePrompt(validator, nsids, did, rkey, record) : null
-    // A create after a delete is a new record; only an update to a new CID is a recompile.
-    let recompiles = 0
-    if (deleted) recompiles = cur?.recompiles ?? 0
-    else if (wasLive) recompiles = cur.recompiles + (cur.cid !== cid ? 1 : 0)
-    plan.rows[role].set(key, {
-      did,
-      rkey,
-      rev,
-      cid,
-      deleted,
-      recompiles,
-      record: deleted ? null : record,
-      agentUri: facts?.agentUri ?? null,
-      facts,
-      templateHash: role === 'agent' && !deleted ? agentTemplateHash(record) : null,
-      timeUs,
-      provenance,
-    })
-    if (facts && cid && (!wasLive || cur.cid !== cid))
-      plan.revisions.push({ did, rkey, rev, cid, facts, ...textsOf(record) })
-    const accRow = touchAccount(did)
-    if (!accRow.lastRev || rev > accRow.lastRev) accRow.lastRev = rev
-    return { applied: true, invalid: facts?.validationError != null }
-  }
-
-  const count = (collection: string, op: string, outcome: Outcome) =>
-    plan.outcomes.push({ collection, op, outcome })
-
-  for (const ev of events) {
-    switch (ev.kind) {
-      case 'commit': {
-        const role = roleOf(nsids, ev.collection)
-        if (!role) continue // sources filter; a stray collection is never stored
-        const deleted = ev.op === 'delete'
-        const r = write(
-          role,
-          ev.did,
-          ev.rkey,
-          ev.rev,
-          deleted ? null : ev.cid,
-          ev.record,
-          ev.timeUs,
-          ev.provenance ?? null,
-        )
-        count(ev.collection, ev.op, r.applied ? (r.invalid ? 'invalid' : 'indexed') : 'ignored_rev')
-        break
-      }
-      case 'snapshot': {
-        const provenance = ev.provenance ?? null
-        const present = new Set<string>()
-        for (const rec of ev.records) {
-          const role = roleOf(nsids, rec.collection)
-          if (!role) continue
-          present.add(`${role}\u0000${rec.rkey}`)
-          const r = write(
-            role,
-            ev.did,
-            rec.rkey,
-            ev.rev,
-            rec.cid,
-            rec.record,
-            ev.timeUs,
-            provenance,
-          )
-          count(
-            rec.collection,
-            'create',
-            r.applied ? (r.invalid ? 'invalid' : 'indexed') : 'ignored_rev',
-          )
-        }
-        // What we hold for this repo but the repo no longer has was deleted meanwhile.
-        for (const role of ROLES) {
-          const nsid = nsids[role]
-          for (const key of liveKeysOf(ev.did, role, loaded, plan)) {
-            const rkey = splitKey(key)[1]
-            if (present.has(`${role}\u0000${rkey}`)) continue
-            const r = write(role, ev.did, rkey, ev.rev, null, null, ev.timeUs, provenance)
-            if (r.applied) count(nsid, 'delete', 'indexed')
-          }
-        }
-        if (ev.commit) plan.chains.set(ev.did, snapshotChain(ev, ev.commit))
-        break
-      }
-      case 'chain':
-        plan.chains.set(ev.did, ev)
-        break
-      case 'prune': {
-        for (const role of ROLES) {
-          const nsid = nsids[role]
-          for (const key of liveKeysOf(ev.did, role, loaded, plan)) {
-            const rec = current(role, key)
-            if (!rec || rec.rev >= ev.rev) continue
-            const r = write(role, ev.did, splitKey(key)[1], ev.rev, null, null, ev.timeUs, null)
-            if (r.applied) count(nsid, 'delete', 'indexed')
-          }
-        }
-        break
-      }
-      case 'account': {
-        const acc = account(ev.did)
-        // Account events arrive for every DID on the network; keep only the ones we index.
-        if (!acc || isOlder(ev.seq, ev.timeUs, acc.accountSeq, acc.accountUs)) {
-          count('unknown', 'account', 'ignored_rev')
-          break
-        }
-        const row = touchAccount(ev.did)
-        row.active = ev.active
-        row.status = ev.status
-        row.accountSeq = ev.seq ?? row.accountSeq
-        row.accountUs = ev.timeUs
-        if (ev.status === 'deleted') purge(ev.did, row, ev.timeUs)
-        count('unknown', 'account', 'indexed')
-        break
-      }
-      case 'identity': {
-        const acc = account(ev.did)
-        if (!acc || isOlder(ev.seq, ev.timeUs, acc.identitySeq, acc.identityUs)) {
-          count('unknown', 'identity', 'ignored_rev')
-          break
-        }
-        const row = touchAccount(ev.did)
-        row.handle = ev.handle
-        row.identitySeq = ev.seq ?? row.identitySeq
-        row.identityUs = ev.timeUs
-        count('unknown', 'identity', 'indexed')
-        break
-      }
-      case 'operator-hide':
-        touchAccount(ev.did).operatorHidden = ev.hidden
-        break
-    }
-  }
-
-  function purge(did: string, row: AccountRow, timeUs: number): void {
-    plan.purged.add(did)
-    row.purgedUs = Math.max(row.purgedUs ?? 0, timeUs)
-    // Replays of commits made before the purge must not bring its records back.
-    if (row.lastRev && (!row.purgedRev || row.lastRev > row.purgedRev)) row.purgedRev = row.lastRev
-    for (const role of ROLES) {
-      for (const [key, rec] of plan.rows[role]) {
-        if (rec.did === did && !rec.deleted) {
-          plan.rows[role].set(key, {
-            ...rec,
-            deleted: true,
-            cid: null,
-            record: null,
-            facts: null,
-            templateHash: null,
-            agentUri: null,
-          })
-        }
-      }
-    }
-  }
-
-  for (const [did, acc] of plan.accounts) {
-    const visible = isVisible(acc)
-    if (visible !== (initialVisibility.get(did) ?? true)) plan.visibility.set(did, visible)
-  }
-  return plan
+  const roleOf = new Map<string, Role>([
+    [nsids.prompt, 'prompt'],
+    [nsids.conversation, 'conversation'],
+    [nsids.agent, 'agent'],
+  ])
+  const ctx: PlanContext = { plan: emptyPlan(), loaded, nsids, validator, roleOf }
+  for (const ev of events) planEvent(ctx, ev)
+  ctx.plan.visibility = visibilityChanges(ctx)
+  return ctx.plan
 }
 
-function* liveKeysOf(
-  did: string,
-  role: Role,
-  loaded: LoadedState,
-  plan: BatchPlan,
-): Generator<string> {
-  const prefix = `${did}\u0000`
-  const seen = new Set<string>()
-  for (const map of [plan.rows[role], loaded.records[role]] as Map<string, StoredRecord>[]) {
-    for (const [key, rec] of map) {
-      if (!key.startsWith(prefix) || seen.has(key)) continue
-      seen.add(key)
-      const latest = plan.rows[role].get(key) ?? rec
-      if (!latest.deleted) yield key
+function planEvent(ctx: PlanContext, ev: BatchEvent): void {
+  switch (ev.kind) {
+    case 'commit':
+      planCommit(ctx, ev)
+      break
+    case 'snapshot':
+      planSnapshot(ctx, ev)
+      break
+    case 'chain':
+      ctx.plan.chains.set(ev.did, ev)
+      break
+    case 'prune':
+      planPrune(ctx, ev)
+      break
+    case 'account':
+      planAccount(ctx, ev)
+      break
+    case 'identity':
+      planIdentity(ctx, ev)
+      break
+    case 'operator-hide':
+      planOperatorHide(ctx, ev)
+      break
+  }
+}
+
+/** A create, update or delete of a prompt, conversation or agent record. */
+function planCommit(ctx: PlanContext, ev: CommitEvent): void {
+  const role = ctx.roleOf.get(ev.collection)
+  if (!role) return // sources filter; a stray collection is never stored
+  const r = writeRecord(ctx, {
+    role,
+    did: ev.did,
+    rkey: ev.rkey,
+    rev: ev.rev,
+    cid: ev.op === 'delete' ? null : ev.cid,
+    record: ev.record,
+    timeUs: ev.timeUs,
+    provenance: ev.provenance ?? null,
+  })
+  countOutcome(ctx, ev.collection, ev.op, outcomeOf(r))
+}
+
+/** A verified fetch of the whole repo: every record it has is written, the rest deleted. */
+function planSnapshot(ctx: PlanContext, ev: RepoSnapshotEvent): void {
+  const provenance = ev.provenance ?? null
+  const present = new Set<string>()
+  for (const rec of ev.records) {
+    const role = ctx.roleOf.get(rec.collection)
+    if (!role) continue
+    present.add(`${role}\u0000${rec.rkey}`)
+    const r = writeRecord(ctx, {
+      role,
+      did: ev.did,
+      rkey: rec.rkey,
+      rev: ev.rev,
+      cid: rec.cid,
+      record: rec.record,
+      timeUs: ev.timeUs,
+      provenance,
+    })
+    countOutcome(ctx, rec.collection, 'create', outcomeOf(r))
+  }
+  // What we hold for this repo but the repo no longer has was deleted meanwhile.
+  deleteLiveRecords(ctx, ev, provenance, (role, _key, rkey) => present.has(`${role}\u0000${rkey}`))
+  if (ev.commit) ctx.plan.chains.set(ev.did, snapshotChain(ev, ev.commit))
+}
+
+/** The repo moved past `rev` without saying how: records older than it are gone. */
+function planPrune(ctx: PlanContext, ev: RepoPruneEvent): void {
+  deleteLiveRecords(ctx, ev, null, (role, key) => {
+    const rec = currentRecord(ctx, role, key)
+    return !rec || rec.rev >= ev.rev
+  })
+}
+
+/** Deletes, at `ev.rev`, every live record of `ev.did` that `keep` does not spare. */
+function deleteLiveRecords(
+  ctx: PlanContext,
+  ev: { did: string; rev: string; timeUs: number },
+  provenance: Provenance | null,
+  keep: (role: Role, key: string, rkey: string) => boolean,
+): void {
+  for (const role of ROLES) {
+    for (const key of liveKeysOf(ctx, ev.did, role)) {
+      const rkey = splitKey(key)[1]
+      if (keep(role, key, rkey)) continue
+      const r = writeRecord(ctx, {
+        role,
+        did: ev.did,
+        rkey,
+        rev: ev.rev,
+        cid: null,
+        record: null,
+        timeUs: ev.timeUs,
+        provenance,
+      })
+      if (r.applied) countOutcome(ctx, ctx.nsids[role], 'delete', 'indexed')
     }
   }
+}
+
+/** Account status; a `deleted` account is purged. Only DIDs we index are kept. */
+function planAccount(ctx: PlanContext, ev: AccountEvent): void {
+  const row = freshAccountRow(ctx, ev, (a) => [a.accountSeq, a.accountUs])
+  if (!row) return
+  row.active = ev.active
+  row.status = ev.status
+  row.accountSeq = ev.seq ?? row.accountSeq
+  row.accountUs = ev.timeUs
+  if (ev.status === 'deleted') purge(ctx, row, ev.timeUs)
+  countOutcome(ctx, 'unknown', 'account', 'indexed')
+}
+
+function planIdentity(ctx: PlanContext, ev: IdentityEvent): void {
+  const row = freshAccountRow(ctx, ev, (a) => [a.identitySeq, a.identityUs])
+  if (!row) return
+  row.handle = ev.handle
+  row.identitySeq = ev.seq ?? row.identitySeq
+  row.identityUs = ev.timeUs
+  countOutcome(ctx, 'unknown', 'identity', 'indexed')
 }
 
 /**
- * A deleted account's repo is gone: a commit at or below the newest rev seen before the
- * purge, or sent before the purge, is a replay and must not bring a record back.
+ * The row an account or identity event may change; null (counted as ignored) when it is
+ * older than what the row holds, or for a DID we do not index: these events arrive for
+ * every DID on the network.
  */
-function isPurgedBefore(acc: AccountRow, rev: string, timeUs: number): boolean {
-  return (
-    (acc.purgedRev !== null && rev <= acc.purgedRev) ||
-    (acc.purgedUs !== null && timeUs <= acc.purgedUs)
-  )
+function freshAccountRow(
+  ctx: PlanContext,
+  ev: AccountEvent | IdentityEvent,
+  last: (acc: AccountRow) => [seq: number | null, us: number | null],
+): AccountRow | null {
+  const acc = accountOf(ctx, ev.did)
+  if (!acc || isOlder(ev.seq, ev.timeUs, ...last(acc))) {
+    countOutcome(ctx, 'unknown', ev.kind, 'ignored_rev')
+    return null
+  }
+  return touchAccount(ctx, ev.did)
+}
+
+function planOperatorHide(ctx: PlanContext, ev: OperatorHideEvent): void {
+  touchAccount(ctx, ev.did).operatorHidden = ev.hidden
+}
+
+function purge(ctx: PlanContext, row: AccountRow, timeUs: number): void {
+  const { plan } = ctx
+  plan.purged.add(row.did)
+  row.purgedUs = Math.max(row.purgedUs ?? 0, timeUs)
+  // Replays of commits made before the purge must not bring its records back.
+  if (row.lastRev && (!row.purgedRev || row.lastRev > row.purgedRev)) row.purgedRev = row.lastRev
+  for (const role of ROLES) {
+    for (const [key, rec] of plan.rows[role]) {
+      if (rec.did !== row.did || rec.deleted) continue
+      plan.rows[role].set(key, {
+        ...rec,
+        deleted: true,
+        cid: null,
+        record: null,
+        facts: null,
+        templateHash: null,
+        agentUri: null,
+      })
+    }
+  }
+}
+
+/** DIDs whose visibility the batch changed: all their rows change with it. */
+function visibilityChanges(ctx: PlanContext): Map<string, boolean> {
+  const changes = new Map<string, boolean>()
+  for (const [did, acc] of ctx.plan.accounts) {
+    const before = ctx.loaded.accounts.get(did)
+    const visible = isVisible(acc)
+    if (visible !== (before ? isVisible(before) : true)) changes.set(did, visible)
+  }
+  return changes
 }
 
 /** Account/identity events: seqs compare when both have one, else source times. */
@@ -281,10 +239,4 @@ function isOlder(
 ): boolean {
   if (seq !== null && lastSeq !== null) return seq <= lastSeq
   return lastUs !== null && us < lastUs
-}
-
-function textsOf(record: unknown): { content: string | null; coreMemory: string | null } {
-  const r = (record ?? {}) as Record<string, unknown>
-  const str = (v: unknown) => (typeof v === 'string' ? v : null)
-  return { content: str(r.content), coreMemory: str(r.coreMemory) }
 }

@@ -1,9 +1,8 @@
 import type { AppContext } from '../context.ts'
-import { dbRetryDelayMs } from '../db/retry.ts'
-import { isRetryable } from '../errors.ts'
 import type { CursorPosition, Provenance, Sink, SourceItem } from '../model/events.ts'
-import { applyBatch, type BatchResult, type IndexerDeps } from './apply.ts'
-import type { BatchEvent } from './merge.ts'
+import type { BatchResult, IndexerDeps } from './apply.ts'
+import { applyWithRetry } from './apply-retry.ts'
+import type { BatchEvent } from './plan.ts'
 import { prepareEvent } from './prepare.ts'
 
 // Between a source and the database: a bounded queue (a full queue makes the source wait,
@@ -112,35 +111,39 @@ export class IngestPipeline implements Sink {
 
   /** The writer loop; resolves once stopped and drained. */
   async run(): Promise<void> {
-    const { batchSize, batchDelayMs } = this.#opts
-    for (;;) {
-      if (this.#stopping && !this.#drain) this.#discardQueue()
-      if (this.#queue.length === 0) {
-        if (this.#stopping) break
-        await this.#sleepUntilWoken(this.#pendingCursor ? this.#opts.cursorIntervalMs : 60_000)
-        if (this.#queue.length === 0) {
-          await this.#flushCursor(false)
-          continue
-        }
-      }
-      // Give a trickle a moment to become a batch; never delay a full one.
-      if (
-        !this.#isFull() &&
-        this.#queue.length < batchSize &&
-        batchDelayMs > 0 &&
-        !this.#stopping
-      ) {
-        await this.#sleepUntilWoken(batchDelayMs, batchSize)
-      }
-      const items = this.#takeBatch(batchSize)
-      for (const wake of this.#wakeReaders.splice(0)) wake()
-      const events: BatchEvent[] = []
-      for (const it of items) if (it.event) events.push(it.event)
-      this.#advance(items)
-      if (events.length > 0) await this.#commit(events)
-      else await this.#flushCursor(false)
+    while (await this.#waitForWork()) {
+      await this.#waitForTrickle()
+      await this.#writeBatch(this.#takeBatch(this.#opts.batchSize))
     }
     await this.#flushCursor(true)
+  }
+
+  /** Sleeps until items are queued, flushing the cursor meanwhile; false once done. */
+  async #waitForWork(): Promise<boolean> {
+    for (;;) {
+      if (this.#stopping && !this.#drain) this.#discardQueue()
+      if (this.#queue.length > 0) return true
+      if (this.#stopping) return false
+      await this.#sleepUntilWoken(this.#pendingCursor ? this.#opts.cursorIntervalMs : 60_000)
+      if (this.#queue.length > 0) return true
+      await this.#flushCursor(false)
+    }
+  }
+
+  /** Gives a trickle a moment to become a batch; never delays a full one. */
+  async #waitForTrickle(): Promise<void> {
+    const { batchSize, batchDelayMs } = this.#opts
+    if (this.#isFull() || this.#queue.length >= batchSize) return
+    if (batchDelayMs > 0 && !this.#stopping) await this.#sleepUntilWoken(batchDelayMs, batchSize)
+  }
+
+  async #writeBatch(items: SourceItem[]): Promise<void> {
+    for (const wake of this.#wakeReaders.splice(0)) wake()
+    const events: BatchEvent[] = []
+    for (const it of items) if (it.event) events.push(it.event)
+    this.#advance(items)
+    if (events.length > 0) await this.#commit(events)
+    else await this.#flushCursor(false)
   }
 
   /**
@@ -218,7 +221,10 @@ export class IngestPipeline implements Sink {
   async #commit(events: BatchEvent[]): Promise<void> {
     const cursor = this.#pendingCursor
     const started = performance.now()
-    const result = await this.#applyWithRetry(events, cursor)
+    const result = await applyWithRetry(this.#deps, events, cursor, {
+      logger: this.#ctx.logger,
+      isStopping: () => this.#stopping,
+    })
     this.#ctx.metrics.batchDurationSeconds.observe((performance.now() - started) / 1000)
     this.#record(result)
     if (result.newDids.length > 0) this.#opts.onNewDids?.(result.newDids)
@@ -226,59 +232,6 @@ export class IngestPipeline implements Sink {
     this.#pendingCursor = null
     this.#lastCursorWrite = Date.now()
     if (cursor) this.#ctx.metrics.ingestCursor.set(cursor.cursor)
-  }
-
-  async #applyWithRetry(events: BatchEvent[], cursor: CursorPosition | null): Promise<BatchResult> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await applyBatch(this.#deps, events, cursor)
-      } catch (err) {
-        if (isRetryable(err) && (attempt < 10 || !this.#stopping)) {
-          // A database outage: reading pauses behind the full queue until this succeeds.
-          const delay = dbRetryDelayMs(attempt)
-          this.#ctx.logger.warn({ err, attempt, delay }, 'batch failed, retrying')
-          await new Promise((r) => setTimeout(r, delay))
-          continue
-        }
-        if (events.length <= 1 || isRetryable(err)) throw err
-        // Something in the batch is refused for good: find it by applying one at a time,
-        // so one poisoned event costs itself and nothing else.
-        this.#ctx.logger.error(
-          { err, events: events.length },
-          'batch refused, isolating the bad event',
-        )
-        return this.#applyOneByOne(events, cursor)
-      }
-    }
-  }
-
-  async #applyOneByOne(events: BatchEvent[], cursor: CursorPosition | null): Promise<BatchResult> {
-    const total: BatchResult = { outcomes: [], changes: 0, newDids: [] }
-    for (const ev of events) {
-      try {
-        const r = await applyBatch(this.#deps, [ev], null)
-        total.outcomes.push(...r.outcomes)
-        total.changes += r.changes
-        total.newDids.push(...r.newDids)
-      } catch (err) {
-        if (isRetryable(err)) throw err
-        const collection = ev.kind === 'commit' ? ev.collection : 'unknown'
-        const op =
-          ev.kind === 'commit'
-            ? ev.op
-            : ev.kind === 'account' || ev.kind === 'identity'
-              ? ev.kind
-              : 'unknown'
-        total.outcomes.push({ collection, op, outcome: 'error' })
-        this.#ctx.logger.error(
-          { err, did: ev.did, kind: ev.kind, collection, op },
-          'event refused by the database, skipped',
-        )
-      }
-    }
-    const r = await applyBatch(this.#deps, [], cursor)
-    total.changes += r.changes
-    return total
   }
 
   #record(result: BatchResult): void {

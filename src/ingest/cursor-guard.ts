@@ -1,3 +1,4 @@
+import type { SourceItem } from '../model/events.ts'
 // Which source positions may become the stored cursor and the lag figures. One rule for every
 // source (replay, Jetstream v1 and v2, firehose): a stored cursor is where the next start
 // skips to, so a single hostile time or seq that became the cursor would hide every later
@@ -5,7 +6,6 @@
 // caller passes the clock, counts and logs the refusals (see cursor-refusals.ts).
 
 import type { CursorRefusal } from '../metrics.ts'
-import type { SourceItem } from '../model/events.ts'
 
 /** How far a source time may run ahead of our clock: clock skew, not hostile input. */
 export const MAX_FUTURE_SKEW_US = 5 * 60 * 1_000_000

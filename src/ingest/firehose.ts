@@ -1,10 +1,9 @@
 import type { Logger } from 'pino'
-import WebSocket from 'ws'
 import { backoffMs } from '../backoff.ts'
 import type { Metrics } from '../metrics.ts'
-import type { RepoSnapshotEvent, Sink, SourceItem } from '../model/events.ts'
+import type { RepoSnapshotEvent, Sink } from '../model/events.ts'
 import type { HandleVerifier } from '../model/handles.ts'
-import { pushUnlessAborted, sleepUnlessAborted } from './abortable.ts'
+import { sleepUnlessAborted } from './abortable.ts'
 import {
   type ChainStore,
   type FirehoseChain,
@@ -14,7 +13,8 @@ import {
 import { createRefusalReporter } from './cursor-refusals.ts'
 import type { DidResolver } from './did-resolver.ts'
 import { createFrameGuard } from './firehose-cursor.ts'
-import { createFrameProcessor, type FrameProcessor, type FrameResult } from './firehose-frame.ts'
+import { createFrameProcessor, type FrameProcessor } from './firehose-frame.ts'
+import { connectOnce } from './firehose-socket.ts'
 import { fetchRepoSnapshot, withRetries } from './repo-snapshot.ts'
 import type { Source } from './source.ts'
 import { createVerifyPool, type VerifyPool } from './verify-pool.ts'
@@ -191,134 +191,4 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
       }
     },
   }
-}
-
-interface ConnectParams {
-  url: string
-  processFrame: FrameProcessor
-  sink: Sink
-  metrics: Metrics
-  signal: AbortSignal
-  maxInFlight: number
-  idleTimeoutMs: number
-  logger: Logger
-  /** Checks each frame's seq and time before its items may carry the cursor and the lag. */
-  guard: (result: FrameResult) => SourceItem[]
-  onItem: (item: SourceItem) => void
-}
-
-/** One connection, until it closes or `signal` aborts; every frame read is handed on. */
-async function connectOnce(p: ConnectParams): Promise<{ frames: number; errorFrame?: string }> {
-  const { logger } = p
-  const ws = new WebSocket(p.url, { perMessageDeflate: false })
-  const queue: Array<Promise<FrameResult & { bytes: number }>> = []
-  let closed = false
-  let paused = false
-  let frames = 0
-  let errorFrame: string | undefined
-  let lastActivity = Date.now()
-  let wake: (() => void) | null = null
-  const notify = () => {
-    wake?.()
-    wake = null
-  }
-  const abort = () => {
-    ws.terminate()
-    notify()
-  }
-  p.signal.addEventListener('abort', abort, { once: true })
-
-  ws.on('open', () => logger.info({ url: p.url }, 'firehose connected'))
-  ws.on('message', (data: Buffer, isBinary: boolean) => {
-    lastActivity = Date.now()
-    if (!isBinary) return
-    frames++
-    const bytes = data.byteLength
-    queue.push(
-      p
-        .processFrame(new Uint8Array(data.buffer, data.byteOffset, data.byteLength))
-        .then((r) => ({ ...r, bytes }))
-        .catch((err) => {
-          logger.error({ err }, 'firehose frame processing failed')
-          return { items: [], seq: null, bytes }
-        }),
-    )
-    if (queue.length >= p.maxInFlight && !paused) {
-      ws.pause()
-      paused = true
-    }
-    notify()
-  })
-  ws.on('pong', () => {
-    lastActivity = Date.now()
-  })
-  ws.on('error', (err) =>
-    logger.warn({ err: err.message, url: p.url }, 'firehose connection error'),
-  )
-  ws.on('close', (code, reason) => {
-    closed = true
-    logger.info({ code, reason: reason.toString() }, 'firehose disconnected')
-    notify()
-  })
-  const heartbeat = setInterval(
-    () => {
-      // While paused the socket is not read, so silence then is our own doing.
-      if (paused) lastActivity = Date.now()
-      else if (Date.now() - lastActivity > p.idleTimeoutMs) {
-        logger.warn({ idleMs: Date.now() - lastActivity }, 'firehose connection idle, dropping it')
-        ws.terminate()
-      } else if (ws.readyState === WebSocket.OPEN) ws.ping()
-    },
-    Math.max(100, Math.floor(p.idleTimeoutMs / 3)),
-  )
-
-  try {
-    while (!p.signal.aborted) {
-      const head = queue[0]
-      if (!head) {
-        if (closed) break
-        await new Promise<void>((r) => {
-          wake = r
-        })
-        continue
-      }
-      const result = await head
-      queue.shift()
-      if (paused && queue.length <= p.maxInFlight / 2 && !closed) {
-        ws.resume()
-        paused = false
-      }
-      if (result.error) {
-        errorFrame = result.error.error
-        logger.error({ error: result.error }, 'firehose error frame')
-      }
-      if (result.info) logInfoFrame(result.info, logger, p.metrics)
-      for (const [i, it] of p.guard(result).entries()) {
-        if (p.signal.aborted) break
-        // The frame's size rides on its first item: the queue downstream is bounded by it.
-        const item = i === 0 ? { ...it, bytes: result.bytes } : it
-        if (!(await pushUnlessAborted(p.sink, item, p.signal))) break
-        p.onItem(item)
-      }
-    }
-  } finally {
-    clearInterval(heartbeat)
-    p.signal.removeEventListener('abort', abort)
-    if (!closed) ws.terminate()
-  }
-  return { frames, errorFrame }
-}
-
-function logInfoFrame(
-  info: NonNullable<FrameResult['info']>,
-  logger: Logger,
-  metrics: Metrics,
-): void {
-  if (info.name === 'OutdatedCursor') {
-    metrics.resumeGapsTotal.inc({ source: 'firehose' })
-    logger.warn(
-      { info },
-      'firehose cursor is older than the upstream keeps: events were missed, run backfill',
-    )
-  } else logger.info({ info }, 'firehose info frame')
 }

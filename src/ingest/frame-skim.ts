@@ -66,34 +66,41 @@ function isCommitHeader(r: Reader): boolean {
 // The keys the full path requires of a commit body, with the CBOR major type each must have.
 const REQUIRED: Record<string, number> = { repo: 3, rev: 3, blocks: 2, commit: 6, ops: 4 }
 
+interface BodyFields {
+  seq: number | null
+  time: string | null
+  repo: string | null
+  opsOk: boolean
+  /** REQUIRED keys present with their major type. */
+  seen: Set<string>
+}
+
 function readCommitBody(r: Reader): SkimmedCommit | null {
-  let seq: number | null = null
-  let time: string | null = null
-  let repo: string | null = null
-  let opsOk = false
+  const f: BodyFields = { seq: null, time: null, repo: null, opsOk: false, seen: new Set() }
   const keys = new Set<string>()
-  const seen = new Set<string>()
   const n = r.mapLength()
-  for (let i = 0; i < n; i++) {
-    const key = r.key(keys)
-    const major = r.peekMajor()
-    if (key === 'seq' && major === 0) seq = r.uint()
-    else if (key === 'time' && major === 3) time = r.text()
-    else if (key === 'repo' && major === 3) {
-      repo = r.text()
-      seen.add(key)
-    } else if (key === 'ops' && major === 4) {
-      opsOk = opsWellFormed(r)
-      seen.add(key)
-    } else {
-      if (REQUIRED[key] === major) seen.add(key)
-      r.skip()
-    }
-  }
+  for (let i = 0; i < n; i++) readBodyField(r, r.key(keys), f)
+  const { seq, time, repo } = f
   if (r.pos !== r.bytes.length || seq === null || !Number.isSafeInteger(seq)) return null
-  return opsOk && repo !== null && seen.size === Object.keys(REQUIRED).length
+  return f.opsOk && repo !== null && f.seen.size === Object.keys(REQUIRED).length
     ? { seq, time, repo }
     : null
+}
+
+function readBodyField(r: Reader, key: string, f: BodyFields): void {
+  const major = r.peekMajor()
+  if (key === 'seq' && major === 0) f.seq = r.uint()
+  else if (key === 'time' && major === 3) f.time = r.text()
+  else if (key === 'repo' && major === 3) {
+    f.repo = r.text()
+    f.seen.add(key)
+  } else if (key === 'ops' && major === 4) {
+    f.opsOk = opsWellFormed(r)
+    f.seen.add(key)
+  } else {
+    if (REQUIRED[key] === major) f.seen.add(key)
+    r.skip()
+  }
 }
 
 /** Every op is a map whose `path` and `action` are text, as the full path requires. */
@@ -122,6 +129,11 @@ function opsWellFormed(r: Reader): boolean {
   return ok
 }
 
+// Additional info 24..27: the head's argument follows in 1, 2, 4 or 8 bytes, and is at
+// least the smallest value the next shorter head could not hold.
+const HEAD_SIZES: readonly number[] = [1, 2, 4, 8]
+const HEAD_MINIMA: readonly number[] = [24, 0x100, 0x10000, 0x100000000]
+
 /**
  * Just the CBOR this needs, as strict as the full decoder (DAG-CBOR through @atproto's
  * lex-cbor): minimal heads, no indefinite lengths, text keys without duplicates, tag 42
@@ -145,13 +157,12 @@ class Reader {
     const info = b & 0x1f
     if (info < 24) return [major, info]
     if (major === 7) throw new Error('floats and extended simple values: full path')
-    const size = info === 24 ? 1 : info === 25 ? 2 : info === 26 ? 4 : info === 27 ? 8 : 0
-    if (size === 0) throw new Error('indefinite length or reserved info')
+    const size = HEAD_SIZES[info - 24]
+    if (size === undefined) throw new Error('indefinite length or reserved info')
     let v = 0
     for (let i = 0; i < size; i++) v = v * 256 + this.#byte(this.pos++)
     // Strict decoding refuses a value that fits a shorter head.
-    const min = size === 1 ? 24 : size === 2 ? 0x100 : size === 4 ? 0x10000 : 0x100000000
-    if (v < min) throw new Error('non-minimal head')
+    if (v < HEAD_MINIMA[info - 24]) throw new Error('non-minimal head')
     return [major, v]
   }
 

@@ -1,14 +1,13 @@
 import { isValidDid, isValidTid } from '@atproto/syntax'
 import type { SourceItem } from '../model/events.ts'
+import { jetstreamSeqOf, normalizeJetstreamEvent } from './jetstream-event.ts'
 import {
   isObject,
-  jetstreamSeqOf,
   type NormalizeOptions,
   type NormalizeSkip,
-  normalizeJetstreamEvent,
   skipOf,
   str,
-} from './jetstream-event.ts'
+} from './jetstream-skip.ts'
 
 // Jetstream v2 `subscribeEvents` frames (notes/jetstream-v2.md section 4) → what the source
 // acts on. Pure. Commit, identity and account payloads are rewritten into the v1 shape and

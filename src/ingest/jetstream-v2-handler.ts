@@ -112,32 +112,39 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
   ) {
     if (seen(f.seq)) return true
     const w = deps.windows
-    let event: IndexEvent | null = f.type === 'item' ? f.item.event : null
-    const did = f.type === 'sync' ? f.did : event?.did
-    const rawUs = f.type === 'sync' ? f.timeUs : (f.item.timeUs ?? 0)
-    const at = position(f.seq, rawUs)
+    const at = position(f.seq, f.type === 'sync' ? f.timeUs : (f.item.timeUs ?? 0))
     // A refused (future) time must not end every open window: the quiet rule skips it.
     const timeUs = at.timeUs ?? 0
-    const commit = event?.kind === 'commit' ? { op: event.op, rev: event.rev } : null
-    const closing = w.closeBefore(did ? { did, seq: f.seq, timeUs, commit } : { timeUs })
-    if (!(await pushPrunes(closing, sink, signal))) return false
-    if (f.type === 'sync') {
-      logger.info(
-        { did: f.did, rev: f.rev, seq: f.seq },
-        'repo resynced upstream: replacing its records',
-      )
-      if (!(await pushPrunes(w.open(f.did, f.rev, f.seq, timeUs), sink, signal))) return false
-    } else if (event?.kind === 'identity') {
-      event = {
-        ...event,
-        handle: await deps.verify(event.did, f.unverifiedHandle),
-      } satisfies IdentityEvent
-    }
+    if (!(await pushPrunes(w.closeBefore(closingOf(f, timeUs)), sink, signal))) return false
+    if (f.type === 'sync' && !(await openWindow(f, timeUs, sink, signal))) return false
+    const event = f.type === 'item' ? await verified(f) : null
     state.lastSeq = f.seq
     state.sessionSeq = f.seq
     const cursor = at.cursor === null ? null : w.safeCursor(at.cursor)
     const item: SourceItem = { event, cursor, timeUs: at.timeUs, bytes }
     return push(item, sink, signal)
+  }
+
+  /** A `#sync`: the repo's records are replaced by what its window sees. */
+  function openWindow(
+    f: Extract<V2Frame, { type: 'sync' }>,
+    timeUs: number,
+    sink: Sink,
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    logger.info(
+      { did: f.did, rev: f.rev, seq: f.seq },
+      'repo resynced upstream: replacing its records',
+    )
+    return pushPrunes(deps.windows.open(f.did, f.rev, f.seq, timeUs), sink, signal)
+  }
+
+  /** An identity event with its handle verified both ways; other events as they came. */
+  async function verified(f: Extract<V2Frame, { type: 'item' }>): Promise<IndexEvent | null> {
+    const event = f.item.event
+    if (event?.kind !== 'identity') return event
+    const handle = await deps.verify(event.did, f.unverifiedHandle)
+    return { ...event, handle } satisfies IdentityEvent
   }
 
   async function onSkip(
@@ -170,16 +177,9 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
     const text = decode(data, binary)
     if (text === null) return state.ended ? 'end' : 'continue'
     const f = parseV2Frame(text, { collections: deps.collections })
-    let ok = true
     switch (f.type) {
       case 'error':
-        fault(
-          f.error === 'ConsumerTooSlow'
-            ? 'consumer_too_slow'
-            : f.error === 'InternalError'
-              ? 'internal_error'
-              : 'error_frame',
-        )
+        fault(errorFault(f.error))
         logger.warn(
           { error: f.error, message: f.message },
           `Jetstream error frame ${f.error}: reconnecting`,
@@ -191,11 +191,23 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
         else logger.info({ name: f.name, message: f.message }, 'Jetstream info')
         return 'continue'
       case 'skip':
-        ok = await onSkip(f, text.length, sink, signal)
-        break
+        return (await onSkip(f, text.length, sink, signal)) ? 'continue' : 'abort'
       default:
-        ok = await onEvent(f, text.length, sink, signal)
+        return (await onEvent(f, text.length, sink, signal)) ? 'continue' : 'abort'
     }
-    return ok ? 'continue' : 'abort'
   }
+}
+
+/** What an event frame closes windows before: its repo's position, or just its time. */
+function closingOf(f: Extract<V2Frame, { type: 'item' | 'sync' }>, timeUs: number) {
+  const event = f.type === 'item' ? f.item.event : null
+  const did = f.type === 'sync' ? f.did : event?.did
+  if (!did) return { timeUs }
+  const commit = event?.kind === 'commit' ? { op: event.op, rev: event.rev } : null
+  return { did, seq: f.seq, timeUs, commit }
+}
+
+function errorFault(error: string): string {
+  if (error === 'ConsumerTooSlow') return 'consumer_too_slow'
+  return error === 'InternalError' ? 'internal_error' : 'error_frame'
 }

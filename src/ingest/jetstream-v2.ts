@@ -117,6 +117,7 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
   )
   let zstd: 'want' | 'off' = opts.zstd === false ? 'off' : 'want'
   let refetched = false
+  let attempt = 0
 
   async function loadDictionary(): Promise<void> {
     if (zstd === 'off' || state.dictionary) return
@@ -150,40 +151,41 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
 
   /** What a refused upgrade means: 'retry' with backoff, 'now' without, or 'stop'. */
   function onRefused(end: Extract<SessionEnd, { kind: 'refused' }>): 'retry' | 'now' | 'stop' {
-    if (end.status === 400 && end.error === 'CursorTooOld') {
-      fault('cursor_too_old')
-      const tip = opts.onTooOld === 'tip'
-      reportGap({
-        reason: 'CursorTooOld',
-        at: new Date().toISOString(),
-        cursor: state.lastSeq,
-        message: end.message,
-        action: BACKFILL,
-      })
-      logger.error(
-        { cursor: state.lastSeq, message: end.message, onTooOld: tip ? 'tip' : 'stop' },
-        `Jetstream no longer holds events after the stored cursor (CursorTooOld). ${BACKFILL} ` +
-          (tip
-            ? 'Continuing from the live tip (JETSTREAM_ON_TOO_OLD=tip).'
-            : 'Ingestion stopped (JETSTREAM_ON_TOO_OLD=stop); set JETSTREAM_ON_TOO_OLD=tip to continue from the live tip.'),
-      )
-      if (!tip) return 'stop'
-      state.lastSeq = null
-      state.track = { accepted: null, candidate: null }
-      return 'now'
-    }
+    if (end.status === 400 && end.error === 'CursorTooOld') return cursorTooOld(end.message)
     if (end.status === 400 && end.error === 'UnknownZstdDictionary') {
       dictionaryRefused(end)
       return 'now'
     }
     if (end.status === 400 && end.error === 'InvalidRequest')
       throw new JetstreamConfigError(`Jetstream refused the subscription: ${end.message}`)
-    fault(end.status === 503 ? 'unavailable' : end.status === 400 ? 'refused_unknown' : 'refused')
+    fault(refusalFault(end.status))
     logger.warn(
       { status: end.status, error: end.error, message: end.message },
       'Jetstream refused the connection',
     )
     return 'retry'
+  }
+
+  /** The stored cursor is older than Jetstream keeps: stop, or go on from the tip. */
+  function cursorTooOld(message: string): 'now' | 'stop' {
+    fault('cursor_too_old')
+    const tip = opts.onTooOld === 'tip'
+    reportGap({
+      reason: 'CursorTooOld',
+      at: new Date().toISOString(),
+      cursor: state.lastSeq,
+      message,
+      action: BACKFILL,
+    })
+    logger.error(
+      { cursor: state.lastSeq, message, onTooOld: tip ? 'tip' : 'stop' },
+      `Jetstream no longer holds events after the stored cursor (CursorTooOld). ${BACKFILL} ` +
+        (tip ? TOO_OLD_TIP : TOO_OLD_STOP),
+    )
+    if (!tip) return 'stop'
+    state.lastSeq = null
+    state.track = { accepted: null, candidate: null }
+    return 'now'
   }
 
   function onEnd(end: Exclude<SessionEnd, { kind: 'refused' }>): 'retry' | 'now' {
@@ -201,42 +203,48 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
 
   async function run(sink: Sink, startCursor: number | null, signal: AbortSignal): Promise<void> {
     state.lastSeq = startCursor
-    // A timestamp start cursor (>= 1e15) is no seq to continue from.
-    const accepted = startCursor !== null && startCursor < SEQ_LIMIT ? startCursor : null
-    state.track = { accepted, candidate: null }
-    let attempt = 0
-    let connects = 0
-    while (!signal.aborted) {
-      await loadDictionary()
-      const url = buildV2Url(
-        opts.url,
-        opts.wantedCollections,
-        state.lastSeq,
-        state.dictionary?.id ?? null,
-      )
-      if (connects++ > 0) metrics.sourceReconnectsTotal.inc({ source: SOURCE })
-      state.sessionSeq = null
-      const onOpen = () => logger.info({ url, cursor: state.lastSeq }, 'connected to Jetstream v2')
-      const end = await runSession(
-        url,
-        { ...session, onOpen },
-        (d, b) => handle(d, b, sink, signal),
-        signal,
-      )
+    state.track = { accepted: seqOrNull(startCursor), candidate: null }
+    attempt = 0
+    for (let connects = 0; !signal.aborted; connects++) {
+      if (connects > 0) metrics.sourceReconnectsTotal.inc({ source: SOURCE })
+      const end = await connect(sink, signal)
       if (signal.aborted) break
-      const next = end.kind === 'refused' ? onRefused(end) : onEnd(end)
+      const next = nextStep(end)
       if (next === 'stop') return
       if (next === 'now') continue
-      // A session that delivered data was healthy: start the backoff (and refetch) over.
-      if (end.received > 0) refetched = false
-      attempt = end.received > 0 ? 1 : attempt + 1
-      const delayMs = backoffDelayMs(attempt, baseMs, maxMs, opts.random)
+      const delayMs = backoffAfter(end.received)
       logger.warn(
         { end, attempt, delayMs, cursor: state.lastSeq },
         'Jetstream connection lost; reconnecting',
       )
       await sleepUnlessAborted(delayMs, signal)
     }
+  }
+
+  function nextStep(end: SessionEnd): 'retry' | 'now' | 'stop' {
+    return end.kind === 'refused' ? onRefused(end) : onEnd(end)
+  }
+
+  /** The wait before the next try; a session that delivered data was healthy. */
+  function backoffAfter(received: number): number {
+    // A healthy session starts the backoff (and the dictionary refetch) over.
+    if (received > 0) refetched = false
+    attempt = received > 0 ? 1 : attempt + 1
+    return backoffDelayMs(attempt, baseMs, maxMs, opts.random)
+  }
+
+  /** One session from the last seq, with the current dictionary when zstd is on. */
+  async function connect(sink: Sink, signal: AbortSignal): Promise<SessionEnd> {
+    await loadDictionary()
+    const url = buildV2Url(
+      opts.url,
+      opts.wantedCollections,
+      state.lastSeq,
+      state.dictionary?.id ?? null,
+    )
+    state.sessionSeq = null
+    const onOpen = () => logger.info({ url, cursor: state.lastSeq }, 'connected to Jetstream v2')
+    return runSession(url, { ...session, onOpen }, (d, b) => handle(d, b, sink, signal), signal)
   }
 
   return {
@@ -252,6 +260,17 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
     },
   }
 }
+
+/** A timestamp start cursor (>= 1e15) is no seq to continue from. */
+const seqOrNull = (cursor: number | null): number | null =>
+  cursor !== null && cursor < SEQ_LIMIT ? cursor : null
+
+const TOO_OLD_TIP = 'Continuing from the live tip (JETSTREAM_ON_TOO_OLD=tip).'
+const TOO_OLD_STOP =
+  'Ingestion stopped (JETSTREAM_ON_TOO_OLD=stop); set JETSTREAM_ON_TOO_OLD=tip to continue from the live tip.'
+
+const refusalFault = (status: number): string =>
+  status === 503 ? 'unavailable' : status === 400 ? 'refused_unknown' : 'refused'
 
 const BACKFILL =
   'Recover the missing records with `prompt-appview backfill` (it re-fetches every repo of the collections).'

@@ -1,14 +1,15 @@
 import type { Logger } from 'pino'
-import { type RawData, WebSocket } from 'ws'
 import { backoffMs } from '../backoff.ts'
 import { type Config, collectionsOf } from '../config.ts'
 import type { Metrics } from '../metrics.ts'
-import type { IdentityEvent, Sink, SourceItem } from '../model/events.ts'
+import type { IdentityEvent, IndexEvent, Sink, SourceItem } from '../model/events.ts'
 import type { HandleVerifier } from '../model/handles.ts'
 import { pushUnlessAborted, sleepUnlessAborted } from './abortable.ts'
 import { advanceTimeCursor } from './cursor-guard.ts'
 import { createRefusalReporter } from './cursor-refusals.ts'
 import { normalizeJetstreamEvent, SEQ_LIMIT } from './jetstream-event.ts'
+import type { NormalizeResult } from './jetstream-skip.ts'
+import { runSocketSession } from './jetstream-socket.ts'
 import { recordSkip } from './record-skip.ts'
 import type { Source } from './source.ts'
 import { verifyWithTimeout } from './verify-handle.ts'
@@ -39,9 +40,6 @@ export interface JetstreamSourceOptions {
 }
 
 const SOURCE = 'jetstream'
-// Far above any record (relays cap commits at a few MB); bounds memory per message without
-// ever refusing a real event, which would otherwise be re-sent forever after each reconnect.
-const MAX_PAYLOAD_BYTES = 16 << 20
 
 /** The settings of a Config that this source reads; the caller adds logger, metrics, tuning. */
 export function jetstreamOptionsFromConfig(
@@ -80,9 +78,25 @@ export function backoffDelayMs(
 const isSeq = (cursor: number) => cursor < SEQ_LIMIT
 const seqOf = (cursor: number | null) => (cursor !== null && isSeq(cursor) ? cursor : null)
 
-interface SessionEnd {
-  received: number
-  reason: string
+/** Where a connection resumes: a seq as is (inclusive), a time_us minus the rewind. */
+function requestedCursor(last: number | null, rewindUs: number): number | null {
+  if (last === null || isSeq(last)) return last
+  return Math.max(0, last - rewindUs)
+}
+
+/** A message's place in the stream; null when it has none, or a seq resume sent it again. */
+function positionOf(
+  res: NormalizeResult,
+  last: number | null,
+): { rawUs: number; seq: number | null } | null {
+  const rawUs = res.ok ? res.item.timeUs : res.timeUs
+  // No readable envelope (DID, time_us): not an event of the stream, the cursor stays.
+  if (typeof rawUs !== 'number') return null
+  // A v2 server's `cursor` field (its seq) is the better resume point; a seq resume is
+  // inclusive, and a seq never compares with a time_us.
+  const seq = res.ok ? seqOf(res.item.cursor) : (res.cursor ?? null)
+  if (seq !== null && last !== null && isSeq(last) && seq <= last) return null
+  return { rawUs, seq }
 }
 
 export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
@@ -95,22 +109,24 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
   const refused = createRefusalReporter({ source: SOURCE, logger, metrics: opts.metrics })
   const rewindUs = Math.round(opts.rewindSeconds * 1_000_000)
   const gapUs = rewindUs + Math.round((opts.gapToleranceSeconds ?? 2) * 1_000_000)
-  const baseMs = opts.backoffBaseMs ?? 1000
-  const maxMs = opts.backoffMaxMs ?? 60_000
-  const connectTimeoutMs = opts.connectTimeoutMs ?? 10_000
-  const heartbeatMs = opts.heartbeatMs ?? 30_000
   const verifyTimeoutMs = opts.verifyTimeoutMs ?? 10_000
   let lastCursor: number | null = null
+  warnUncovered(collections, opts.wantedCollections, logger)
 
-  for (const c of collections) {
-    const asked = opts.wantedCollections.some((w) =>
-      w.endsWith('.*') ? c.startsWith(w.slice(0, -1)) : w === c,
+  /** An identity event's handle, verified both ways; other events as they came. */
+  async function eventOf(res: NormalizeResult): Promise<IndexEvent | null> {
+    if (!res.ok) return null
+    const event = res.item.event
+    if (event?.kind !== 'identity') return event
+    const handle = await verifyWithTimeout(
+      opts.verifyHandle,
+      event.did,
+      res.unverifiedHandle,
+      verifyTimeoutMs,
+      logger,
     )
-    if (!asked) logger.warn({ collection: c }, 'collection not covered by wantedCollections')
+    return { ...event, handle } satisfies IdentityEvent
   }
-
-  const verify = (did: string, handle: string | null) =>
-    verifyWithTimeout(opts.verifyHandle, did, handle, verifyTimeoutMs, logger)
 
   /** One message → at most one push. Returns false when aborted. */
   async function handle(
@@ -121,23 +137,14 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
   ): Promise<boolean> {
     const res = normalizeJetstreamEvent(text, { collections, seqCursor: true })
     if (!res.ok) recordSkip(deps, SOURCE, res)
-    const rawUs = res.ok ? res.item.timeUs : res.timeUs
-    // No readable envelope (DID, time_us): not an event of the stream, the cursor stays.
-    if (typeof rawUs !== 'number') return true
-    // A v2 server's `cursor` field (its seq) is the better resume point; a seq resume is
-    // inclusive, and a seq never compares with a time_us.
-    const seq = res.ok ? seqOf(res.item.cursor) : (res.cursor ?? null)
-    if (seq !== null && lastCursor !== null && isSeq(lastCursor) && seq <= lastCursor) return true
+    const pos = positionOf(res, lastCursor)
+    if (pos === null) return true
     const timeCursor = lastCursor !== null && !isSeq(lastCursor) ? lastCursor : null
-    const at = advanceTimeCursor(timeCursor, rawUs, Date.now() * 1000)
-    if (at.refusal) refused(at.refusal, { timeUs: rawUs, cursor: lastCursor })
-    else observe(rawUs)
-    let event = res.ok ? res.item.event : null
-    if (res.ok && event?.kind === 'identity') {
-      const handle = await verify(event.did, res.unverifiedHandle)
-      event = { ...event, handle } satisfies IdentityEvent
-    }
-    const cursor = seq ?? at.cursor
+    const at = advanceTimeCursor(timeCursor, pos.rawUs, Date.now() * 1000)
+    if (at.refusal) refused(at.refusal, { timeUs: pos.rawUs, cursor: lastCursor })
+    else observe(pos.rawUs)
+    const event = await eventOf(res)
+    const cursor = pos.seq ?? at.cursor
     const item: SourceItem = { event, cursor, timeUs: at.timeUs, bytes: text.length }
     if (!(await pushUnlessAborted(sink, item, signal))) return false
     lastCursor = cursor
@@ -159,120 +166,39 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     )
   }
 
-  function session(url: string, requested: number | null, sink: Sink, signal: AbortSignal) {
-    return new Promise<SessionEnd>((resolve, reject) => {
-      const ws = new WebSocket(url, {
-        handshakeTimeout: connectTimeoutMs,
-        maxPayload: MAX_PAYLOAD_BYTES,
-        perMessageDeflate: false,
-      })
-      const queue: RawData[] = []
-      let received = 0
-      let first = true
-      let draining = false
-      let closed = false
-      let alive = true
-      let reason = 'closed'
-      let failure: unknown = null
-
-      const finish = () => {
-        clearInterval(heartbeat)
-        signal.removeEventListener('abort', onAbort)
-        if (failure !== null) reject(failure)
-        else resolve({ received, reason })
-      }
-      // Queued messages are drained before the session ends, so a reconnect never races them.
-      const maybeFinish = () => {
-        if (closed && !draining) finish()
-      }
-      const onAbort = () => {
-        reason = 'aborted'
-        ws.terminate()
-      }
-      signal.addEventListener('abort', onAbort, { once: true })
-
-      const observe = (timeUs: number) => {
-        if (!first) return
-        first = false
-        checkGap(requested, timeUs)
-      }
-      const drain = async () => {
-        draining = true
-        // Pausing stops socket reads, so TCP pushes back on the server while the sink is full.
-        ws.pause()
-        try {
-          while (queue.length > 0 && !signal.aborted) {
-            const text = queue.shift()!.toString()
-            if (!(await handle(text, sink, signal, observe))) break
-            received++
-          }
-        } catch (err) {
-          failure = err
-          reason = 'sink failed'
-          ws.terminate()
-        }
-        queue.length = 0
-        draining = false
-        if (!closed) ws.resume()
-        maybeFinish()
-      }
-
-      const heartbeat = setInterval(() => {
-        // The handshake has its own timeout; a paused socket cannot answer pings, and a slow
-        // sink is not a dead upstream.
-        if (ws.readyState !== WebSocket.OPEN || draining) {
-          alive = true
-        } else if (!alive) {
-          reason = 'heartbeat timeout'
-          ws.terminate()
-        } else {
-          alive = false
-          ws.ping()
-        }
-      }, heartbeatMs)
-
-      ws.on('open', () => logger.info({ url, cursor: requested }, 'connected to Jetstream'))
-      ws.on('pong', () => {
-        alive = true
-      })
-      ws.on('message', (data) => {
-        alive = true
-        queue.push(data)
-        if (!draining) void drain()
-      })
-      ws.on('error', (err) => {
-        reason = err.message
-      })
-      ws.on('close', (code) => {
-        closed = true
-        if (reason === 'closed') reason = `closed by server (${code})`
-        maybeFinish()
-      })
+  function session(requested: number | null, sink: Sink, signal: AbortSignal) {
+    let first = true
+    const observe = (timeUs: number) => {
+      if (!first) return
+      first = false
+      checkGap(requested, timeUs)
+    }
+    return runSocketSession({
+      url: buildSubscribeUrl(opts.url, opts.wantedCollections, requested),
+      cursor: requested,
+      connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
+      heartbeatMs: opts.heartbeatMs ?? 30_000,
+      logger,
+      signal,
+      onMessage: (text) => handle(text, sink, signal, observe),
     })
   }
 
   async function run(sink: Sink, startCursor: number | null, signal: AbortSignal): Promise<void> {
     lastCursor = startCursor
     let attempt = 0
-    let connects = 0
-    while (!signal.aborted) {
-      const requested =
-        lastCursor === null
-          ? null
-          : isSeq(lastCursor)
-            ? lastCursor
-            : Math.max(0, lastCursor - rewindUs)
-      if (connects++ > 0) opts.metrics.sourceReconnectsTotal.inc({ source: SOURCE })
-      const end = await session(
-        buildSubscribeUrl(opts.url, opts.wantedCollections, requested),
-        requested,
-        sink,
-        signal,
-      )
+    for (let connects = 0; !signal.aborted; connects++) {
+      if (connects > 0) opts.metrics.sourceReconnectsTotal.inc({ source: SOURCE })
+      const end = await session(requestedCursor(lastCursor, rewindUs), sink, signal)
       if (signal.aborted) break
       // A session that delivered data was healthy: start the backoff over.
       attempt = end.received > 0 ? 1 : attempt + 1
-      const delayMs = backoffDelayMs(attempt, baseMs, maxMs, opts.random)
+      const delayMs = backoffDelayMs(
+        attempt,
+        opts.backoffBaseMs ?? 1000,
+        opts.backoffMaxMs ?? 60_000,
+        opts.random,
+      )
       logger.warn(
         { reason: end.reason, attempt, delayMs, cursor: lastCursor },
         'Jetstream connection lost; reconnecting',
@@ -289,5 +215,12 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     get lastCursor() {
       return lastCursor
     },
+  }
+}
+
+function warnUncovered(collections: Set<string>, wanted: string[], logger: Logger): void {
+  for (const c of collections) {
+    const asked = wanted.some((w) => (w.endsWith('.*') ? c.startsWith(w.slice(0, -1)) : w === c))
+    if (!asked) logger.warn({ collection: c }, 'collection not covered by wantedCollections')
   }
 }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { TID } from '@atproto/common'
 import type { Database } from '../../src/db/client.ts'
 import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
-import type { BatchEvent } from '../../src/indexer/merge.ts'
+import type { BatchEvent } from '../../src/indexer/plan.ts'
 import type { CommitEvent, IndexEvent } from '../../src/model/events.ts'
 import { PromptValidator } from '../../src/model/prompt-record.ts'
 

@@ -1,0 +1,190 @@
+import type { Outcome } from '../metrics.ts'
+import type { Provenance } from '../model/events.ts'
+import type { Nsids, Role } from '../model/nsids.ts'
+import { agentTemplateHash, analyzePrompt, type PromptValidator } from '../model/prompt-record.ts'
+import { type AccountRow, keyOf, type PromptFacts, type StoredRecord } from '../model/rows.ts'
+import type { BatchPlan, LoadedState } from './plan.ts'
+
+// The state a batch is planned over, and the one record write every event kind ends in:
+// the rev guard, the purge guard, recompile counting and prompt revisions are decided here.
+
+/** What planning one batch reads (`loaded`, the rules) and writes (`plan`). */
+export interface PlanContext {
+  readonly plan: BatchPlan
+  readonly loaded: LoadedState
+  readonly nsids: Nsids
+  readonly validator: PromptValidator
+  /** Collection NSID → role; commits of any other collection are never stored. */
+  readonly roleOf: ReadonlyMap<string, Role>
+}
+
+/** One record as an event leaves it; `cid: null` deletes it. */
+export interface RecordWrite {
+  role: Role
+  did: string
+  rkey: string
+  rev: string
+  cid: string | null
+  record: unknown
+  timeUs: number
+  provenance: Provenance | null
+}
+
+export interface WriteResult {
+  applied: boolean
+  invalid: boolean
+}
+
+const REFUSED: WriteResult = { applied: false, invalid: false }
+
+export function emptyPlan(): BatchPlan {
+  return {
+    rows: { prompt: new Map(), conversation: new Map(), agent: new Map() },
+    previousAgentUris: new Map(),
+    revisions: [],
+    accounts: new Map(),
+    visibility: new Map(),
+    purged: new Set(),
+    chains: new Map(),
+    outcomes: [],
+  }
+}
+
+export function currentRecord(ctx: PlanContext, role: Role, key: string): StoredRecord | undefined {
+  return ctx.plan.rows[role].get(key) ?? ctx.loaded.records[role].get(key)
+}
+
+export function accountOf(ctx: PlanContext, did: string): AccountRow | undefined {
+  return ctx.plan.accounts.get(did) ?? ctx.loaded.accounts.get(did)
+}
+
+/** The account row this batch writes for `did`, created (active, unknown) on first touch. */
+export function touchAccount(ctx: PlanContext, did: string): AccountRow {
+  const existing = accountOf(ctx, did)
+  const row: AccountRow = existing ? { ...existing } : newAccount(did)
+  ctx.plan.accounts.set(did, row)
+  return row
+}
+
+function newAccount(did: string): AccountRow {
+  return {
+    did,
+    active: true,
+    status: null,
+    handle: null,
+    operatorHidden: false,
+    accountSeq: null,
+    accountUs: null,
+    identitySeq: null,
+    identityUs: null,
+    lastRev: null,
+    purgedRev: null,
+    purgedUs: null,
+  }
+}
+
+export function countOutcome(
+  ctx: PlanContext,
+  collection: string,
+  op: string,
+  outcome: Outcome,
+): void {
+  ctx.plan.outcomes.push({ collection, op, outcome })
+}
+
+/** The outcome a record write is counted as. */
+export function outcomeOf(r: WriteResult): Outcome {
+  if (!r.applied) return 'ignored_rev'
+  return r.invalid ? 'invalid' : 'indexed'
+}
+
+/** Applies one record write; `applied: false` when the rev or purge guard refuses it. */
+export function writeRecord(ctx: PlanContext, w: RecordWrite): WriteResult {
+  const acc = accountOf(ctx, w.did)
+  if (acc && isPurgedBefore(acc, w.rev, w.timeUs)) return REFUSED
+  const key = keyOf(w.did, w.rkey)
+  const cur = currentRecord(ctx, w.role, key)
+  if (cur && w.rev <= cur.rev) return REFUSED
+  const { plan } = ctx
+  if (w.role === 'prompt') rememberAgentUri(plan, key, cur)
+  const deleted = w.cid === null
+  const facts =
+    w.role === 'prompt' && !deleted
+      ? analyzePrompt(ctx.validator, ctx.nsids, w.did, w.rkey, w.record)
+      : null
+  plan.rows[w.role].set(key, {
+    did: w.did,
+    rkey: w.rkey,
+    rev: w.rev,
+    cid: w.cid,
+    deleted,
+    recompiles: recompilesAfter(cur, w.cid),
+    record: deleted ? null : w.record,
+    agentUri: facts?.agentUri ?? null,
+    facts,
+    templateHash: w.role === 'agent' && !deleted ? agentTemplateHash(w.record) : null,
+    timeUs: w.timeUs,
+    provenance: w.provenance,
+  })
+  if (facts) addRevision(plan, w, cur, facts)
+  const accRow = touchAccount(ctx, w.did)
+  if (!accRow.lastRev || w.rev > accRow.lastRev) accRow.lastRev = w.rev
+  return { applied: true, invalid: facts?.validationError != null }
+}
+
+/** A prompt's agent before the batch: a prompt leaving a staleness group re-flags it. */
+function rememberAgentUri(plan: BatchPlan, key: string, cur: StoredRecord | undefined): void {
+  if (!plan.previousAgentUris.has(key)) plan.previousAgentUris.set(key, cur?.agentUri ?? null)
+}
+
+/** A create after a delete is a new record; only an update to a new CID is a recompile. */
+function recompilesAfter(cur: StoredRecord | undefined, cid: string | null): number {
+  if (cid === null) return cur?.recompiles ?? 0
+  if (cur === undefined || cur.deleted) return 0
+  return cur.recompiles + (cur.cid !== cid ? 1 : 0)
+}
+
+/** A prompt's history gains a revision whenever its content (CID) is new. */
+function addRevision(
+  plan: BatchPlan,
+  w: RecordWrite,
+  cur: StoredRecord | undefined,
+  facts: PromptFacts,
+): void {
+  const wasLive = cur !== undefined && !cur.deleted
+  if (!w.cid || (wasLive && cur.cid === w.cid)) return
+  const { did, rkey, rev, cid } = w
+  plan.revisions.push({ did, rkey, rev, cid, facts, ...textsOf(w.record) })
+}
+
+/** Keys of `did`'s records of `role` that are live as of the plan so far. */
+export function* liveKeysOf(ctx: PlanContext, did: string, role: Role): Generator<string> {
+  const prefix = `${did}\u0000`
+  const planned = ctx.plan.rows[role]
+  const seen = new Set<string>()
+  for (const map of [planned, ctx.loaded.records[role]] as Map<string, StoredRecord>[]) {
+    for (const [key, rec] of map) {
+      if (!key.startsWith(prefix) || seen.has(key)) continue
+      seen.add(key)
+      const latest = planned.get(key) ?? rec
+      if (!latest.deleted) yield key
+    }
+  }
+}
+
+/**
+ * A deleted account's repo is gone: a commit at or below the newest rev seen before the
+ * purge, or sent before the purge, is a replay and must not bring a record back.
+ */
+function isPurgedBefore(acc: AccountRow, rev: string, timeUs: number): boolean {
+  return (
+    (acc.purgedRev !== null && rev <= acc.purgedRev) ||
+    (acc.purgedUs !== null && timeUs <= acc.purgedUs)
+  )
+}
+
+function textsOf(record: unknown): { content: string | null; coreMemory: string | null } {
+  const r = (record ?? {}) as Record<string, unknown>
+  const str = (v: unknown) => (typeof v === 'string' ? v : null)
+  return { content: str(r.content), coreMemory: str(r.coreMemory) }
+}
