@@ -7,7 +7,7 @@ import type {
   RepoSnapshotEvent,
 } from '../model/events.ts'
 import type { Nsids } from '../model/nsids.ts'
-import { ROLES, type Role } from '../model/nsids.ts'
+import { ROLES, type Role, roleOf } from '../model/nsids.ts'
 import type { PromptValidator } from '../model/prompt-record.ts'
 import { type AccountRow, isVisible, splitKey } from '../model/rows.ts'
 import {
@@ -41,12 +41,7 @@ export function planBatch(
   nsids: Nsids,
   validator: PromptValidator,
 ): BatchPlan {
-  const roleOf = new Map<string, Role>([
-    [nsids.prompt, 'prompt'],
-    [nsids.conversation, 'conversation'],
-    [nsids.agent, 'agent'],
-  ])
-  const ctx: PlanContext = { plan: emptyPlan(), loaded, nsids, validator, roleOf }
+  const ctx: PlanContext = { plan: emptyPlan(), loaded, nsids, validator }
   for (const ev of events) planEvent(ctx, ev)
   ctx.plan.visibility = visibilityChanges(ctx)
   return ctx.plan
@@ -80,7 +75,7 @@ function planEvent(ctx: PlanContext, ev: BatchEvent): void {
 
 /** A create, update or delete of a prompt, conversation or agent record. */
 function planCommit(ctx: PlanContext, ev: CommitEvent): void {
-  const role = ctx.roleOf.get(ev.collection)
+  const role = roleOf(ctx.nsids, ev.collection)
   if (!role) return // sources filter; a stray collection is never stored
   const r = writeRecord(ctx, {
     role,
@@ -100,7 +95,7 @@ function planSnapshot(ctx: PlanContext, ev: RepoSnapshotEvent): void {
   const provenance = ev.provenance ?? null
   const present = new Set<string>()
   for (const rec of ev.records) {
-    const role = ctx.roleOf.get(rec.collection)
+    const role = roleOf(ctx.nsids, rec.collection)
     if (!role) continue
     present.add(`${role}\u0000${rec.rkey}`)
     const r = writeRecord(ctx, {

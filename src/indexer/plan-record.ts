@@ -15,7 +15,6 @@ export interface PlanContext {
   readonly nsids: Nsids
   readonly validator: PromptValidator
   /** Collection NSID → role; commits of any other collection are never stored. */
-  readonly roleOf: ReadonlyMap<string, Role>
 }
 
 /** One record as an event leaves it; `cid: null` deletes it. */
