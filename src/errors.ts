@@ -13,8 +13,22 @@ export class AppError extends Error {
 /** Another process holds the PGlite data directory. */
 export class DataDirLockedError extends AppError {}
 
-/** An upstream (PDS, PLC, relay) failed; usually worth retrying. */
-export class UpstreamError extends AppError {}
+/**
+ * An upstream (PDS, PLC, relay) failed. `reason` names how, for counting (an HTTP status
+ * class, `rate_limited`, `network`); `retryAfterMs` is the wait the upstream asked for.
+ */
+export class UpstreamError extends AppError {
+  readonly reason: string
+  readonly retryAfterMs: number | null
+  constructor(
+    message: string,
+    o: { cause?: unknown; retryable?: boolean; reason?: string; retryAfterMs?: number | null } = {},
+  ) {
+    super(message, o)
+    this.reason = o.reason ?? 'upstream'
+    this.retryAfterMs = o.retryAfterMs ?? null
+  }
+}
 
 // The one retry classifier: retryable (the store or an upstream is down or busy, trying
 // again later can succeed) or permanent (the input or the code is wrong, trying again

@@ -33,7 +33,7 @@ export async function backfillCommand(
     const run = runBackfill({
       logger: ctx.logger,
       metrics: ctx.metrics,
-      resolver: resolverFor(config),
+      resolver: resolverFor(config, ctx.metrics),
       collections: collectionsOf(config),
       relayUrl: config.relayUrl,
       dids: opts.dids.length > 0 ? opts.dids : undefined,

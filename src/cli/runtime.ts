@@ -115,7 +115,7 @@ export async function startServer(
   opts: { readApi: boolean },
 ): Promise<FastifyInstance> {
   const { config } = rt.ctx
-  const resolver = resolverFor(config)
+  const resolver = resolverFor(config, rt.ctx.metrics)
   const app = await buildApp(rt.ctx, {
     ingest,
     isReady: rt.isReady,

@@ -17,9 +17,13 @@ export interface SourceDeps {
 }
 
 /** The DID resolver the configuration asks for: PLC_URL, did:web, private hosts if allowed. */
-export function resolverFor(config: AppContext['config']): DidResolver {
+export function resolverFor(
+  config: AppContext['config'],
+  metrics?: AppContext['metrics'],
+): DidResolver {
   return createDidResolver({
     plcUrl: config.plcUrl,
+    metrics,
     ...(config.allowPrivateNetwork ? { webFetch: fetch } : {}),
   })
 }
@@ -29,7 +33,7 @@ export function resolverFor(config: AppContext['config']): DidResolver {
  * the network: verify only DIDs this index keeps (the indexer drops the rest anyway).
  */
 function verifierForKnownDids(ctx: AppContext, resolver: DidResolver) {
-  const verify = createHandleVerifier({ resolver })
+  const verify = createHandleVerifier({ resolver, metrics: ctx.metrics })
   return async (did: string, claimed: string | null): Promise<string | null> =>
     (await isKnownAccount(ctx.db, did)) ? verify(did, claimed) : null
 }
@@ -52,12 +56,12 @@ export function createSource(ctx: AppContext, deps: SourceDeps = {}): CreatedSou
         verifyHandle: null,
       }
     case 'jetstream': {
-      const resolver = deps.resolver ?? resolverFor(config)
+      const resolver = deps.resolver ?? resolverFor(config, metrics)
       const source = jetstreamSourceFor(ctx, verifierForKnownDids(ctx, resolver))
-      return { source, verifyHandle: createHandleVerifier({ resolver }) }
+      return { source, verifyHandle: createHandleVerifier({ resolver, metrics }) }
     }
     case 'firehose': {
-      const resolver = deps.resolver ?? resolverFor(config)
+      const resolver = deps.resolver ?? resolverFor(config, metrics)
       const source = createFirehoseSource({
         url: config.relayUrl,
         collections,
@@ -75,7 +79,7 @@ export function createSource(ctx: AppContext, deps: SourceDeps = {}): CreatedSou
           listUnsynchronized: (limit) => listUnsynchronized(ctx.db, limit),
         },
       })
-      return { source, verifyHandle: createHandleVerifier({ resolver }) }
+      return { source, verifyHandle: createHandleVerifier({ resolver, metrics }) }
     }
   }
 }

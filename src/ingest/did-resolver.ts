@@ -6,6 +6,7 @@ import {
   getKey,
   getPds,
 } from '@atproto/identity'
+import type { Metrics } from '../metrics.ts'
 
 // DID documents for commit verification (signing key) and backfill (PDS endpoint). On the
 // firehose every commit needs its author's key, so lookups are cached, concurrent lookups
@@ -54,6 +55,8 @@ export interface DidResolverOptions {
    */
   webFetch?: typeof fetch
   now?: () => number
+  /** Counts each document fetch in upstream_requests_total (endpoint `plc` or `did:web`). */
+  metrics?: Pick<Metrics, 'upstreamRequestsTotal'>
 }
 
 export class DidNotFoundError extends Error {
@@ -93,8 +96,10 @@ export function createDidResolver(opts: DidResolverOptions): DidResolver {
 
   const fetchDoc = async (did: string): Promise<ResolvedDid | null> => {
     let doc: DidDocument | null
-    if (did.startsWith('did:plc:')) doc = await limit(() => plc.resolveNoCache(did))
-    else if (did.startsWith('did:web:')) doc = await limit(() => web.resolveNoCache(did))
+    if (did.startsWith('did:plc:'))
+      doc = await limit(() => counted(opts.metrics, 'plc', () => plc.resolveNoCache(did)))
+    else if (did.startsWith('did:web:'))
+      doc = await limit(() => counted(opts.metrics, 'did:web', () => web.resolveNoCache(did)))
     else throw new Error(`unsupported DID method: ${did}`)
     return doc ? toResolved(did, doc) : null
   }
@@ -148,6 +153,25 @@ export function createDidResolver(opts: DidResolverOptions): DidResolver {
     invalidate(did) {
       cache.delete(did)
     },
+  }
+}
+
+/**
+ * Counts one upstream lookup by what it came to. The resolvers hide the HTTP answer: a
+ * document is a 200, "no such DID" their 404, anything thrown is `error`.
+ */
+export async function counted<R>(
+  metrics: Pick<Metrics, 'upstreamRequestsTotal'> | undefined,
+  endpoint: string,
+  lookup: () => Promise<R>,
+): Promise<R> {
+  try {
+    const found = await lookup()
+    metrics?.upstreamRequestsTotal.inc({ endpoint, status: found == null ? '404' : '200' })
+    return found
+  } catch (err) {
+    metrics?.upstreamRequestsTotal.inc({ endpoint, status: 'error' })
+    throw err
   }
 }
 

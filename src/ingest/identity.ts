@@ -1,7 +1,8 @@
 import { HandleResolver } from '@atproto/identity'
 import { isValidHandle, normalizeHandle } from '@atproto/syntax'
+import type { Metrics } from '../metrics.ts'
 import type { HandleVerifier } from '../model/handles.ts'
-import type { DidResolver } from './did-resolver.ts'
+import { counted, type DidResolver } from './did-resolver.ts'
 
 // A handle is only worth showing when both sides agree: the DID document claims it
 // (alsoKnownAs at://handle) and the handle points back at the DID. Anyone can put any
@@ -13,6 +14,8 @@ export interface HandleVerifierOptions {
   resolveHandle?: (handle: string) => Promise<string | null>
   timeoutMs?: number
   onError?: (did: string, err: unknown) => void
+  /** Counts each handle → DID lookup in upstream_requests_total (endpoint `handle`). */
+  metrics?: Pick<Metrics, 'upstreamRequestsTotal'>
 }
 
 export function createHandleVerifier(opts: HandleVerifierOptions): HandleVerifier {
@@ -25,7 +28,7 @@ export function createHandleVerifier(opts: HandleVerifierOptions): HandleVerifie
       const resolved = await opts.resolver.resolve(did, { forceRefresh: true })
       const handle = resolved?.handle ? normalizeHandle(resolved.handle) : null
       if (!handle || !isValidHandle(handle) || handle === 'handle.invalid') return null
-      const back = await resolveHandle(handle)
+      const back = await counted(opts.metrics, 'handle', () => resolveHandle(handle))
       return back === did ? handle : null
     } catch (err) {
       opts.onError?.(did, err)

@@ -1,6 +1,6 @@
 import { type Commit, RepoVerificationError, verifyCommitSig } from '@atproto/repo'
 import { backoffMs } from '../backoff.ts'
-import { isRetryable } from '../errors.ts'
+import { isRetryable, UpstreamError } from '../errors.ts'
 import type { Metrics } from '../metrics.ts'
 import type { RepoSnapshotEvent } from '../model/events.ts'
 import { sleepUnlessAborted } from './abortable.ts'
@@ -11,12 +11,7 @@ import {
   type StreamedRepo,
 } from './car-stream.ts'
 import type { DidResolver } from './did-resolver.ts'
-import {
-  retryAfterMs,
-  sharedUpstreamLimiter,
-  UpstreamError,
-  type UpstreamLimiter,
-} from './upstream-limiter.ts'
+import { retryAfterMs, sharedUpstreamLimiter, type UpstreamLimiter } from './upstream-limiter.ts'
 
 export { retryAfterMs }
 

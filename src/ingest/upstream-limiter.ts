@@ -1,3 +1,4 @@
+import { UpstreamError } from '../errors.ts'
 import type { Metrics } from '../metrics.ts'
 import { sleepUnlessAborted } from './abortable.ts'
 
@@ -8,23 +9,6 @@ import { sleepUnlessAborted } from './abortable.ts'
 // gives up after `maxWaits` waits (or a wait longer than `maxWaitMs`) with a retryable
 // error that carries the wait it asked for. Every answer is counted in
 // `prompt_appview_upstream_requests_total{endpoint,status}`.
-
-export class UpstreamError extends Error {
-  readonly retryable: boolean
-  readonly retryAfterMs: number | null
-  /** Why, for counting: http status class, rate_limited, network. */
-  readonly reason: string
-  constructor(
-    message: string,
-    o: { retryable: boolean; reason: string; retryAfterMs?: number | null; cause?: unknown },
-  ) {
-    super(message, { cause: o.cause })
-    this.name = 'UpstreamError'
-    this.retryable = o.retryable
-    this.reason = o.reason
-    this.retryAfterMs = o.retryAfterMs ?? null
-  }
-}
 
 export interface UpstreamLimiterOptions {
   perHost?: number

@@ -32,7 +32,11 @@ export const testMetrics = (): Metrics =>
 export async function counterValue(
   metrics: Metrics,
   labels: Record<string, string>,
-  name: 'eventsTotal' | 'sourceReconnectsTotal' | 'resumeGapsTotal' = 'eventsTotal',
+  name:
+    | 'eventsTotal'
+    | 'sourceReconnectsTotal'
+    | 'resumeGapsTotal'
+    | 'upstreamRequestsTotal' = 'eventsTotal',
 ): Promise<number> {
   const { values } = await metrics[name].get()
   return values

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { Secp256k1Keypair } from '@atproto/crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createDidResolver, createLimiter } from '../../src/ingest/did-resolver.ts'
+import { counterValue, testMetrics } from '../helpers/ingest-kit.ts'
 
 // A stand-in PLC directory that counts requests and can be slowed down or broken, to see
 // what the cache, the deduplication and the concurrency cap save it from.
@@ -161,5 +162,21 @@ describe('limiter', () => {
     const waves = Array.from({ length: 10 }, () => limit(task).then(() => limit(task)))
     await Promise.all(waves)
     expect(peak).toBe(2)
+  })
+})
+
+describe('DID resolver upstream counting', () => {
+  it('counts each document fetch by what it came to, and a cache hit not at all', async () => {
+    const metrics = testMetrics()
+    const r = createDidResolver({ plcUrl, metrics })
+    reset()
+    await r.resolve(did(900))
+    await r.resolve(did(900))
+    expect(await r.resolve('did:plc:aaaaaaaaaaaaaaaaaaaaazzz')).toBeNull()
+    reset({ fail: true })
+    await expect(r.resolve(did(901))).rejects.toThrow()
+    const count = (status: string) =>
+      counterValue(metrics, { endpoint: 'plc', status }, 'upstreamRequestsTotal')
+    expect([await count('200'), await count('404'), await count('error')]).toEqual([1, 1, 1])
   })
 })

@@ -76,10 +76,12 @@ async function ingestUntil(
     verifyHandle: async (_did, claimed) => claimed,
     backoffBaseMs: 20,
   })
+  // Subscribe requests, not open sockets: the previous run's socket may close after this
+  // one opens, and both are counted before the start, which may already connect.
+  const subscribedBefore = server.requests.length
   const handle = await startIngest(rt, source)
-  const connectedBefore = server.connections
   const deadline = Date.now() + 60_000
-  while (server.connections === connectedBefore && Date.now() < deadline) await tick()
+  while (server.requests.length === subscribedBefore && Date.now() < deadline) await tick()
   feed?.()
   let reached: number | null = null
   while (Date.now() < deadline) {
