@@ -16,6 +16,7 @@ import type { Database } from '../db/client.ts'
 import { type FlagEvidenceRow, flagEvidenceQuery } from '../db/flag-evidence.ts'
 import { type FlagCounts, type PromptRow, type PromptView, toPromptView } from '../db/queries.ts'
 import { countReposBySyncState, listUnsynchronized } from '../db/repo-chain.ts'
+import type { RevisionTextRow } from '../db/revision-texts.ts'
 import { FLAG_NAMES, type FlagName, flagsToNames } from '../model/flags.ts'
 import type { Nsids } from '../model/nsids.ts'
 import { FLAGS_WITH_EVIDENCE, flagReasons, type Reasons } from './flag-reasons.ts'
@@ -91,15 +92,9 @@ export async function getRevisions(
 ): Promise<{ items: RevisionView[]; cursor?: string } | null> {
   const state = await db.read<{ deleted: boolean; hidden: boolean }>(promptStateQuery(did, rkey))
   if (!state[0] || state[0].hidden) return null
-  const rows = await db.read<{
-    rev: string
-    cid: string
-    compiled_at: string | null
-    raw_system_hash: string | null
-    memfs_revision: string | null
-    content_hash: string | null
-    seen_at: string | Date
-  }>(revisionsQuery(did, rkey, beforeRev, limit + 1))
+  const rows = await db.read<Omit<RevisionTextRow, 'text_kept'>>(
+    revisionsQuery(did, rkey, beforeRev, limit + 1),
+  )
   if (state[0].deleted && rows.length === 0 && beforeRev === null) return null
   const page = rows.slice(0, limit)
   const items = page.map((r) => ({

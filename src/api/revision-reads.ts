@@ -11,6 +11,7 @@ import type { Nsids } from '../model/nsids.ts'
 import { applyDelta } from '../model/text-delta.ts'
 import { notFound } from './http-errors.ts'
 import { type Hunk, lineDiff } from './line-diff.ts'
+import type { RevisionView } from './reads.ts'
 
 // One revision with its texts, and the diff between two revisions (SPEC section 6).
 // Texts are rebuilt from revision_texts: a whole text and the line deltas resting on it.
@@ -25,15 +26,8 @@ export interface RevisionTexts {
   note: string | null
 }
 
-export interface RevisionDetail extends RevisionTexts {
+export interface RevisionDetail extends RevisionTexts, RevisionView {
   uri: string
-  rev: string
-  cid: string
-  compiledAt: string | null
-  rawSystemHash: string | null
-  memfsRevision: string | null
-  contentHash: string | null
-  seenAt: string
   contentKept: boolean
 }
 
