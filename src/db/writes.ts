@@ -3,7 +3,7 @@ import type { CursorPosition } from '../model/events.ts'
 import type { Role } from '../model/nsids.ts'
 import { type AccountRow, keyOf, type RecordRow, type StoredRecord } from '../model/rows.ts'
 import type { Database, Executor } from './client.ts'
-import { didSet, excludedSet, inDids, json, recordset } from './recordset.ts'
+import { didSet, excludedSet, inDids, recordset } from './recordset.ts'
 import {
   accounts,
   agents,
