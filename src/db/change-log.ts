@@ -1,7 +1,8 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Role } from '../model/nsids.ts'
 import type { Database, Executor } from './client.ts'
-import { didSet, TABLE } from './writes.ts'
+import { didSet, json } from './recordset.ts'
+import { TABLE } from './writes.ts'
 
 // Writes a change row for each touched record whose CID, flags or visibility differ from
 // what the log last said about it, and records that as the new emitted state. Replays
@@ -27,10 +28,12 @@ export async function emitChanges(
   const branches: SQL[] = []
   if (keys.length > 0)
     branches.push(sql`SELECT t.did, t.rkey FROM ${TABLE[role]} t
-      JOIN jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS k(did text, rkey text) ON t.did = k.did AND t.rkey = k.rkey`)
+      JOIN jsonb_to_recordset(${json(keys)}) AS k(did text, rkey text) ON t.did = k.did AND t.rkey = k.rkey`)
   if (wholeRepos.length > 0)
     branches.push(sql`SELECT t.did, t.rkey FROM ${TABLE[role]} t
       WHERE t.did IN ${didSet(wholeRepos)}`)
+  // Raw: one statement whose UPDATE ... RETURNING feeds the INSERT (data-modifying CTEs),
+  // which the builder cannot chain; it returns only the count of change rows written.
   const rows = await db.rows<{ n: number }>(
     sql`
     WITH touched AS (${sql.join(branches, sql` UNION `)}),

@@ -1,7 +1,8 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { FLAG_BITS } from '../model/flags.ts'
 import type { Database, Executor } from './client.ts'
-import { didSet } from './writes.ts'
+import { didSet, json } from './recordset.ts'
+import type { PromptRecord } from './schema.ts'
 
 // Recomputes the data-dependent flags (orphaned, staleTemplate, staleMemory) of every live
 // prompt a batch may have affected, in one statement. Affected means: its own slot was
@@ -28,24 +29,24 @@ export async function recomputeFlags(
   ex: Executor,
   a: AffectedPrompts,
 ): Promise<Array<{ did: string; rkey: string }>> {
-  const j = (v: unknown) => sql`${JSON.stringify(v)}::jsonb`
   // Only the branches with input: an empty one still costs the planner 100 guessed rows,
   // enough to pick hash joins over whole-table scans for every other step of the statement.
   const branches: SQL[] = []
   if (a.slots.length > 0)
     branches.push(sql`SELECT p.did, p.rkey, p.agent_uri FROM prompts p
-      JOIN jsonb_to_recordset(${j(a.slots)}) AS s(did text, rkey text) ON p.did = s.did AND p.rkey = s.rkey WHERE NOT p.deleted`)
+      JOIN jsonb_to_recordset(${json(a.slots)}) AS s(did text, rkey text) ON p.did = s.did AND p.rkey = s.rkey WHERE NOT p.deleted`)
   if (a.groups.length > 0)
     branches.push(sql`SELECT p.did, p.rkey, p.agent_uri FROM prompts p
-      JOIN jsonb_to_recordset(${j(a.groups)}) AS g(did text, agent_uri text) ON p.did = g.did AND p.agent_uri = g.agent_uri WHERE NOT p.deleted`)
+      JOIN jsonb_to_recordset(${json(a.groups)}) AS g(did text, agent_uri text) ON p.did = g.did AND p.agent_uri = g.agent_uri WHERE NOT p.deleted`)
   if (a.agents.length > 0)
     branches.push(sql`SELECT p.did, p.rkey, p.agent_uri FROM prompts p
-      JOIN jsonb_to_recordset(${j(a.agents)}) AS g(did text, rkey text) ON p.agent_did = g.did AND p.agent_rkey = g.rkey WHERE NOT p.deleted`)
+      JOIN jsonb_to_recordset(${json(a.agents)}) AS g(did text, rkey text) ON p.agent_did = g.did AND p.agent_rkey = g.rkey WHERE NOT p.deleted`)
   if (a.agentRepos.length > 0)
     branches.push(sql`SELECT p.did, p.rkey, p.agent_uri FROM prompts p
       WHERE p.agent_did IN ${didSet(a.agentRepos)} AND NOT p.deleted`)
   if (branches.length === 0) return []
-  return db.rows<{ did: string; rkey: string }>(
+  // Raw: windows with EXCLUDE GROUP over jsonb_to_recordset targets, beyond the builder.
+  return db.rows<Pick<PromptRecord, 'did' | 'rkey'>>(
     sql`
     WITH targets AS (${sql.join(branches, sql` UNION `)}),
     tgroups AS (SELECT DISTINCT did, agent_uri FROM targets WHERE agent_uri IS NOT NULL),

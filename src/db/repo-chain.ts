@@ -1,11 +1,11 @@
-import { type SQL, sql } from 'drizzle-orm'
+import { and, asc, count, desc, eq, ne, not, sql } from 'drizzle-orm'
 import type { ChainEvent, SyncState } from '../model/events.ts'
 import type { Database, Executor } from './client.ts'
+import { recordset } from './recordset.ts'
+import { accounts, agents, conversations, prompts, repoChain } from './schema.ts'
 
 // Sync 1.1 chain state (schema.ts, repoChain): written by applyBatch in the transaction of
 // the records it covers, read by the firehose's chain checks, the API and the gauge.
-
-const json = (v: unknown): SQL => sql`${JSON.stringify(v)}::jsonb`
 
 const KEEP = sql.raw('(excluded.rev IS NULL OR excluded.rev < repo_chain.rev)')
 
@@ -20,22 +20,32 @@ export interface ChainHead {
  * The last chain state of each repo in a batch. A state-only event (a break) keeps the last
  * good rev and root; `sync_since` moves only when the state changes.
  */
+const CHAIN_ROWS = recordset(repoChain, [
+  'did',
+  'rev',
+  'data',
+  'commitCid',
+  'syncState',
+  'syncReason',
+  'syncSince',
+  'updatedAt',
+])
+
 export async function saveChains(ex: Executor, chains: ChainEvent[], now: Date): Promise<void> {
   if (chains.length === 0) return
   const rows = chains.map((c) => ({
     did: c.did,
     rev: c.rev,
     data: c.data,
-    commit_cid: c.commit,
-    sync_state: c.state,
-    sync_reason: c.reason,
+    commitCid: c.commit,
+    syncState: c.state,
+    syncReason: c.reason,
+    syncSince: now,
+    updatedAt: now,
   }))
-  const at = sql`${now.toISOString()}::timestamptz`
+  // Raw: the builder inserts VALUES, not the rows of a jsonb_to_recordset.
   await ex.execute(sql`
-    INSERT INTO repo_chain (did, rev, data, commit_cid, sync_state, sync_reason, sync_since, updated_at)
-    SELECT x.did, x.rev, x.data, x.commit_cid, x.sync_state, x.sync_reason, ${at}, ${at}
-    FROM jsonb_to_recordset(${json(rows)}) AS x(did text, rev text, data text, commit_cid text,
-      sync_state text, sync_reason text)
+    INSERT INTO repo_chain (${CHAIN_ROWS.names}) SELECT ${CHAIN_ROWS.values} FROM ${CHAIN_ROWS.from(rows)}
     ON CONFLICT (did) DO UPDATE SET
       -- Never backwards: a backfill that finished after newer commits keeps their head.
       rev = CASE WHEN ${KEEP} THEN repo_chain.rev ELSE excluded.rev END,
@@ -48,29 +58,36 @@ export async function saveChains(ex: Executor, chains: ChainEvent[], now: Date):
 }
 
 export async function loadChainHead(db: Database, did: string): Promise<ChainHead | null> {
-  const rows = await db.rows<{
-    did: string
-    rev: string | null
-    data: string | null
-    sync_state: SyncState
-  }>(sql`SELECT did, rev, data, sync_state FROM repo_chain WHERE did = ${did}`)
-  const r = rows[0]
-  return r ? { did: r.did, rev: r.rev, data: r.data, state: r.sync_state } : null
+  const [r] = await db.orm
+    .select({
+      did: repoChain.did,
+      rev: repoChain.rev,
+      data: repoChain.data,
+      state: repoChain.syncState,
+    })
+    .from(repoChain)
+    .where(eq(repoChain.did, did))
+  return r ? { ...r, state: r.state as SyncState } : null
 }
 
 /** Tracked repos (with records here, now or before), newest first, at most `limit`. */
 export async function loadTrackedDids(db: Database, limit: number): Promise<string[]> {
-  const rows = await db.rows<{ did: string }>(
-    sql`SELECT did FROM accounts ORDER BY updated_at DESC LIMIT ${limit}`,
-  )
+  const rows = await db.orm
+    .select({ did: accounts.did })
+    .from(accounts)
+    .orderBy(desc(accounts.updatedAt))
+    .limit(limit)
   return rows.map((r) => r.did)
 }
 
 /** Repos left out of sync (by a break, or a resync a shutdown interrupted). */
 export async function listUnsynchronized(db: Database, limit: number): Promise<string[]> {
-  const rows = await db.rows<{ did: string }>(
-    sql`SELECT did FROM repo_chain WHERE sync_state <> 'synchronized' ORDER BY sync_since LIMIT ${limit}`,
-  )
+  const rows = await db.orm
+    .select({ did: repoChain.did })
+    .from(repoChain)
+    .where(ne(repoChain.syncState, 'synchronized'))
+    .orderBy(asc(repoChain.syncSince))
+    .limit(limit)
   return rows.map((r) => r.did)
 }
 
@@ -79,11 +96,16 @@ export async function listUnsynchronized(db: Database, limit: number): Promise<s
  * `oldestUnsyncedSeconds` how long the longest-waiting repo has been out of sync (0: none).
  */
 export async function countReposBySyncState(db: Database): Promise<Record<string, number>> {
-  const rows = await db.rows<{ state: string; n: number | string; oldest: number | string | null }>(
-    sql`SELECT COALESCE(c.sync_state, 'unknown') AS state, count(*) AS n,
-          EXTRACT(EPOCH FROM now() - min(c.sync_since)) AS oldest
-        FROM accounts a LEFT JOIN repo_chain c ON c.did = a.did GROUP BY 1`,
-  )
+  const state = sql<string>`COALESCE(${repoChain.syncState}, 'unknown')`
+  const rows = await db.orm
+    .select({
+      state,
+      n: count(),
+      oldest: sql<string | null>`EXTRACT(EPOCH FROM now() - min(${repoChain.syncSince}))`,
+    })
+    .from(accounts)
+    .leftJoin(repoChain, eq(repoChain.did, accounts.did))
+    .groupBy(state)
   const out: Record<string, number> = { oldestUnsyncedSeconds: 0 }
   for (const r of rows) {
     out[r.state] = Number(r.n)
@@ -103,29 +125,34 @@ export interface RepoView {
 
 /** GET /v1/repos/{did}: null when the repo is not tracked here. Counts are of visible records. */
 export async function getRepoView(db: Database, did: string): Promise<RepoView | null> {
-  const live = (table: string) =>
-    sql`(SELECT count(*) FROM ${sql.raw(table)} t WHERE t.did = a.did AND NOT t.deleted AND NOT t.hidden)`
-  const rows = await db.rows<Record<string, unknown>>(sql`
-    SELECT a.did, a.handle, a.active, a.status, a.operator_hidden,
-      c.sync_state, c.rev, c.sync_reason, c.sync_since,
-      ${live('prompts')} AS prompts, ${live('conversations')} AS conversations, ${live('agents')} AS agents
-    FROM accounts a LEFT JOIN repo_chain c ON c.did = a.did WHERE a.did = ${did}`)
-  const r = rows[0]
+  const live = (t: typeof prompts | typeof conversations | typeof agents) =>
+    db.orm.$count(t, and(eq(t.did, accounts.did), not(t.deleted), not(t.hidden)))
+  const [r] = await db.orm
+    .select({
+      did: accounts.did,
+      handle: accounts.handle,
+      active: accounts.active,
+      status: accounts.status,
+      operatorHidden: accounts.operatorHidden,
+      chain: { state: repoChain.syncState, rev: repoChain.rev, reason: repoChain.syncReason },
+      since: repoChain.syncSince,
+      prompts: live(prompts),
+      conversations: live(conversations),
+      agents: live(agents),
+    })
+    .from(accounts)
+    .leftJoin(repoChain, eq(repoChain.did, accounts.did))
+    .where(eq(accounts.did, did))
   if (!r) return null
-  const since = r.sync_since == null ? null : new Date(r.sync_since as string).toISOString()
   return {
-    did: r.did as string,
-    handle: r.handle as string | null,
-    account: {
-      active: r.active as boolean,
-      status: r.status as string | null,
-      hidden: !(r.active as boolean) || (r.operator_hidden as boolean),
-    },
+    did: r.did,
+    handle: r.handle,
+    account: { active: r.active, status: r.status, hidden: !r.active || r.operatorHidden },
     sync: {
-      state: r.sync_state as string | null,
-      rev: r.rev as string | null,
-      reason: r.sync_reason as string | null,
-      since,
+      state: r.chain?.state ?? null,
+      rev: r.chain?.rev ?? null,
+      reason: r.chain?.reason ?? null,
+      since: r.since == null ? null : r.since.toISOString(),
     },
     records: {
       prompts: Number(r.prompts),

@@ -1,11 +1,17 @@
-import { type SQL, sql } from 'drizzle-orm'
+import { getTableColumns, type SQL, sql } from 'drizzle-orm'
 import { keyOf, type PreviousText, type TextRow } from '../model/rows.ts'
 import type { Database, Executor } from './client.ts'
+import { json, recordset } from './recordset.ts'
+import {
+  type PromptRecord,
+  promptRevisions,
+  type RevisionDbRow,
+  type RevisionTextDbRow,
+  revisionTexts,
+} from './schema.ts'
 
 // Storage of revision content (see schema.ts, revision_texts): what the indexer reads to
 // delta against, what it writes, and what the revision and diff endpoints read back.
-
-const json = (v: unknown): SQL => sql`${JSON.stringify(v)}::jsonb`
 
 /**
  * The current content of the given prompts, with its stored depth, when its text is kept:
@@ -18,13 +24,11 @@ export async function loadPreviousTexts(
   keys: Array<{ did: string; rkey: string }>,
 ): Promise<Map<string, PreviousText>> {
   if (keys.length === 0) return new Map()
-  const rows = await db.rows<{
-    did: string
-    rkey: string
-    content: string
-    hash: string
-    depth: number
-  }>(
+  // Raw: the builder cannot join a jsonb_to_recordset, nor a LATERAL over the record's JSON.
+  const rows = await db.rows<
+    Pick<PromptRecord, 'did' | 'rkey'> &
+      Pick<RevisionTextDbRow, 'hash' | 'depth'> & { content: string }
+  >(
     sql`SELECT p.did, p.rkey, x.content, t.hash, t.depth
       FROM prompts p
       JOIN jsonb_to_recordset(${json(keys)}) AS k(did text, rkey text) ON p.did = k.did AND p.rkey = k.rkey
@@ -41,33 +45,31 @@ export async function loadPreviousTexts(
   return out
 }
 
+const TEXT_ROWS = recordset(
+  revisionTexts,
+  Object.keys(getTableColumns(revisionTexts)) as Array<keyof TextRow>,
+)
+
 export async function insertRevisionTexts(ex: Executor, rows: TextRow[]): Promise<void> {
   if (rows.length === 0) return
+  // Raw: the builder inserts VALUES, not the rows of a jsonb_to_recordset.
   // Never replaced on conflict: a stored row may be the base of others.
   await ex.execute(sql`
-    INSERT INTO revision_texts (did, hash, base, depth, length, body)
-    SELECT did, hash, base, depth, length, body
-    FROM jsonb_to_recordset(${json(rows)}) AS x(did text, hash text, base text, depth int, length int, body text)
+    INSERT INTO revision_texts (${TEXT_ROWS.names}) SELECT ${TEXT_ROWS.values} FROM ${TEXT_ROWS.from(rows)}
     ON CONFLICT DO NOTHING`)
 }
 
-export interface RevisionTextRow {
-  rev: string
-  cid: string
-  compiled_at: string | null
-  raw_system_hash: string | null
-  memfs_revision: string | null
-  content_hash: string | null
-  seen_at: string | Date
-  text_kept: boolean
-  core_memory_hash: string | null
-  core_memory_at: number | null
-  core_memory_length: number | null
-}
+/** A stored revision of one prompt, as the raw reads below return it (column names). */
+export type RevisionTextRow = Omit<RevisionDbRow, 'did' | 'rkey'>
 
-const REVISION_COLUMNS = sql.raw(`r.rev, r.cid, r.compiled_at, r.raw_system_hash, r.memfs_revision,
-  r.content_hash, r.seen_at, r.text_kept, r.core_memory_hash, r.core_memory_at, r.core_memory_length`)
+const REVISION_COLUMNS = sql.join(
+  Object.values(getTableColumns(promptRevisions))
+    .filter((c) => c.name !== 'did' && c.name !== 'rkey')
+    .map((c) => sql`r.${sql.identifier(c.name)}`),
+  sql`, `,
+)
 
+// Raw, these reads: they go to db.read (a named prepared statement), which takes SQL text.
 export function revisionQuery(did: string, rkey: string, rev: string): SQL {
   return sql`SELECT ${REVISION_COLUMNS} FROM prompt_revisions r
     WHERE r.did = ${did} AND r.rkey = ${rkey} AND r.rev = ${rev}`

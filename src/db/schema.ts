@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm'
+import { type InferSelectModel, sql } from 'drizzle-orm'
 import {
   bigint,
   bigserial,
@@ -267,3 +267,9 @@ export const repoChain = pgTable(
   },
   (t) => [index('repo_chain_state_idx').on(t.syncState, t.syncSince)],
 )
+
+// Row types as the schema defines them: what the query builder returns (property names), and
+// what a raw statement selecting `t.*` returns (`dbColumnNames`: the columns' own names).
+export type PromptRecord = typeof prompts.$inferSelect
+export type RevisionDbRow = InferSelectModel<typeof promptRevisions, { dbColumnNames: true }>
+export type RevisionTextDbRow = typeof revisionTexts.$inferSelect

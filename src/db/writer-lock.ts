@@ -12,6 +12,7 @@ const WRITER_LOCK = 0x70_61_76_77 // "pavw"
  * and a batch's rows (megabytes of JSON) spill to temp files under the default work_mem.
  */
 export async function beginWriterTransaction(tx: Executor): Promise<void> {
+  // Raw: function calls in a SELECT without a table, which the builder has no form for.
   await tx.execute(sql`SELECT pg_advisory_xact_lock(${WRITER_LOCK}),
     set_config('jit', 'off', true), set_config('work_mem', '64MB', true)`)
 }

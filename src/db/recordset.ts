@@ -1,0 +1,66 @@
+import { getTableColumns, type SQL, sql } from 'drizzle-orm'
+import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
+
+// Rows as one JSON parameter expanded with jsonb_to_recordset: one round trip per statement
+// whatever the batch size, no parameter limit, and the same SQL on postgres.js and PGlite.
+// The column list of the expansion is spelled from the schema's columns (name and SQL type),
+// once per statement shape at module load, so a column added to schema.ts cannot desync it.
+
+export const json = (v: unknown): SQL => sql`${JSON.stringify(v)}::jsonb`
+
+/**
+ * DIDs for `did IN ...`. A short list goes as separate parameters, so the planner sees how
+ * many there are: a jsonb array is always guessed at 100 elements, which for did-prefix
+ * lookups on a large table is enough to prefer a scan of the whole table to index probes.
+ */
+export function didSet(dids: string[]): SQL {
+  if (dids.length > 0 && dids.length <= 1000)
+    return sql`(${sql.join(
+      dids.map((d) => sql`${d}`),
+      sql`, `,
+    )})`
+  return sql`(SELECT jsonb_array_elements_text(${json(dids)}))`
+}
+
+/** `column IN (dids)` as a builder condition, with the parameters didSet chooses. */
+export const inDids = (column: PgColumn, dids: string[]): SQL => sql`${column} IN ${didSet(dids)}`
+
+type Key<T extends PgTable> = keyof T['_']['columns'] & string
+
+/** One table's columns `keys`, as the rows of a jsonb_to_recordset `x` keyed by property name. */
+export interface Recordset<T extends PgTable, K extends Key<T>> {
+  /** The table's column names, for `INSERT INTO t (...)`. */
+  readonly names: SQL
+  /** `x."prop", ...`: the expanded values, in the order of `names`. */
+  readonly values: SQL
+  /** `jsonb_to_recordset($1) AS x("prop" type, ...)` of the given rows. */
+  from(rows: ReadonlyArray<Pick<T['$inferInsert'], K & keyof T['$inferInsert']>>): SQL
+}
+
+export function recordset<T extends PgTable, K extends Key<T>>(
+  table: T,
+  keys: readonly K[],
+): Recordset<T, K> {
+  const columns = getTableColumns(table)
+  const list = (f: (k: K) => SQL) => sql.join(keys.map(f), sql`, `)
+  const names = list((k) => sql`${sql.identifier(columns[k].name)}`)
+  const values = list((k) => sql`x.${sql.identifier(k)}`)
+  const defs = list((k) => sql`${sql.identifier(k)} ${sql.raw(columns[k].getSQLType())}`)
+  return {
+    names,
+    values,
+    from: (rows) => sql`jsonb_to_recordset(${json(rows)}) AS x(${defs})`,
+  }
+}
+
+/** `col = excluded.col, ...` for an ON CONFLICT DO UPDATE of the given columns. */
+export function excludedSet<T extends PgTable>(table: T, keys: ReadonlyArray<Key<T>>): SQL {
+  const columns = getTableColumns(table)
+  return sql.join(
+    keys.map((k) => {
+      const name = sql.identifier(columns[k].name)
+      return sql`${name} = excluded.${name}`
+    }),
+    sql`, `,
+  )
+}
