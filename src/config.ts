@@ -45,14 +45,19 @@ export function loadConfig(
     }
   }
   const config = out as unknown as Config
-  if (problems.length === 0) {
-    if (config.source === 'replay' && !config.replayFile)
-      problems.push('SOURCE=replay needs REPLAY_FILE (or --replay-file)')
-    if (new Set(collectionsOf(config)).size !== 3)
-      problems.push('PROMPT_NSID, CONVERSATION_NSID and AGENT_NSID must differ')
-  }
+  if (problems.length === 0) problems.push(...crossChecks(config))
   if (problems.length > 0) throw new ConfigError(problems)
   return config
+}
+
+/** Settings that are valid alone but not together. */
+function crossChecks(config: Config): string[] {
+  const problems: string[] = []
+  if (config.source === 'replay' && !config.replayFile)
+    problems.push('SOURCE=replay needs REPLAY_FILE (or --replay-file)')
+  if (new Set(collectionsOf(config)).size !== 3)
+    problems.push('PROMPT_NSID, CONVERSATION_NSID and AGENT_NSID must differ')
+  return problems
 }
 
 export function collectionsOf(config: Config): string[] {

@@ -22,19 +22,8 @@ export function parseArgs(argv: string[]): ParsedArgs {
       break
     }
     if (arg.startsWith('-')) {
-      const name = arg.replace(/^--?/, '')
-      const eq = name.indexOf('=')
-      let key = name
-      let value: string
-      if (eq >= 0) {
-        key = name.slice(0, eq)
-        value = name.slice(eq + 1)
-      } else if (BOOLEAN_FLAGS.has(name)) {
-        value = 'true'
-      } else {
-        value = argv[i + 1] ?? ''
-        i++
-      }
+      const { key, value, used } = readFlag(arg.replace(/^--?/, ''), argv[i + 1])
+      i += used
       if (key === 'help' || key === 'h') {
         out.help = true
         continue
@@ -48,6 +37,17 @@ export function parseArgs(argv: string[]): ParsedArgs {
     }
   }
   return out
+}
+
+/** `name=value`, a boolean `name`, or `name` taking the next argument (`used`: 1). */
+function readFlag(
+  name: string,
+  next: string | undefined,
+): { key: string; value: string; used: number } {
+  const eq = name.indexOf('=')
+  if (eq >= 0) return { key: name.slice(0, eq), value: name.slice(eq + 1), used: 0 }
+  if (BOOLEAN_FLAGS.has(name)) return { key: name, value: 'true', used: 0 }
+  return { key: name, value: next ?? '', used: 1 }
 }
 
 /** Splits off the options a command owns, leaving settings for the config schema. */

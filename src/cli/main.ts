@@ -79,7 +79,7 @@ async function startIngesting(rt: Runtime, opts: { readApi: boolean }): Promise<
     { source: source.name, key: prepared.key, gap: () => source.gap ?? null },
     opts,
   )
-  const lookups = verifyHandle ? new HandleLookups(rt.ctx, rt.ctx, verifyHandle) : null
+  const lookups = verifyHandle ? new HandleLookups(rt.ctx, verifyHandle) : null
   if (lookups) rt.shutdown.add('handle lookups', () => lookups.stop())
   const ingest = prepared.start({
     onNewDids: lookups ? (dids) => lookups.enqueue(dids) : undefined,

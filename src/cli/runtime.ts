@@ -199,7 +199,7 @@ function runIngest(
   },
 ): IngestHandle {
   const { config, logger } = rt.ctx
-  const pipeline = new IngestPipeline(rt.ctx, rt.ctx, {
+  const pipeline = new IngestPipeline(rt.ctx, {
     source: source.name,
     key: o.key,
     batchSize: config.batchSize,

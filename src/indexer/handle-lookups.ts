@@ -12,9 +12,11 @@ export interface HandleLookupsOptions {
   maxQueue?: number
 }
 
+/** What the lookups need of the process's dependency bag (AppContext). */
+type HandleLookupsDeps = IndexerDeps & Pick<AppContext, 'logger'>
+
 export class HandleLookups {
-  readonly #ctx: AppContext
-  readonly #deps: IndexerDeps
+  readonly #ctx: HandleLookupsDeps
   readonly #verify: HandleVerifier
   readonly #concurrency: number
   readonly #maxQueue: number
@@ -24,14 +26,8 @@ export class HandleLookups {
   #stopped = false
   #idle: Array<() => void> = []
 
-  constructor(
-    ctx: AppContext,
-    deps: IndexerDeps,
-    verify: HandleVerifier,
-    opts: HandleLookupsOptions = {},
-  ) {
+  constructor(ctx: HandleLookupsDeps, verify: HandleVerifier, opts: HandleLookupsOptions = {}) {
     this.#ctx = ctx
-    this.#deps = deps
     this.#verify = verify
     this.#concurrency = opts.concurrency ?? 4
     this.#maxQueue = opts.maxQueue ?? 10_000
@@ -82,7 +78,7 @@ export class HandleLookups {
       if (handle === null || this.#stopped) return
       // Applied like an #identity event, timed now: an older upstream event cannot undo it.
       await applyBatch(
-        this.#deps,
+        this.#ctx,
         [{ kind: 'identity', did, handle, seq: null, timeUs: Date.now() * 1000 }],
         null,
       )

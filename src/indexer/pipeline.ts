@@ -28,9 +28,11 @@ export interface PipelineOptions {
   onNewDids?: ((dids: string[]) => void) | null
 }
 
+/** What the pipeline needs of the process's dependency bag (AppContext). */
+type PipelineDeps = IndexerDeps & Pick<AppContext, 'logger' | 'metrics'>
+
 export class IngestPipeline implements Sink {
-  readonly #ctx: AppContext
-  readonly #deps: IndexerDeps
+  readonly #ctx: PipelineDeps
   readonly #opts: Required<PipelineOptions>
   #queue: SourceItem[] = []
   #queuedBytes = 0
@@ -44,9 +46,8 @@ export class IngestPipeline implements Sink {
   #reached: number | null = null
   #committed = 0
 
-  constructor(ctx: AppContext, deps: IndexerDeps, opts: PipelineOptions) {
+  constructor(ctx: PipelineDeps, opts: PipelineOptions) {
     this.#ctx = ctx
-    this.#deps = deps
     this.#opts = {
       cursorIntervalMs: 1000,
       queueBytes: 16 << 20,
@@ -85,7 +86,7 @@ export class IngestPipeline implements Sink {
       item = { ...item, event: { ...ev, provenance: unverifiedFrom(this.#opts.source) } }
     }
     // Validation and hashing now, while the batch before this one is in its transaction.
-    if (item.event) prepareEvent(this.#deps, item.event)
+    if (item.event) prepareEvent(this.#ctx, item.event)
     this.#queue.push(item)
     this.#queuedBytes += item.bytes ?? 0
     this.#wakeWriter?.()
@@ -221,7 +222,7 @@ export class IngestPipeline implements Sink {
   async #commit(events: BatchEvent[]): Promise<void> {
     const cursor = this.#pendingCursor
     const started = performance.now()
-    const result = await applyWithRetry(this.#deps, events, cursor, {
+    const result = await applyWithRetry(this.#ctx, events, cursor, {
       logger: this.#ctx.logger,
       isStopping: () => this.#stopping,
     })

@@ -58,96 +58,29 @@ export interface BackfillSummary {
 const PAGE = 1000
 const NOT_IMPLEMENTED = new Set([401, 403, 404, 405, 501])
 
+type Counts = Omit<BackfillProgress, 'elapsedMs'>
+
 export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummary> {
-  const { logger, metrics, signal } = opts
   const started = Date.now()
   const state = { listed: 0, listingDone: false, done: 0, skipped: 0, failed: 0, records: 0 }
   const failures: BackfillSummary['failures'] = []
   const reporter =
-    opts.progress === false ? null : createProgressReporter({ logger, stream: opts.progressStream })
+    opts.progress === false
+      ? null
+      : createProgressReporter({ logger: opts.logger, stream: opts.progressStream })
   const snapshotOf = (): BackfillProgress => ({ ...state, elapsedMs: Date.now() - started })
   const report = () => {
     const p = snapshotOf()
     reporter?.update(p)
     opts.onProgress?.(p)
   }
-
-  const source = opts.dids ? fromList(opts.dids) : listRepos(opts)
-  async function* counted(): AsyncGenerator<string> {
-    const seen = new Set<string>()
-    for await (const did of source) {
-      if (seen.has(did)) continue
-      seen.add(did)
-      state.listed++
-      yield did
-    }
-    state.listingDone = true
-  }
-  const queue = counted()
-
-  const one = async (did: string) => {
-    if (await opts.isDone(did)) {
-      state.skipped++
-      return
-    }
-    let snapshot: RepoSnapshotEvent
-    try {
-      snapshot = await withRetries(
-        (attempt) =>
-          fetchRepoSnapshot(did, {
-            resolver: opts.resolver,
-            collections: opts.collections,
-            signal,
-            fetch: opts.fetch,
-            allowPrivateNetwork: opts.allowPrivateNetwork,
-            forceRefresh: attempt > 1,
-            limiter: opts.limiter,
-            limits: opts.limits,
-            metrics,
-          }),
-        opts.attempts ?? 3,
-        signal,
-        opts.retryDelayMs,
-      )
-    } catch (err) {
-      if (signal.aborted) return
-      const reason = (err as Error).message
-      state.failed++
-      if (failures.length < 100) failures.push({ did, reason })
-      metrics.eventsTotal.inc({
-        source: 'backfill',
-        collection: 'unknown',
-        op: 'unknown',
-        outcome: 'error',
-      })
-      const code = (err as { reason?: string }).reason
-      logger.warn({ did, reason, code, retryable: isRetryable(err) }, 'backfill: repo failed')
-      return
-    }
-    // Store failures are not the repo's fault: they stop the run (and reject below).
-    await opts.emit(snapshot)
-    await opts.markDone(did, snapshot.rev)
-    state.done++
-    state.records += snapshot.records.length
-  }
-
-  // A store failure in one worker stops the others too, instead of leaving them running.
-  const stop = new AbortController()
-  const worker = async () => {
-    try {
-      while (!signal.aborted && !stop.signal.aborted) {
-        const next = await queue.next()
-        if (next.done) return
-        await one(next.value)
-        report()
-      }
-    } catch (err) {
-      stop.abort()
-      throw err
-    }
-  }
+  const queue = counted(opts.dids ? fromList(opts.dids) : listRepos(opts), state)
+  const one = (did: string) => backfillRepo(opts, did, state, failures)
   try {
-    await Promise.all(Array.from({ length: Math.max(1, opts.concurrency) }, worker))
+    await runWorkers(opts, queue, async (did) => {
+      await one(did)
+      report()
+    })
   } finally {
     reporter?.finish(snapshotOf())
     opts.onProgress?.(snapshotOf())
@@ -156,54 +89,160 @@ export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummar
   return { repos: listed, done, skipped, failed, records, failures }
 }
 
+/** The listed DIDs, each once, counted as they come. */
+async function* counted(source: AsyncIterable<string>, state: Counts): AsyncGenerator<string> {
+  const seen = new Set<string>()
+  for await (const did of source) {
+    if (seen.has(did)) continue
+    seen.add(did)
+    state.listed++
+    yield did
+  }
+  state.listingDone = true
+}
+
+/**
+ * `concurrency` workers taking DIDs off one queue. A store failure in one worker stops the
+ * others too, instead of leaving them running, and rejects.
+ */
+async function runWorkers(
+  opts: BackfillOptions,
+  queue: AsyncIterator<string>,
+  each: (did: string) => Promise<void>,
+): Promise<void> {
+  const stop = new AbortController()
+  const worker = async () => {
+    try {
+      while (!opts.signal.aborted && !stop.signal.aborted) {
+        const next = await queue.next()
+        if (next.done) return
+        await each(next.value)
+      }
+    } catch (err) {
+      stop.abort()
+      throw err
+    }
+  }
+  await Promise.all(Array.from({ length: Math.max(1, opts.concurrency) }, worker))
+}
+
+/** One repo: skipped when done, else fetched (with retries), emitted and marked done. */
+async function backfillRepo(
+  opts: BackfillOptions,
+  did: string,
+  state: Counts,
+  failures: BackfillSummary['failures'],
+): Promise<void> {
+  if (await opts.isDone(did)) {
+    state.skipped++
+    return
+  }
+  let snapshot: RepoSnapshotEvent
+  try {
+    snapshot = await fetchWithRetries(opts, did)
+  } catch (err) {
+    if (opts.signal.aborted) return
+    const reason = (err as Error).message
+    state.failed++
+    if (failures.length < 100) failures.push({ did, reason })
+    opts.metrics.eventsTotal.inc({
+      source: 'backfill',
+      collection: 'unknown',
+      op: 'unknown',
+      outcome: 'error',
+    })
+    const code = (err as { reason?: string }).reason
+    opts.logger.warn({ did, reason, code, retryable: isRetryable(err) }, 'backfill: repo failed')
+    return
+  }
+  // Store failures are not the repo's fault: they stop the run (and reject in runWorkers).
+  await opts.emit(snapshot)
+  await opts.markDone(did, snapshot.rev)
+  state.done++
+  state.records += snapshot.records.length
+}
+
+function fetchWithRetries(opts: BackfillOptions, did: string): Promise<RepoSnapshotEvent> {
+  return withRetries(
+    (attempt) =>
+      fetchRepoSnapshot(did, {
+        resolver: opts.resolver,
+        collections: opts.collections,
+        signal: opts.signal,
+        fetch: opts.fetch,
+        allowPrivateNetwork: opts.allowPrivateNetwork,
+        forceRefresh: attempt > 1,
+        limiter: opts.limiter,
+        limits: opts.limits,
+        metrics: opts.metrics,
+      }),
+    opts.attempts ?? 3,
+    opts.signal,
+    opts.retryDelayMs,
+  )
+}
+
 async function* fromList(dids: string[]): AsyncGenerator<string> {
   yield* dids
 }
+
+type RepoPage = { repos?: Array<{ did?: unknown; active?: unknown }>; cursor?: unknown }
+type Lister = (
+  params: Record<string, string>,
+) => Promise<{ notImplemented: boolean; body: unknown }>
 
 /** listReposByCollection (a relay), falling back to listRepos (a PDS has only that). */
 async function* listRepos(opts: BackfillOptions): AsyncGenerator<string> {
   if (!opts.relayUrl) throw new Error('backfill needs relayUrl or a DID list')
   const base = httpBase(opts.relayUrl)
-  const get = (method: string, params: Record<string, string>) =>
-    xrpcGet(base, method, params, opts)
-  let byCollection = true
+  const lister =
+    (method: string): Lister =>
+    (params) =>
+      xrpcGet(base, method, params, opts)
+  const byCollection = lister('com.atproto.sync.listReposByCollection')
+  let implemented = true
   for (const collection of opts.collections) {
-    let cursor: string | undefined
-    do {
-      const params: Record<string, string> = { collection, limit: String(PAGE) }
-      if (cursor) params.cursor = cursor
-      const res = await get('com.atproto.sync.listReposByCollection', params)
-      if (res.notImplemented) {
-        byCollection = false
-        break
-      }
-      const body = res.body as { repos?: Array<{ did?: unknown }>; cursor?: unknown }
-      for (const r of body.repos ?? []) if (typeof r.did === 'string') yield r.did
-      cursor = typeof body.cursor === 'string' && body.repos?.length ? body.cursor : undefined
-    } while (cursor && !opts.signal.aborted)
-    if (!byCollection) break
+    const pages = paged(byCollection, { collection, limit: String(PAGE) }, opts.signal)
+    implemented = yield* didsOf(pages, (r) => typeof r.did === 'string')
+    if (!implemented) break
   }
-  if (byCollection) return
+  if (implemented) return
   opts.logger.info(
     { url: base },
     'no listReposByCollection here (a PDS?): listing every repo with listRepos',
   )
+  const pages = paged(lister('com.atproto.sync.listRepos'), { limit: String(PAGE) }, opts.signal)
+  // Inactive repos cannot be fetched; their account state comes from the live stream.
+  if (!(yield* didsOf(pages, (r) => typeof r.did === 'string' && r.active !== false)))
+    throw new Error(`${base} implements neither listReposByCollection nor listRepos`)
+}
+
+/** Every page of one paginated list; returns false when the host does not implement it. */
+async function* paged(
+  list: Lister,
+  params: Record<string, string>,
+  signal: AbortSignal,
+): AsyncGenerator<RepoPage, boolean> {
   let cursor: string | undefined
   do {
-    const params: Record<string, string> = { limit: String(PAGE) }
-    if (cursor) params.cursor = cursor
-    const res = await get('com.atproto.sync.listRepos', params)
-    if (res.notImplemented)
-      throw new Error(`${base} implements neither listReposByCollection nor listRepos`)
-    const body = res.body as {
-      repos?: Array<{ did?: unknown; active?: unknown }>
-      cursor?: unknown
-    }
-    // Inactive repos cannot be fetched; their account state comes from the live stream.
-    for (const r of body.repos ?? [])
-      if (typeof r.did === 'string' && r.active !== false) yield r.did
+    const res = await list(cursor ? { ...params, cursor } : params)
+    if (res.notImplemented) return false
+    const body = res.body as RepoPage
+    yield body
     cursor = typeof body.cursor === 'string' && body.repos?.length ? body.cursor : undefined
-  } while (cursor && !opts.signal.aborted)
+  } while (cursor && !signal.aborted)
+  return true
+}
+
+/** The DIDs of the repos `keep` accepts, page by page; returns what `pages` returns. */
+async function* didsOf(
+  pages: AsyncGenerator<RepoPage, boolean>,
+  keep: (r: { did?: unknown; active?: unknown }) => boolean,
+): AsyncGenerator<string, boolean> {
+  for (let next = await pages.next(); ; next = await pages.next()) {
+    if (next.done) return next.value
+    for (const r of next.value.repos ?? []) if (keep(r)) yield r.did as string
+  }
 }
 
 async function xrpcGet(

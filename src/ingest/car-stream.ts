@@ -6,6 +6,7 @@ import {
   nodeDataDef,
   readCarStream,
 } from '@atproto/repo'
+import { AppError } from '../errors.ts'
 import type { RepoSnapshotEvent } from '../model/events.ts'
 import { lexToJson } from './lex-json.ts'
 import { type CidLike, MissingTreeBlockError, type NodeData, SparseMstIndex } from './mst-index.ts'
@@ -30,11 +31,11 @@ export type CarRejectReason =
   | 'incomplete'
   | 'bad_car'
 
-export class CarStreamError extends Error {
+/** An invalid CAR: permanent (AppError's `retryable` false), the same bytes fail again. */
+export class CarStreamError extends AppError {
   readonly reason: CarRejectReason
   constructor(reason: CarRejectReason, message: string, options?: { cause?: unknown }) {
     super(message, options)
-    this.name = 'CarStreamError'
     this.reason = reason
   }
 }
@@ -62,45 +63,25 @@ export async function readRepoCar(
   collections: string[],
   limits: CarStreamLimits = {},
 ): Promise<StreamedRepo> {
-  const maxRecordBytes = limits.maxRecordBytes ?? 256 * 1024 * 1024
   const meter = new ByteMeter(
     limits.maxBytes ?? 4 * 1024 ** 3,
     limits.maxBlockBytes ?? 4 * 1024 ** 2,
   )
-  const index = new SparseMstIndex(collections)
-  const kept = new Map<string, Uint8Array>()
-  let keptBytes = 0
-  let commit: Commit | null = null
-  let blocks = 0
+  const kept: Kept = {
+    index: new SparseMstIndex(collections),
+    records: new Map(),
+    recordBytes: 0,
+    maxRecordBytes: limits.maxRecordBytes ?? 256 * 1024 * 1024,
+    commit: null,
+    blocks: 0,
+  }
   let root: CidLike
   try {
-    const car = await readCarStream(meter.wrap(body))
-    if (car.roots.length !== 1)
-      throw new CarStreamError('bad_car', `CAR has ${car.roots.length} roots, not 1`)
-    root = car.roots[0]
-    const rootStr = root.toString()
-    for await (const block of car.blocks as AsyncIterable<Block>) {
-      meter.consumed(block.cid.bytes.byteLength + block.bytes.byteLength)
-      blocks++
-      const cidStr = block.cid.toString()
-      if (cidStr === rootStr) {
-        commit = parseCommit(block.bytes)
-        continue
-      }
-      const kind = classify(block.bytes, index, cidStr)
-      if (kind === 'skip') continue
-      if (kind === 'record') {
-        keptBytes += block.bytes.byteLength
-        if (keptBytes > maxRecordBytes)
-          throw new CarStreamError('too_large', `wanted records exceed ${maxRecordBytes} bytes`)
-        kept.set(cidStr, block.bytes)
-        continue
-      }
-      index.add(block.cid, kind)
-    }
+    root = await readBlocks(meter.wrap(body), meter, kept)
   } catch (err) {
     throw asCarError(err, meter.ended)
   }
+  const { commit, index } = kept
   if (!commit) throw new CarStreamError('incomplete', `commit block ${root.toString()} missing`)
   let leaves: ReturnType<SparseMstIndex['walk']>
   try {
@@ -109,9 +90,58 @@ export async function readRepoCar(
     if (err instanceof MissingTreeBlockError) throw new CarStreamError('incomplete', err.message)
     throw err
   }
-  const records = leaves.map((leaf) => toRecord(leaf.key, leaf.cid, kept))
-  const stats = { bytes: meter.pulled, blocks, nodes: index.nodeCount, keptRecordBytes: keptBytes }
+  const records = leaves.map((leaf) => toRecord(leaf.key, leaf.cid, kept.records))
+  const stats = {
+    bytes: meter.pulled,
+    blocks: kept.blocks,
+    nodes: index.nodeCount,
+    keptRecordBytes: kept.recordBytes,
+  }
   return { root, commit, records, stats }
+}
+
+/** What the pass over the blocks keeps: the commit, the sparse index, the wanted records. */
+interface Kept {
+  index: SparseMstIndex
+  records: Map<string, Uint8Array>
+  recordBytes: number
+  maxRecordBytes: number
+  commit: Commit | null
+  blocks: number
+}
+
+/** Reads every block into `kept`; returns the CAR's root. */
+async function readBlocks(
+  body: AsyncIterable<Uint8Array>,
+  meter: ByteMeter,
+  kept: Kept,
+): Promise<CidLike> {
+  const car = await readCarStream(body)
+  if (car.roots.length !== 1)
+    throw new CarStreamError('bad_car', `CAR has ${car.roots.length} roots, not 1`)
+  const root = car.roots[0]
+  const rootStr = root.toString()
+  for await (const block of car.blocks as AsyncIterable<Block>) {
+    meter.consumed(block.cid.bytes.byteLength + block.bytes.byteLength)
+    kept.blocks++
+    const cidStr = block.cid.toString()
+    if (cidStr === rootStr) kept.commit = parseCommit(block.bytes)
+    else keepBlock(kept, block, cidStr)
+  }
+  return root
+}
+
+function keepBlock(kept: Kept, block: Block, cidStr: string): void {
+  const kind = classify(block.bytes, kept.index, cidStr)
+  if (kind === 'skip') return
+  if (kind === 'record') {
+    kept.recordBytes += block.bytes.byteLength
+    if (kept.recordBytes > kept.maxRecordBytes)
+      throw new CarStreamError('too_large', `wanted records exceed ${kept.maxRecordBytes} bytes`)
+    kept.records.set(cidStr, block.bytes)
+    return
+  }
+  kept.index.add(block.cid, kind)
 }
 
 function parseCommit(bytes: Uint8Array): Commit {

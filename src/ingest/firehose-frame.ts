@@ -115,7 +115,7 @@ async function processFrame(ctx: FrameContext, frame: Uint8Array): Promise<Frame
   if ('items' in decoded) return decoded
   const items = await messageItems(ctx, decoded)
   if (items) return { items, seq: decoded.seq }
-  const { t, seq, timeUs } = decoded
+  const { t, seq } = decoded
   ctx.countError('unknown', t === '#commit' ? 'unknown' : (t?.slice(1) ?? 'unknown'))
   ctx.opts.logger.warn({ seq, type: t }, 'malformed firehose message, skipped')
   return { items: [cursorOnly(decoded)], seq }

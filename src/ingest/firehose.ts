@@ -1,8 +1,5 @@
-import type { Logger } from 'pino'
 import { backoffMs } from '../backoff.ts'
-import type { Metrics } from '../metrics.ts'
 import type { RepoSnapshotEvent, Sink } from '../model/events.ts'
-import type { HandleVerifier } from '../model/handles.ts'
 import { sleepUnlessAborted } from './abortable.ts'
 import {
   type ChainStore,
@@ -11,9 +8,12 @@ import {
   startFirehoseChain,
 } from './chain/firehose-chain.ts'
 import { createRefusalReporter } from './cursor-refusals.ts'
-import type { DidResolver } from './did-resolver.ts'
 import { createFrameGuard } from './firehose-cursor.ts'
-import { createFrameProcessor, type FrameProcessor } from './firehose-frame.ts'
+import {
+  createFrameProcessor,
+  type FrameProcessor,
+  type FrameProcessorOptions,
+} from './firehose-frame.ts'
 import { connectOnce } from './firehose-socket.ts'
 import { fetchRepoSnapshot, withRetries } from './repo-snapshot.ts'
 import type { Source } from './source.ts'
@@ -24,15 +24,21 @@ import { createVerifyPool, type VerifyPool } from './verify-pool.ts'
 // here: frames are processed concurrently (DID lookups overlap) but handed to the sink
 // strictly in order, and reading pauses while too many are waiting (backpressure).
 
-export interface FirehoseSourceOptions {
+/** The frame processor's settings are the source's own (firehose-frame.ts documents them). */
+type FrameSettings = Pick<
+  FrameProcessorOptions,
+  | 'collections'
+  | 'resolver'
+  | 'verifyHandle'
+  | 'logger'
+  | 'metrics'
+  | 'unauthenticated'
+  | 'isKnownDid'
+>
+
+export interface FirehoseSourceOptions extends FrameSettings {
   /** Relay or PDS: ws(s):// or http(s)://, with or without the /xrpc/… path. */
   url: string
-  collections: string[]
-  resolver: DidResolver
-  verifyHandle: HandleVerifier
-  logger: Logger
-  metrics: Metrics
-  unauthenticated?: boolean
   /**
    * Worker threads for commit signatures; 0 (the default) checks them on this thread. A
    * verify costs ~0.3-0.5 ms: worth a thread only where matching commits are many (the
@@ -41,8 +47,6 @@ export interface FirehoseSourceOptions {
   verifyThreads?: number
   /** For `#sync`: default getRepo from the DID's PDS, verified, up to 3 tries. */
   fetchSnapshot?: (did: string, signal: AbortSignal) => Promise<RepoSnapshotEvent>
-  /** See FrameProcessorOptions.isKnownDid: on a relay, spares a getRepo / handle lookup per DID. */
-  isKnownDid?: (did: string) => boolean | Promise<boolean>
   /** Passed to the default fetchSnapshot: lets DID documents name loopback PDSes. */
   allowPrivateNetwork?: boolean
   /** Frames read but not yet handed to the sink before reading pauses. */

@@ -42,6 +42,7 @@ export function createReplaySource(opts: ReplaySourceOptions): Source & {
   const deps = { logger, metrics: opts.metrics }
   const refused = createRefusalReporter({ source: 'replay', logger, metrics: opts.metrics })
   const stats: ReplayStats = { lines: 0, pushed: 0, skippedBad: 0, skippedBeforeCursor: 0 }
+  const reader: LineReader = { collections, stats, deps, refused }
 
   async function run(sink: Sink, startCursor: number | null, signal: AbortSignal): Promise<void> {
     if (signal.aborted) return
@@ -52,22 +53,9 @@ export function createReplaySource(opts: ReplaySourceOptions): Source & {
     const rl = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })
     const onAbort = () => rl.close()
     signal.addEventListener('abort', onAbort, { once: true })
-    // Never moves backwards, even if the file is not sorted by time_us.
-    let highWater = startCursor
-    let lineNo = 0
     logger.info({ startCursor }, 'replay started')
     try {
-      for await (const line of rl) {
-        lineNo++
-        stats.lines = lineNo
-        if (signal.aborted) break
-        if (line.trim() === '') continue
-        const item = readLine(line, lineNo, highWater, startCursor)
-        if (!item) continue
-        highWater = item.cursor
-        if (!(await pushUnlessAborted(sink, item, signal))) break
-        stats.pushed++
-      }
+      await pushLines(reader, rl, sink, startCursor, signal)
     } finally {
       signal.removeEventListener('abort', onAbort)
       rl.close()
@@ -76,30 +64,62 @@ export function createReplaySource(opts: ReplaySourceOptions): Source & {
     logger.info({ ...stats, aborted: signal.aborted }, 'replay finished')
   }
 
-  /** One line → the item to push, or null (blank, before the cursor, or unreadable). */
-  function readLine(
-    line: string,
-    lineNo: number,
-    highWater: number | null,
-    startCursor: number | null,
-  ): SourceItem | null {
-    const res = normalizeJetstreamEvent(line, { collections })
-    const timeUs = res.ok ? res.item.timeUs : res.timeUs
-    if (typeof timeUs === 'number' && startCursor !== null && timeUs <= startCursor) {
-      stats.skippedBeforeCursor++
-      return null
-    }
-    if (!res.ok) {
-      stats.skippedBad++
-      recordSkip(deps, 'replay', res, { line: lineNo })
-    }
-    // Without a readable envelope the line is not an event of the stream: nothing to push.
-    if (typeof timeUs !== 'number') return null
-    const at = advanceTimeCursor(highWater, timeUs, Date.now() * 1000)
-    if (at.refusal) refused(at.refusal, { line: lineNo, timeUs })
-    const event = res.ok ? res.item.event : null
-    return { event, cursor: at.cursor, timeUs: at.timeUs, bytes: line.length }
-  }
-
   return { name: 'replay', key, cursorKind: 'time_us', run, stats }
+}
+
+/** What reading lines needs: the filter, the counters, and where skips and refusals go. */
+interface LineReader {
+  collections: Set<string>
+  stats: ReplayStats
+  deps: { logger: Logger; metrics: Metrics }
+  refused: ReturnType<typeof createRefusalReporter>
+}
+
+async function pushLines(
+  r: LineReader,
+  lines: AsyncIterable<string>,
+  sink: Sink,
+  startCursor: number | null,
+  signal: AbortSignal,
+): Promise<void> {
+  // Never moves backwards, even if the file is not sorted by time_us.
+  let highWater = startCursor
+  let lineNo = 0
+  for await (const line of lines) {
+    lineNo++
+    r.stats.lines = lineNo
+    if (signal.aborted) break
+    if (line.trim() === '') continue
+    const item = readLine(r, line, lineNo, highWater, startCursor)
+    if (!item) continue
+    highWater = item.cursor
+    if (!(await pushUnlessAborted(sink, item, signal))) break
+    r.stats.pushed++
+  }
+}
+
+/** One line → the item to push, or null (blank, before the cursor, or unreadable). */
+function readLine(
+  r: LineReader,
+  line: string,
+  lineNo: number,
+  highWater: number | null,
+  startCursor: number | null,
+): SourceItem | null {
+  const res = normalizeJetstreamEvent(line, { collections: r.collections })
+  const timeUs = res.ok ? res.item.timeUs : res.timeUs
+  if (typeof timeUs === 'number' && startCursor !== null && timeUs <= startCursor) {
+    r.stats.skippedBeforeCursor++
+    return null
+  }
+  if (!res.ok) {
+    r.stats.skippedBad++
+    recordSkip(r.deps, 'replay', res, { line: lineNo })
+  }
+  // Without a readable envelope the line is not an event of the stream: nothing to push.
+  if (typeof timeUs !== 'number') return null
+  const at = advanceTimeCursor(highWater, timeUs, Date.now() * 1000)
+  if (at.refusal) r.refused(at.refusal, { line: lineNo, timeUs })
+  const event = res.ok ? res.item.event : null
+  return { event, cursor: at.cursor, timeUs: at.timeUs, bytes: line.length }
 }

@@ -9,15 +9,22 @@ export function sanitizeJson(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return cleanString(value)
   if (typeof value !== 'object' || value === null) return value
   if (depth > MAX_DEPTH) throw new Error(`record nested deeper than ${MAX_DEPTH}`)
-  if (Array.isArray(value)) {
-    let out: unknown[] | null = null
-    for (let i = 0; i < value.length; i++) {
-      const next = sanitizeJson(value[i], depth + 1)
-      if (next !== value[i] && out === null) out = value.slice()
-      if (out !== null) out[i] = next
-    }
-    return out ?? value
+  return Array.isArray(value)
+    ? sanitizeArray(value, depth)
+    : sanitizeObject(value as Record<string, unknown>, depth)
+}
+
+function sanitizeArray(value: unknown[], depth: number): unknown[] {
+  let out: unknown[] | null = null
+  for (let i = 0; i < value.length; i++) {
+    const next = sanitizeJson(value[i], depth + 1)
+    if (next !== value[i] && out === null) out = value.slice()
+    if (out !== null) out[i] = next
   }
+  return out ?? value
+}
+
+function sanitizeObject(value: Record<string, unknown>, depth: number): object {
   let changed = false
   const entries: Array<[string, unknown]> = []
   for (const [k, v] of Object.entries(value)) {

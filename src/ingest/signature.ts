@@ -140,26 +140,30 @@ export async function verifyCommit(
 function formatCommitOps(evt: CommitBody, ops: RepoOp[], blocks: BlockMap): CommitEvt[] {
   const evts: CommitEvt[] = []
   for (const op of ops) {
-    const uri = AtUri.make(evt.repo, op.path)
-    const meta = {
-      seq: evt.seq,
-      time: evt.time,
-      commit: evt.commit,
-      blocks,
-      rev: evt.rev,
-      uri,
-      did: uri.did,
-      collection: uri.collection,
-      rkey: uri.rkey,
-    }
-    const action = op.action === 'create' ? 'create' : op.action === 'update' ? 'update' : null
-    if (action) {
-      if (!op.cid) continue
-      const recordBytes = blocks.get(op.cid)
-      if (!recordBytes) continue
-      evts.push({ ...meta, event: action, cid: op.cid, record: cborToLexRecord(recordBytes) })
-    }
-    if (op.action === 'delete') evts.push({ ...meta, event: 'delete' })
+    const formatted = formatOp(evt, op, blocks)
+    if (formatted) evts.push(formatted)
   }
   return evts
+}
+
+/** One op as an event; null for a create or update whose record block is missing. */
+function formatOp(evt: CommitBody, op: RepoOp, blocks: BlockMap): CommitEvt | null {
+  const uri = AtUri.make(evt.repo, op.path)
+  const meta = {
+    seq: evt.seq,
+    time: evt.time,
+    commit: evt.commit,
+    blocks,
+    rev: evt.rev,
+    uri,
+    did: uri.did,
+    collection: uri.collection,
+    rkey: uri.rkey,
+  }
+  if (op.action === 'delete') return { ...meta, event: 'delete' }
+  const action = op.action === 'create' ? 'create' : op.action === 'update' ? 'update' : null
+  if (!action || !op.cid) return null
+  const recordBytes = blocks.get(op.cid)
+  if (!recordBytes) return null
+  return { ...meta, event: action, cid: op.cid, record: cborToLexRecord(recordBytes) }
 }

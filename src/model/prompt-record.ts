@@ -13,10 +13,24 @@ const LEXICON_PATH = new URL(
 )
 const PUBLISHED_ID = 'xyz.quasigod.lab.letta.compiledPrompt'
 
-/** Validates compiledPrompt records against the published lexicon under the configured NSID. */
+interface Analyzed {
+  nsids: Nsids
+  did: string
+  rkey: string
+  facts: PromptFacts
+}
+
+/**
+ * Validates compiledPrompt records against the published lexicon under the configured NSID,
+ * and remembers the facts of records analyzed ahead of their batch (the pipeline prepares
+ * them as events are queued, indexer/prepare.ts) so the batch's own call finds them. The
+ * memo belongs to the validator, which the process's context owns: no module state. Weak,
+ * keyed by the record object, so an event dropped anywhere takes its entry along.
+ */
 export class PromptValidator {
   readonly #lexicons: Lexicons
   readonly #nsid: string
+  readonly #analyzed = new WeakMap<object, Analyzed>()
   constructor(promptNsid: string) {
     const doc = JSON.parse(readFileSync(LEXICON_PATH, 'utf8')) as LexiconDoc
     if (doc.id !== PUBLISHED_ID) throw new Error(`unexpected lexicon id ${doc.id}`)
@@ -41,20 +55,20 @@ export class PromptValidator {
     }
     return null
   }
+
+  /** The facts analyzePrompt found for this record object in this slot, if any. */
+  remembered(record: unknown, nsids: Nsids, did: string, rkey: string): PromptFacts | null {
+    if (typeof record !== 'object' || record === null) return null
+    const hit = this.#analyzed.get(record)
+    return hit?.nsids === nsids && hit.did === did && hit.rkey === rkey ? hit.facts : null
+  }
+
+  remember(record: unknown, analyzed: Analyzed): void {
+    if (typeof record === 'object' && record !== null) this.#analyzed.set(record, analyzed)
+  }
 }
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null)
-
-interface Analyzed {
-  validator: PromptValidator
-  nsids: Nsids
-  did: string
-  rkey: string
-  facts: PromptFacts
-}
-// Facts of records analyzed ahead of their batch (see prepare.ts), by record object: the
-// batch's own call then finds them. Weak, so an event dropped anywhere takes its entry along.
-const analyzed = new WeakMap<object, Analyzed>()
 
 /** What the indexer keeps of a prompt record; the same inputs give the same facts. */
 export function analyzePrompt(
@@ -64,52 +78,55 @@ export function analyzePrompt(
   rkey: string,
   record: unknown,
 ): PromptFacts {
-  if (typeof record !== 'object' || record === null)
-    return computeFacts(validator, nsids, did, rkey, record)
-  const hit = analyzed.get(record)
-  if (hit?.validator === validator && hit.nsids === nsids && hit.did === did && hit.rkey === rkey)
-    return hit.facts
-  const facts = computeFacts(validator, nsids, did, rkey, record)
-  analyzed.set(record, { validator, nsids, did, rkey, facts })
-  return facts
-}
-
-function computeFacts(
-  validator: PromptValidator,
-  nsids: Nsids,
-  did: string,
-  rkey: string,
-  record: unknown,
-): PromptFacts {
+  const hit = validator.remembered(record, nsids, did, rkey)
+  if (hit) return hit
   const validationError = validator.validate(rkey, record)
   const r = (record ?? {}) as Record<string, unknown>
   const content = str(r.content)
-  const coreMemory = str(r.coreMemory)
-  const agentUri = str(r.agent)
-  const agent = agentUri ? parseAtUri(agentUri) : null
-  const namesAgent = agent !== null && agent.collection === nsids.agent && agent.rkey !== ''
   const compiledAt = str(r.compiledAt)
-  const compiledUs = compiledAt ? datetimeToMicros(compiledAt) : null
   const hash = str(r.rawSystemHash)
-  let baseFlags = 0
-  if (!isSameSlot(str(r.conversation), did, nsids.conversation, rkey))
-    baseFlags |= FLAG_BITS.mismatched
-  if (content !== null && coreMemory !== null && !content.includes(coreMemory))
-    baseFlags |= FLAG_BITS.coreMemoryDetached
-  if (validationError) baseFlags |= FLAG_BITS.invalid
-  return {
+  const sameSlot = isSameSlot(str(r.conversation), did, nsids.conversation, rkey)
+  const facts: PromptFacts = {
     validationError,
-    baseFlags,
+    baseFlags: baseFlagsOf(sameSlot, content, str(r.coreMemory), validationError),
     contentBytes: content === null ? null : Buffer.byteLength(content, 'utf8'),
     contentHash: content === null ? null : createHash('sha256').update(content).digest('hex'),
-    agentUri,
-    agentDid: namesAgent ? agent.host : null,
-    agentRkey: namesAgent ? agent.rkey : null,
+    ...agentOf(str(r.agent), nsids),
     rawSystemHash: hash === null ? null : normalizeHash(hash),
     memfsRevision: str(r.memfsRevision),
     compiledAt,
-    compiledUs,
+    compiledUs: compiledAt ? datetimeToMicros(compiledAt) : null,
     searchWords: contentWords(content),
+  }
+  validator.remember(record, { nsids, did, rkey, facts })
+  return facts
+}
+
+function baseFlagsOf(
+  sameSlot: boolean,
+  content: string | null,
+  coreMemory: string | null,
+  validationError: string | null,
+): number {
+  let flags = 0
+  if (!sameSlot) flags |= FLAG_BITS.mismatched
+  if (content !== null && coreMemory !== null && !content.includes(coreMemory))
+    flags |= FLAG_BITS.coreMemoryDetached
+  if (validationError) flags |= FLAG_BITS.invalid
+  return flags
+}
+
+/** The `agent` field, and the agent record it names when it is an at-uri of one. */
+function agentOf(
+  agentUri: string | null,
+  nsids: Nsids,
+): Pick<PromptFacts, 'agentUri' | 'agentDid' | 'agentRkey'> {
+  const agent = agentUri ? parseAtUri(agentUri) : null
+  const namesAgent = agent !== null && agent.collection === nsids.agent && agent.rkey !== ''
+  return {
+    agentUri,
+    agentDid: namesAgent ? agent.host : null,
+    agentRkey: namesAgent ? agent.rkey : null,
   }
 }
 

@@ -13,7 +13,7 @@ import { createJetstreamSource } from '../../src/ingest/jetstream.ts'
 import { waitFor } from '../helpers/cli.ts'
 import { testContext } from '../helpers/context.ts'
 import { createTestDatabase } from '../helpers/db.ts'
-import { indexerDeps, NSIDS } from '../helpers/events.ts'
+import { NSIDS } from '../helpers/events.ts'
 import { createReferenceModel } from '../helpers/reference-model.ts'
 
 // Jetstream → pipeline → database, through a local Jetstream that drops connections
@@ -43,7 +43,6 @@ afterAll(async () => {
 
 function startIndexer() {
   const ctx = testContext(db)
-  const deps = indexerDeps(db)
   const source = createJetstreamSource({
     url: server.url,
     wantedCollections: ['xyz.quasigod.lab.letta.*'],
@@ -55,7 +54,7 @@ function startIndexer() {
     backoffBaseMs: 20,
     backoffMaxMs: 100,
   })
-  const pipeline = new IngestPipeline(ctx, deps, {
+  const pipeline = new IngestPipeline(ctx, {
     source: 'jetstream',
     key: source.key,
     batchSize: 100,

@@ -177,10 +177,9 @@ describe('against the reference PDS', () => {
       PLC_URL: net.plcUrl,
       ALLOW_PRIVATE_NETWORK: 'true',
     })
-    const deps = indexerDeps(live)
     const { source } = createSource(ctx)
     const resolver = resolverFor(ctx.config)
-    const pipeline = new IngestPipeline(ctx, deps, {
+    const pipeline = new IngestPipeline(ctx, {
       source: 'firehose',
       key: source.key,
       batchSize: 50,

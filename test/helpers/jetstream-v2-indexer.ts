@@ -6,7 +6,7 @@ import { createJetstreamSource } from '../../src/ingest/jetstream.ts'
 import { createJetstreamV2Source, type JetstreamV2Options } from '../../src/ingest/jetstream-v2.ts'
 import type { Source } from '../../src/ingest/source.ts'
 import { testContext } from './context.ts'
-import { indexerDeps, NSIDS } from './events.ts'
+import { NSIDS } from './events.ts'
 
 // Jetstream (either wire) → pipeline → database in this process, and a digest of the
 // canonical state two runs must agree on.
@@ -34,7 +34,7 @@ export function startIndexer(
     wire === 'v2'
       ? createJetstreamV2Source({ ...common, syncQuietSeconds: 10, ...o })
       : createJetstreamSource({ ...common, rewindSeconds: 1 })
-  const pipeline = new IngestPipeline(ctx, indexerDeps(db), {
+  const pipeline = new IngestPipeline(ctx, {
     source: 'jetstream',
     key: source.key,
     batchSize: 100,

@@ -5,7 +5,7 @@ import { IngestPipeline } from '../../src/indexer/pipeline.ts'
 import { createSource } from '../../src/ingest/create-source.ts'
 import { waitFor } from './cli.ts'
 import { testContext } from './context.ts'
-import { indexerDeps, sha256 } from './events.ts'
+import { sha256 } from './events.ts'
 import { AGENT, COLLECTIONS, CONVERSATION, PROMPT } from './ingest-kit.ts'
 import { agentRecord, conversationRecord, promptRecord } from './letta-records.ts'
 import type { TestAccount, TestNetwork } from './network.ts'
@@ -31,7 +31,7 @@ export function startIngest(
     ALLOW_PRIVATE_NETWORK: 'true',
   })
   const { source } = createSource(ctx)
-  const pipeline = new IngestPipeline(ctx, indexerDeps(db), {
+  const pipeline = new IngestPipeline(ctx, {
     source: 'firehose',
     key: source.key,
     batchSize: 50,

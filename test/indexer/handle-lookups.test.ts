@@ -24,7 +24,7 @@ describe('handles of repos seen for the first time', () => {
     // A local resolver: alice's handle verifies, bob's does not.
     const known: Record<string, string> = { 'did:plc:alicehandleaaaaaaaaaaaa': 'alice.test' }
     const asked: string[] = []
-    const lookups = new HandleLookups(testContext(db), deps, async (did) => {
+    const lookups = new HandleLookups(testContext(db), async (did) => {
       asked.push(did)
       return known[did] ?? null
     })
@@ -82,7 +82,6 @@ describe('handles of repos seen for the first time', () => {
     let calls = 0
     const lookups = new HandleLookups(
       testContext(db),
-      indexerDeps(db),
       async () => {
         calls++
         await new Promise((r) => setTimeout(r, 5))

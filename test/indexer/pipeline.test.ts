@@ -5,7 +5,7 @@ import { IngestPipeline, type PipelineOptions } from '../../src/indexer/pipeline
 import type { SourceItem } from '../../src/model/events.ts'
 import { testContext } from '../helpers/context.ts'
 import { createTestDatabase } from '../helpers/db.ts'
-import { indexerDeps, NSIDS, World } from '../helpers/events.ts'
+import { NSIDS, World } from '../helpers/events.ts'
 import { getPrompt } from '../helpers/get-prompt.ts'
 
 let db: Database
@@ -19,7 +19,7 @@ let n = 0
 function pipeline(over: Partial<PipelineOptions> = {}) {
   const ctx = testContext(db)
   const key = `test-${++n}`
-  const p = new IngestPipeline(ctx, indexerDeps(db), {
+  const p = new IngestPipeline(ctx, {
     source: 'replay',
     key,
     batchSize: 100,

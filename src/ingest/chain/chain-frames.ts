@@ -1,5 +1,6 @@
 import type { parseCommitUnauthenticated } from '@atproto/sync'
 import type { Logger } from 'pino'
+import type { ChainHead } from '../../db/repo-chain.ts'
 import type { Metrics } from '../../metrics.ts'
 import type { ChainEvent, CommitEvent, SourceItem } from '../../model/events.ts'
 import { lexToJson } from '../lex-json.ts'
@@ -39,6 +40,14 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
   const chainItem = (ev: ChainEvent, seq: number, timeUs: number): SourceItem[] => [
     { event: ev, cursor: seq, timeUs },
   ]
+  // The stored head stays (a resync starts from it); only the state says it is stale.
+  const desynchronize = (did: string, head: ChainHead | null) =>
+    tracker.setHead({
+      did,
+      rev: head?.rev ?? null,
+      data: head?.data ?? null,
+      state: 'desynchronized',
+    })
   const countOps = (body: CommitBody, outcome: 'ignored_rev' | 'error') => {
     for (const op of body.ops) {
       const collection = op.path.slice(0, op.path.indexOf('/'))
@@ -74,12 +83,7 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
         logger.warn({ ...log, reason: v.reason, detail: v.detail }, 'repo chain break: resync')
         // Judged again after the resync: dropped as a replay if the fetched repo has it.
         o.hold?.(body, timeUs)
-        tracker.setHead({
-          did,
-          rev: head?.rev ?? null,
-          data: head?.data ?? null,
-          state: 'desynchronized',
-        })
+        desynchronize(did, head)
         return chainItem(v.chain, seq, timeUs)
       case 'accept': {
         if (v.legacy) metrics.legacyCommitsTotal.inc()
@@ -117,12 +121,7 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
       case 'resync':
         metrics.chainBreaksTotal.inc({ reason: 'sync_event' })
         logger.info(log, 'firehose #sync: the repo moved on, resync')
-        tracker.setHead({
-          did,
-          rev: head?.rev ?? null,
-          data: head?.data ?? null,
-          state: 'desynchronized',
-        })
+        desynchronize(did, head)
         return chainItem(v.chain, seq, timeUs)
     }
   }

@@ -53,34 +53,11 @@ export async function checkCommit(
   } catch (err) {
     return { kind: 'reject', reason: 'invalid', detail: (err as Error).message }
   }
-  const broken = (reason: BreakReason, detail: string): CommitVerdict => ({
-    kind: 'break',
-    reason,
-    detail,
-    chain: stateEvent(body.repo, 'desynchronized', reason, timeUs),
-  })
-  if (body.since && body.since >= body.rev)
-    return broken('rev_order', `since ${body.since} is not before rev ${body.rev}`)
-  let legacy = false
-  if (head?.rev && head.data) {
-    if (body.since !== head.rev)
-      return broken('since', `since ${body.since} but the stored rev is ${head.rev}`)
-    const prevData = body.prevData
-    if (!prevData) {
-      if (body.ops.some((op) => op.prev)) return broken('inversion', 'ops carry prev, no prevData')
-      legacy = true
-    } else if (prevData.toString() !== head.data) {
-      return broken('prev_data', `prevData ${prevData} but the stored root is ${head.data}`)
-    } else {
-      try {
-        const before = await invertCommit(verified.blocks, verified.signed.data, body.ops)
-        if (!before.equals(prevData))
-          return broken('inversion', `inverted root ${before} is not prevData ${prevData}`)
-      } catch (err) {
-        if (!(err instanceof InversionError)) throw err
-        return broken('inversion', err.message)
-      }
-    }
+  const chained = await checkChain(body, head, verified)
+  if (chained.broken) {
+    const { reason, detail } = chained.broken
+    const chain = stateEvent(body.repo, 'desynchronized', reason, timeUs)
+    return { kind: 'break', reason, detail, chain }
   }
   const chain: ChainEvent = {
     kind: 'chain',
@@ -92,7 +69,39 @@ export async function checkCommit(
     reason: null,
     timeUs,
   }
-  return { kind: 'accept', events: verified.events, chain, legacy }
+  return { kind: 'accept', events: verified.events, chain, legacy: chained.legacy }
+}
+
+type Broken = { reason: BreakReason; detail: string }
+const broken = (reason: BreakReason, detail: string) => ({ broken: { reason, detail } })
+
+/** The chain checks of a verified commit: since, then prevData, then the inversion. */
+async function checkChain(
+  body: CommitBody,
+  head: ChainHead | null,
+  verified: VerifiedCommit,
+): Promise<{ broken: Broken; legacy?: never } | { broken?: never; legacy: boolean }> {
+  if (body.since && body.since >= body.rev)
+    return broken('rev_order', `since ${body.since} is not before rev ${body.rev}`)
+  if (!head?.rev || !head.data) return { legacy: false }
+  if (body.since !== head.rev)
+    return broken('since', `since ${body.since} but the stored rev is ${head.rev}`)
+  const prevData = body.prevData
+  if (!prevData) {
+    if (body.ops.some((op) => op.prev)) return broken('inversion', 'ops carry prev, no prevData')
+    return { legacy: true }
+  }
+  if (prevData.toString() !== head.data)
+    return broken('prev_data', `prevData ${prevData} but the stored root is ${head.data}`)
+  try {
+    const before = await invertCommit(verified.blocks, verified.signed.data, body.ops)
+    if (!before.equals(prevData))
+      return broken('inversion', `inverted root ${before} is not prevData ${prevData}`)
+  } catch (err) {
+    if (!(err instanceof InversionError)) throw err
+    return broken('inversion', err.message)
+  }
+  return { legacy: false }
 }
 
 export function checkRev(rev: string, nowMs: number): CommitVerdict | null {
