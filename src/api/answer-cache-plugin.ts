@@ -18,7 +18,7 @@ declare module 'fastify' {
 export function installAnswerCache(app: FastifyInstance): void {
   const cache = new AnswerCache({ maxBytes: MAX_BYTES, ttlMs: TTL_MS })
   const watch = watchChanges(app.ctx.db, cache, app.ctx.logger)
-  cache.revalidate = watch.poll
+  cache.revalidate = watch.settled
   app.decorate('answers', cache)
   app.addHook('onClose', async () => watch.close())
 }
