@@ -1,19 +1,13 @@
 import { parseRecordUri } from '../src/api/params.ts'
 import { loadReadDataset } from './lib/api-data.ts'
-import {
-  CLI,
-  freePort,
-  type NodeChild,
-  nodeFlagsFromEnv,
-  spawnNode,
-  waitForHttp,
-} from './lib/child.ts'
+import { CLI, nodeFlagsFromEnv } from './lib/child.ts'
 import { benchEnv, count, setting } from './lib/env.ts'
 import { listPaths } from './lib/http-load.ts'
 import { openBenchRuntime } from './lib/ingest-kit.ts'
 import { checkpoint, createTempDatabase, rawClient } from './lib/pg.ts'
-import { measureServer, type PathSets, zipfPaths } from './lib/read-load.ts'
+import { type PathSets, zipfPaths } from './lib/read-load.ts'
 import { answerCheck, readRows } from './lib/read-rows.ts'
+import { measureChild } from './lib/read-server.ts'
 import type { Check, Row, ScenarioResult } from './lib/report.ts'
 import { isMain, machineInfo, runAsMain } from './lib/scenario.ts'
 import { NSIDS } from './lib/traffic.ts'
@@ -32,6 +26,8 @@ export interface ReadApiOptions {
   durationS: number
   connections: number
   rate: number
+  /** An existing read-benchmark database: measured as it is, neither built nor dropped. */
+  reuseUrl?: string
   log?: (msg: string) => void
 }
 
@@ -43,29 +39,12 @@ export function readApiOptionsFromEnv(): ReadApiOptions {
     durationS: setting('BENCH_API_DURATION_S', 10),
     connections: Math.round(setting('BENCH_API_CONNECTIONS', 50)),
     rate: Math.round(setting('BENCH_API_RATE', 1000)),
+    reuseUrl: process.env.BENCH_API_DATABASE_URL || undefined,
     log: (m) => console.log(`[read-api] ${m}`),
   }
 }
 
 const libPath = (file: string) => new URL(`./lib/${file}`, import.meta.url).pathname
-
-/** Runs `fn` against a server process on a free port, stopping it afterwards. */
-async function withChild<T>(
-  args: string[],
-  env: Record<string, string>,
-  execArgv: string[],
-  fn: (base: string, child: NodeChild) => Promise<T>,
-): Promise<T> {
-  const port = await freePort()
-  const base = `http://127.0.0.1:${port}`
-  const child = spawnNode(args, { ...env, PORT: String(port) }, { execArgv })
-  try {
-    await waitForHttp(`${base}/readyz`, child)
-    return await fn(base, child)
-  } finally {
-    await child.stop()
-  }
-}
 
 function isAgentFilter(uri: string): boolean {
   try {
@@ -80,16 +59,20 @@ export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
   const log = o.log ?? (() => {})
   const startedAt = new Date().toISOString()
   const t0 = performance.now()
-  const db = await createTempDatabase(o.serverUrl, 'read')
+  const db = o.reuseUrl
+    ? { url: o.reuseUrl, drop: async () => {} }
+    : await createTempDatabase(o.serverUrl, 'read')
   const rows: Row[] = []
   const checks: Check[] = []
   const details: Record<string, unknown> = {}
   try {
-    const rt = await openBenchRuntime({ kind: 'postgres', url: db.url })
-    try {
-      details.load = await loadReadDataset(rt, db.url, o.prompts, o.seedPrompts, log)
-    } finally {
-      await rt.close()
+    if (!o.reuseUrl) {
+      const rt = await openBenchRuntime({ kind: 'postgres', url: db.url })
+      try {
+        details.load = await loadReadDataset(rt, db.url, o.prompts, o.seedPrompts, log)
+      } finally {
+        await rt.close()
+      }
     }
     const client = rawClient(db.url)
     const keys = await client<{ did: string; rkey: string; agent_uri: string | null }[]>`
@@ -116,44 +99,59 @@ export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
     }
     const env = { DATABASE_URL: db.url, HOST: '127.0.0.1' }
     const profile = process.env.BENCH_API_PROFILE
-    const product = await withChild(
-      [CLI, 'serve'],
-      // The API's per-client limit would refuse a load generator on one address.
-      { ...env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '10000000' },
-      [
-        ...nodeFlagsFromEnv('BENCH_NODE_FLAGS'),
-        ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []),
-      ],
-      async (base, child) => {
-        sets.lists = await listPaths(base, dids, agents)
-        const sample = await fetch(base + lookupPaths[0])
-        checks.push({
-          name: 'a looked-up prompt comes back whole',
-          ok:
-            sample.status === 200 &&
-            typeof ((await sample.json()) as { record?: unknown }).record === 'object',
-          detail: `HTTP ${sample.status}`,
-        })
-        log(`${lookupPaths.length} lookup keys, ${sets.lists.length} list pages`)
-        const runs = await measureServer(base, sets, o, log, 'product')
-        return { ...runs, rssMb: child.rssMb() }
+    const product = await measureChild(
+      'product',
+      {
+        args: [CLI, 'serve'],
+        // The API's per-client limit would refuse a load generator on one address.
+        env: { ...env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '10000000' },
+        execArgv: [
+          ...nodeFlagsFromEnv('BENCH_NODE_FLAGS'),
+          ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []),
+        ],
+        before: async (base) => {
+          sets.lists = await listPaths(base, dids, agents)
+          const sample = await fetch(base + lookupPaths[0])
+          checks.push({
+            name: 'a looked-up prompt comes back whole',
+            ok:
+              sample.status === 200 &&
+              typeof ((await sample.json()) as { record?: unknown }).record === 'object',
+            detail: `HTTP ${sample.status}`,
+          })
+          log(`${lookupPaths.length} lookup keys, ${sets.lists.length} list pages`)
+        },
       },
+      sets,
+      o,
+      log,
     )
     // Same node flags as the product: the baselines differ only in what the route does.
     const flags = nodeFlagsFromEnv('BENCH_NODE_FLAGS')
-    const plain = await withChild([libPath('plain-server.ts')], env, flags, (base) =>
-      measureServer(base, sets, o, log, 'plain'),
+    const plain = await measureChild(
+      'plain',
+      { args: [libPath('plain-server.ts')], env, execArgv: flags },
+      sets,
+      o,
+      log,
     )
-    const bare = await withChild([libPath('bare-server.ts')], env, flags, (base) =>
-      measureServer(base, sets, o, log, 'bare'),
+    const bare = await measureChild(
+      'bare',
+      { args: [libPath('bare-server.ts')], env, execArgv: flags },
+      sets,
+      o,
+      log,
     )
-    details.product = product
-    details.plain = plain
-    details.bare = bare
-    for (const [server, runs] of Object.entries({ product, plain, bare }))
-      for (const [name, r] of Object.entries(runs))
+    details.product = { ...product.runs, rssMb: product.rssMb, delay: product.serverDelay }
+    details.plain = { ...plain.runs, delay: plain.serverDelay }
+    details.bare = { ...bare.runs, delay: bare.serverDelay }
+    details.tail = { product: product.tail, plain: plain.tail, bare: bare.tail }
+    for (const [name, t] of Object.entries({ product, plain }))
+      log(`${name} tail: ${JSON.stringify(t.tail)}`)
+    for (const [server, p] of Object.entries({ product, plain, bare }))
+      for (const [name, r] of Object.entries(p.runs))
         checks.push(...answerCheck(`${server} ${name}`, r))
-    rows.push(...readRows(product, plain, bare, o.rate))
+    rows.push(...readRows(product.runs, plain.runs, bare.runs, o.rate))
   } finally {
     await db.drop()
   }
@@ -163,7 +161,7 @@ export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
     startedAt,
     durationS: (performance.now() - t0) / 1000,
     machine: await machineInfo(o.serverUrl),
-    params: { ...o, log: undefined, contentBytes: benchEnv.contentBytes },
+    params: { ...o, log: undefined, reuseUrl: undefined, contentBytes: benchEnv.contentBytes },
     rows,
     checks,
     details,

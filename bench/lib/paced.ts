@@ -24,6 +24,8 @@ export async function pacedLoad(
   base: string,
   paths: string[],
   o: { rate: number; durationS: number; connections: number },
+  /** When given, gets [epoch ms the request was due, its latency ms] of every request. */
+  trace?: [number, number][],
 ): Promise<PacedResult> {
   const url = new URL(base)
   const agent = new Agent({ keepAlive: true, maxSockets: o.connections })
@@ -45,7 +47,9 @@ export async function pacedLoad(
           res.on('data', () => {})
           res.on('end', () => {
             inflight--
-            latencies.push(performance.now() - due)
+            const ms = performance.now() - due
+            latencies.push(ms)
+            trace?.push([performance.timeOrigin + due, ms])
             if (res.statusCode === 200) ok++
             else failed++
             resolve()

@@ -50,13 +50,15 @@ export async function measureServer(
   o: LoadOptions,
   log: (m: string) => void,
   name: string,
+  /** Gets each paced run's [due epoch ms, latency ms] of every request (read-tail.ts). */
+  traces?: { lookupsPaced: [number, number][]; listsPaced: [number, number][] },
 ) {
   await autocannonLoad(base, sets.uniform, { ...o, durationS: 3 })
   const uniform = await autocannonLoad(base, sets.uniform, o)
   const zipf = await autocannonLoad(base, sets.zipf, o)
   const lists = await autocannonLoad(base, sets.lists, o)
-  const lookupsPaced = await pacedLoad(base, sets.uniform, o)
-  const listsPaced = await pacedLoad(base, sets.lists, o)
+  const lookupsPaced = await pacedLoad(base, sets.uniform, o, traces?.lookupsPaced)
+  const listsPaced = await pacedLoad(base, sets.lists, o, traces?.listsPaced)
   log(
     `${name}: lookups ${uniform.reqPerS.toFixed(0)} (zipf ${zipf.reqPerS.toFixed(0)}) req/s, lists ${lists.reqPerS.toFixed(0)} req/s; paced ${o.rate}/s p99 ${lookupsPaced.p99.toFixed(1)} / ${listsPaced.p99.toFixed(1)} ms`,
   )

@@ -18,13 +18,43 @@ declare module 'fastify' {
 export function installAnswerCache(app: FastifyInstance): void {
   const cache = new AnswerCache({ maxBytes: MAX_BYTES, ttlMs: TTL_MS })
   const watch = watchChanges(app.ctx.db, cache, app.ctx.logger)
+  cache.revalidate = watch.settled
   app.decorate('answers', cache)
   app.addHook('onClose', async () => watch.close())
 }
 
 /** Sends a cached (or just cached) answer; http-cache.ts uses its ETag instead of hashing. */
 export function sendAnswer(reply: FastifyReply, answer: CachedAnswer): FastifyReply {
-  return reply.type('application/json; charset=utf-8').header('etag', answer.etag).send(answer.body)
+  return reply
+    .type('application/json; charset=utf-8')
+    .header('etag', answer.etag)
+    .send(answer.payload)
+}
+
+/**
+ * Longest a request waits for a poll of the change log to vouch for an entry again: one
+ * round trip on the monitor connection when the database answers, and a miss otherwise.
+ */
+const REVALIDATE_WAIT_MS = 250
+
+/**
+ * The entry under `key`, waiting for one poll of the change log when only a lapse of trust
+ * (a commit in this process, or a poll late behind a busy event loop) keeps it from being
+ * served: every request of the lapse shares that one cheap query, where each would
+ * otherwise run its own lookup and pile onto the database just when it is slow.
+ */
+async function hitOf(cache: AnswerCache, key: string): Promise<CachedAnswer | undefined> {
+  const hit = cache.get(key)
+  if (hit || !cache.heldUntrusted(key)) return hit
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([
+    cache.revalidate(),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, REVALIDATE_WAIT_MS)
+    }),
+  ])
+  clearTimeout(timer)
+  return cache.get(key)
 }
 
 /**
@@ -38,7 +68,7 @@ export async function cachedAnswer<T>(
   serialize: (value: T) => string,
   reposOf: (value: T) => readonly string[],
 ): Promise<CachedAnswer | null> {
-  const hit = cache.get(key)
+  const hit = await hitOf(cache, key)
   if (hit) return hit
   const generation = cache.generation
   const value = await load()

@@ -10,13 +10,28 @@ import { createHash } from 'node:crypto'
 // so a stale snapshot can never be put back after the change that made it stale.
 
 export interface CachedAnswer {
-  body: string
+  /** The JSON text, as the UTF-8 bytes sent: encoded once, not on every hit. */
+  payload: Buffer
+  /** The same text as a string (decoded on demand; sending uses `payload`). */
+  readonly body: string
   etag: string
 }
 
 interface Entry extends CachedAnswer {
   repos: readonly string[]
   storedAt: number
+}
+
+/** An answer of `body`: its bytes and ETag, computed once. */
+export function answerOf(body: string): CachedAnswer {
+  const payload = Buffer.from(body)
+  return {
+    payload,
+    etag: etagOf(payload),
+    get body() {
+      return payload.toString()
+    },
+  }
 }
 
 export interface AnswerCacheOptions {
@@ -30,7 +45,7 @@ export interface AnswerCacheOptions {
 /** The tag of answers built from every repo (list pages): any change drops them. */
 export const ANY_REPO = '*'
 
-export const etagOf = (body: string): string =>
+export const etagOf = (body: string | Buffer): string =>
   `W/"${createHash('sha1').update(body).digest('base64url')}"`
 
 export class AnswerCache {
@@ -43,6 +58,8 @@ export class AnswerCache {
   #generation = 0
   /** Until when the cache can vouch for freshness (see change-watch.ts); no hits after. */
   #trustedUntil = 0
+  /** Brings the cache up to date with the change log (change-watch.ts sets it). */
+  revalidate: () => Promise<void> = async () => {}
 
   constructor(opts: AnswerCacheOptions) {
     this.#opts = opts
@@ -77,6 +94,11 @@ export class AnswerCache {
     return this.#now() < this.#trustedUntil
   }
 
+  /** True when `key` has an entry that only a lapse of trust keeps from being served. */
+  heldUntrusted(key: string): boolean {
+    return !this.#trusted() && this.#entries.has(key)
+  }
+
   get(key: string): CachedAnswer | undefined {
     if (!this.#trusted()) return undefined
     const e = this.#entries.get(key)
@@ -93,12 +115,13 @@ export class AnswerCache {
 
   /** Stores an answer built from `repos`' rows, unless something changed since `generation`. */
   set(key: string, body: string, repos: readonly string[], generation: number): CachedAnswer {
-    const answer = { body, etag: etagOf(body) }
-    if (generation !== this.#generation || !this.#trusted() || body.length > this.#opts.maxBytes)
+    const answer = answerOf(body)
+    const size = answer.payload.length
+    if (generation !== this.#generation || !this.#trusted() || size > this.#opts.maxBytes)
       return answer
     this.#remove(key)
-    this.#entries.set(key, { ...answer, repos, storedAt: this.#now() })
-    this.#bytes += body.length
+    this.#entries.set(key, Object.assign(answer, { repos, storedAt: this.#now() }))
+    this.#bytes += size
     for (const repo of repos) {
       const keys = this.#byRepo.get(repo)
       if (keys) keys.add(key)
@@ -132,7 +155,7 @@ export class AnswerCache {
     const e = this.#entries.get(key)
     if (!e) return
     this.#entries.delete(key)
-    this.#bytes -= e.body.length
+    this.#bytes -= e.payload.length
     for (const repo of e.repos) {
       const keys = this.#byRepo.get(repo)
       keys?.delete(key)

@@ -34,6 +34,8 @@ export const CHANGE_WATCH_DEFAULTS: ChangeWatchOptions = {
 export interface ChangeWatch {
   /** Polls now (after any poll under way), resolving when the cache is up to date. */
   poll(): Promise<void>
+  /** The poll under way, or a new one: what a request held by a lapse of trust waits for. */
+  settled(): Promise<void>
   close(): void
 }
 
@@ -45,6 +47,13 @@ export function watchChanges(
 ): ChangeWatch {
   let lastSeq: number | null = null
   let again = false
+  /**
+   * A commit of this process since the running poll started: what it read may miss that
+   * commit, so it must not vouch for the cache. Only commits block trust; a timer tick
+   * during a slow poll must not, or polls slower than `pollMs` (a busy event loop, a slow
+   * database) would never grant it again and every request would go to the database.
+   */
+  let signalled = false
   let running: Promise<void> | null = null
   let closed = false
 
@@ -65,6 +74,7 @@ export function watchChanges(
   }
 
   const pollOnce = async () => {
+    signalled = false
     const startedAt = Date.now()
     if (lastSeq === null) {
       lastSeq = await latestChangeSeq(db)
@@ -73,7 +83,7 @@ export function watchChanges(
       lastSeq = await readLog(lastSeq)
     }
     // A commit signalled while this poll ran may not be in what it read: poll again first.
-    if (!again && !closed) cache.trustUntil(startedAt + opts.trustMs)
+    if (!signalled && !closed) cache.trustUntil(startedAt + opts.trustMs)
   }
 
   const loop = async () => {
@@ -96,15 +106,20 @@ export function watchChanges(
     return running
   }
 
-  const timer = setInterval(() => void poll(), opts.pollMs)
+  // A tick while a poll runs is dropped: that poll's result vouches from its own start.
+  const timer = setInterval(() => {
+    if (!running) void poll()
+  }, opts.pollMs)
   timer.unref()
   const stopSignal = db.onCommit(() => {
     cache.distrust()
+    signalled = true
     void poll()
   })
   void poll()
   return {
     poll,
+    settled: () => running ?? poll(),
     close: () => {
       closed = true
       clearInterval(timer)

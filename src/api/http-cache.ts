@@ -32,7 +32,9 @@ export function addCacheHeaders(app: FastifyInstance): void {
   app.addHook('onSend', async (request, reply, payload) => {
     const policy = request.routeOptions.config?.cache
     if (!policy || (request.method !== 'GET' && request.method !== 'HEAD')) return payload
-    if (reply.statusCode !== 200 || typeof payload !== 'string') return payload
+    if (reply.statusCode !== 200) return payload
+    // Strings, and the bytes of a cached answer (answer-cache.ts); streams pass untagged.
+    if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload
     // A cached answer (answer-cache.ts) brings the tag it was stored with.
     const etag = (reply.getHeader('etag') as string | undefined) ?? etagOf(payload)
     reply.header('etag', etag)
