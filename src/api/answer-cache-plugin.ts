@@ -8,6 +8,8 @@ import { watchChanges } from './change-watch.ts'
 
 const MAX_BYTES = 64 * 1024 * 1024
 const TTL_MS = 30_000
+/** Entries live 15 to 30 s, so those filled together do not all expire together. */
+const TTL_JITTER = 0.5
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -16,7 +18,7 @@ declare module 'fastify' {
 }
 
 export function installAnswerCache(app: FastifyInstance): void {
-  const cache = new AnswerCache({ maxBytes: MAX_BYTES, ttlMs: TTL_MS })
+  const cache = new AnswerCache({ maxBytes: MAX_BYTES, ttlMs: TTL_MS, ttlJitter: TTL_JITTER })
   const watch = watchChanges(app.ctx.db, cache, app.ctx.logger)
   cache.revalidate = watch.settled
   app.decorate('answers', cache)

@@ -19,7 +19,7 @@ export interface CachedAnswer {
 
 interface Entry extends CachedAnswer {
   repos: readonly string[]
-  storedAt: number
+  expiresAt: number
 }
 
 /** An answer of `body`: its bytes and ETag, computed once. */
@@ -39,7 +39,15 @@ export interface AnswerCacheOptions {
   maxBytes: number
   /** Longest an entry is served at all: fields that change without a change row (provenance). */
   ttlMs: number
+  /**
+   * Up to this fraction of `ttlMs` is taken off each entry's life at random (0 to 1; default
+   * 0): entries filled together (a warm-up, a burst of traffic) then expire spread out
+   * instead of all in the same instant, which would send every request to the database at
+   * once.
+   */
+  ttlJitter?: number
   now?: () => number
+  random?: () => number
 }
 
 /** The tag of answers built from every repo (list pages): any change drops them. */
@@ -54,6 +62,7 @@ export class AnswerCache {
   readonly #byRepo = new Map<string, Set<string>>()
   readonly #opts: AnswerCacheOptions
   readonly #now: () => number
+  readonly #random: () => number
   #bytes = 0
   #generation = 0
   /** Until when the cache can vouch for freshness (see change-watch.ts); no hits after. */
@@ -64,6 +73,7 @@ export class AnswerCache {
   constructor(opts: AnswerCacheOptions) {
     this.#opts = opts
     this.#now = opts.now ?? Date.now
+    this.#random = opts.random ?? Math.random
   }
 
   get size(): number {
@@ -103,7 +113,7 @@ export class AnswerCache {
     if (!this.#trusted()) return undefined
     const e = this.#entries.get(key)
     if (!e) return undefined
-    if (this.#now() - e.storedAt > this.#opts.ttlMs) {
+    if (this.#now() > e.expiresAt) {
       this.#remove(key)
       return undefined
     }
@@ -120,7 +130,7 @@ export class AnswerCache {
     if (generation !== this.#generation || !this.#trusted() || size > this.#opts.maxBytes)
       return answer
     this.#remove(key)
-    this.#entries.set(key, Object.assign(answer, { repos, storedAt: this.#now() }))
+    this.#entries.set(key, Object.assign(answer, { repos, expiresAt: this.#expiry() }))
     this.#bytes += size
     for (const repo of repos) {
       const keys = this.#byRepo.get(repo)
@@ -149,6 +159,11 @@ export class AnswerCache {
     this.#entries.clear()
     this.#byRepo.clear()
     this.#bytes = 0
+  }
+
+  #expiry(): number {
+    const { ttlMs, ttlJitter = 0 } = this.#opts
+    return this.#now() + ttlMs * (1 - ttlJitter * this.#random())
   }
 
   #remove(key: string): void {

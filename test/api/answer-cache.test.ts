@@ -32,6 +32,29 @@ describe('AnswerCache', () => {
     now = 1_000
     expect(cache.get('d')).toBeUndefined() // trust ran out: no hits until the next poll
   })
+
+  it('spreads the expiry of entries filled together over the jitter, never past the TTL', () => {
+    let now = 0
+    const draws = [0, 0.5, 1]
+    const cache = new AnswerCache({
+      maxBytes: 100,
+      ttlMs: 100,
+      ttlJitter: 0.5,
+      now: () => now,
+      random: () => draws.shift() ?? 0,
+    })
+    cache.trustUntil(1_000)
+    for (const key of ['full', 'three-quarters', 'half']) cache.set(key, key, ['did:a'], 0)
+    const alive = () => ['full', 'three-quarters', 'half'].filter((k) => cache.get(k))
+    now = 50
+    expect(alive()).toEqual(['full', 'three-quarters', 'half'])
+    now = 51
+    expect(alive()).toEqual(['full', 'three-quarters'])
+    now = 76
+    expect(alive()).toEqual(['full'])
+    now = 101
+    expect(alive()).toEqual([])
+  })
 })
 
 describe('the answer cache in the writing process', () => {
