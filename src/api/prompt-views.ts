@@ -24,13 +24,19 @@ export interface PromptView {
 
 export type PromptListItem = PromptView & { contentBytes: number | null }
 
+/** The fields every record's view starts with. */
+export function recordHead(
+  row: { did: string; rkey: string; cid: string | null },
+  collection: string,
+): { uri: string; cid: string; did: string; rkey: string } {
+  // A visible row is never a tombstone, so it has a cid.
+  const cid = row.cid as string
+  return { uri: `at://${row.did}/${collection}/${row.rkey}`, cid, did: row.did, rkey: row.rkey }
+}
+
 export function toPromptView(row: PromptRow, nsids: Nsids): PromptView {
   return {
-    uri: `at://${row.did}/${nsids.prompt}/${row.rkey}`,
-    // A visible row is never a tombstone, so it has a cid.
-    cid: row.cid as string,
-    did: row.did,
-    rkey: row.rkey,
+    ...recordHead(row, nsids.prompt),
     rev: row.rev,
     record: row.record,
     flags: flagsToNames(Number(row.flags)),

@@ -14,6 +14,7 @@ import {
   type PromptListItem,
   type PromptView,
   pageOf,
+  recordHead,
   toListItem,
   toPromptView,
 } from './prompt-views.ts'
@@ -72,11 +73,7 @@ export async function getConversation(
   const r = await readConversation(db, did, rkey)
   if (!r) return null
   return {
-    uri: `at://${r.did}/${nsids.conversation}/${r.rkey}`,
-    // A visible row is never a tombstone, so it has a cid.
-    cid: r.cid as string,
-    did: r.did,
-    rkey: r.rkey,
+    ...recordHead(r, nsids.conversation),
     record: r.record,
     prompt:
       r.promptFlags == null
