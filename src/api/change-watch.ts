@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
-import { changedReposSince, latestChangeSeq } from '../db/api-queries.ts'
 import type { Database } from '../db/client.ts'
+import { changedReposSince, latestChangeSeq } from '../db/read/changes.ts'
 import { ANY_REPO, type AnswerCache } from './answer-cache.ts'
 
 // Keeps the answer cache true to the change log. Every commit that changes an answer writes

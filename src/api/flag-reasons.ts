@@ -1,7 +1,7 @@
 import type { FlagEvidenceRow } from '../db/flag-evidence.ts'
-import type { PromptView } from '../db/queries.ts'
 import type { FlagName } from '../model/flags.ts'
 import type { Nsids } from '../model/nsids.ts'
+import type { PromptView } from './prompt-views.ts'
 
 // One plain-language sentence per flag a prompt carries, naming the evidence (SPEC section
 // 6, `reasons`). The keys are exactly the prompt's flags: a flag whose evidence cannot be

@@ -1,10 +1,10 @@
-import type { PromptListQuery } from '../db/api-queries.ts'
 import type { Database } from '../db/client.ts'
+import type { PromptListQuery } from '../db/read/prompts.ts'
 import { FILTER_NAMES } from '../model/flags.ts'
 import type { Nsids } from '../model/nsids.ts'
-import { decodeCursor, parseActor, parseFlag, parseLimit, parseRecordUri } from './params.ts'
+import { decodeCursor, PAGE_LIMIT, parseActor, parseFlag, parseRecordUri } from './params.ts'
 import { resolveActor } from './reads.ts'
-import { cursorParam, limitParam } from './schemas.ts'
+import { cursorParam } from './schemas.ts'
 
 // The filters and paging that GET /v1/prompts and GET /v1/search share (SPEC section 6:
 // search has "same filters, order and paging as lists"): one schema, one parse, so the two
@@ -22,7 +22,7 @@ export const listFilterProperties = {
     maxLength: 8192,
     description: 'at-uri of the agent record the prompts name',
   },
-  limit: limitParam(100, 50),
+  limit: PAGE_LIMIT.schema,
   cursor: cursorParam,
 } as const
 
@@ -46,7 +46,7 @@ export async function parseListFilters(
   q: ListFilterQuery,
 ): Promise<{ filters: ListFilters; limit: number } | null> {
   const flag = q.flag === undefined ? null : parseFlag(q.flag)
-  const limit = parseLimit(q.limit, 50, 100)
+  const limit = PAGE_LIMIT.parse(q.limit)
   const after = q.cursor === undefined ? null : decodeCursor(q.cursor)
   const repo = q.did === undefined ? null : parseActor(q.did, 'did')
   const agentRef = q.agent === undefined ? null : parseRecordUri(q.agent, 'agent', [nsids.agent])

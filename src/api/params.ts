@@ -1,6 +1,7 @@
 import { isValidDid, isValidHandle, isValidRecordKey } from '@atproto/syntax'
 import { FILTER_NAMES } from '../model/flags.ts'
 import { badRequest, DECIMAL_PATTERN } from './http-errors.ts'
+import { decimalParam } from './schemas.ts'
 
 // Every parameter is checked here, before any query runs: a malformed value is a 400
 // naming the parameter, and whatever reaches SQL is syntactically a DID, handle, record
@@ -66,26 +67,46 @@ export function strictInteger(value: string, min: number, max: number): number |
   return Number.isSafeInteger(n) && n >= min && n <= max ? n : null
 }
 
-export function parseLimit(
-  value: string | undefined,
-  def: number,
-  max: number,
-  param = 'limit',
-): number {
-  if (value === undefined) return def
-  const n = strictInteger(value, 1, max)
-  if (n === null)
-    throw badRequest(`${param} must be an integer from 1 to ${max}, in plain decimal digits`)
-  return n
+/**
+ * A query-string integer, defined once: the route's JSON schema checks its syntax
+ * (DECIMAL_PATTERN, so Ajv's message names the rule) and `parse` its range and default,
+ * both from the same numbers.
+ */
+export interface IntegerParam {
+  readonly schema: ReturnType<typeof decimalParam>
+  parse(value: string | undefined): number
 }
 
+/** A page size of 1..max, `def` when absent. */
+export function limitParam(opts: { def: number; max: number; description?: string }): IntegerParam {
+  const { def, max } = opts
+  return {
+    schema: decimalParam(
+      opts.description ?? `Integer 1..${max} in plain decimal digits, default ${def}`,
+    ),
+    parse(value) {
+      if (value === undefined) return def
+      const n = strictInteger(value, 1, max)
+      if (n === null)
+        throw badRequest(`limit must be an integer from 1 to ${max}, in plain decimal digits`)
+      return n
+    },
+  }
+}
+
+/** The page size of prompt lists, search and revision pages. */
+export const PAGE_LIMIT = limitParam({ def: 50, max: 100 })
+
 /** A change-feed position: the last seq read, 0 for the start. */
-export function parseSince(value: string | undefined): number {
-  if (value === undefined) return 0
-  const n = strictInteger(value, 0, Number.MAX_SAFE_INTEGER)
-  if (n === null)
-    throw badRequest('since must be an integer >= 0 in plain decimal digits (the last seq read)')
-  return n
+export const SINCE: IntegerParam = {
+  schema: decimalParam('Last seq read, in plain decimal digits; default 0'),
+  parse(value) {
+    if (value === undefined) return 0
+    const n = strictInteger(value, 0, Number.MAX_SAFE_INTEGER)
+    if (n === null)
+      throw badRequest('since must be an integer >= 0 in plain decimal digits (the last seq read)')
+    return n
+  },
 }
 
 /** Position after the last item of a page: (rkey, did), the list's sort key. */

@@ -1,20 +1,63 @@
-import { promptStateQuery } from '../db/api-queries.ts'
 import type { Database } from '../db/client.ts'
 import {
-  currentTextQuery,
-  type RevisionTextRow,
-  revisionPairQuery,
-  revisionQuery,
-  textChainsQuery,
-} from '../db/revision-texts.ts'
+  type RevisionRow,
+  readCurrentText,
+  readPromptState,
+  readRevision,
+  readRevisionPage,
+  readRevisionPair,
+  readTextChains,
+  type TextRow,
+} from '../db/read/revisions.ts'
+import type { RevisionTextRow } from '../db/revision-texts.ts'
 import type { Nsids } from '../model/nsids.ts'
 import { applyDelta } from '../model/text-delta.ts'
 import { notFound } from './http-errors.ts'
 import { type Hunk, lineDiff } from './line-diff.ts'
-import type { RevisionView } from './reads.ts'
+import { encodeRevCursor } from './params.ts'
 
-// One revision with its texts, and the diff between two revisions (SPEC section 6).
-// Texts are rebuilt from revision_texts: a whole text and the line deltas resting on it.
+// A prompt's revision history, one revision with its texts, and the diff between two
+// revisions (SPEC section 6). Texts are rebuilt from revision_texts: a whole text and the
+// line deltas resting on it.
+
+export interface RevisionView {
+  rev: string
+  cid: string
+  compiledAt: string | null
+  rawSystemHash: string | null
+  memfsRevision: string | null
+  contentHash: string | null
+  seenAt: string
+}
+
+/** The one place a revision row becomes its view (pages and the detail). */
+const toRevisionView = (r: RevisionRow): RevisionView => ({
+  rev: r.rev,
+  cid: r.cid,
+  compiledAt: r.compiled_at,
+  rawSystemHash: r.raw_system_hash,
+  memfsRevision: r.memfs_revision,
+  contentHash: r.content_hash,
+  seenAt: new Date(r.seen_at).toISOString(),
+})
+
+/** Null when the slot has no row or its repo is hidden; a deleted prompt keeps its history. */
+export async function getRevisions(
+  db: Database,
+  did: string,
+  rkey: string,
+  beforeRev: string | null,
+  limit: number,
+): Promise<{ items: RevisionView[]; cursor?: string } | null> {
+  const state = await readPromptState(db, did, rkey)
+  if (!state || state.hidden) return null
+  const rows = await readRevisionPage(db, did, rkey, beforeRev, limit + 1)
+  if (state.deleted && rows.length === 0 && beforeRev === null) return null
+  const page = rows.slice(0, limit)
+  const items = page.map(toRevisionView)
+  const last = page.at(-1)
+  return rows.length > limit && last ? { items, cursor: encodeRevCursor(last.rev) } : { items }
+}
 
 const NOT_KEPT =
   'this revision was indexed before revision content was kept, so its content is not available'
@@ -33,9 +76,24 @@ export interface RevisionDetail extends RevisionTexts, RevisionView {
 
 /** The slot's revisions are readable: it has a row and its repo is visible. */
 async function assertReadable(db: Database, nsids: Nsids, did: string, rkey: string) {
-  const state = await db.rows<{ hidden: boolean }>(promptStateQuery(did, rkey))
-  if (!state[0] || state[0].hidden)
-    throw notFound(`no prompt at at://${did}/${nsids.prompt}/${rkey}`)
+  const state = await readPromptState(db, did, rkey)
+  if (!state || state.hidden) throw notFound(`no prompt at at://${did}/${nsids.prompt}/${rkey}`)
+}
+
+/** The text `hash` names, rebuilt from its chain: null when a link is missing or it is too long. */
+function rebuild(byHash: Map<string, TextRow>, hash: string): string | null {
+  // Walk down to the whole text, then apply the deltas back up.
+  const chain: TextRow[] = []
+  for (let h: string | null = hash; h !== null; ) {
+    const row = byHash.get(h)
+    if (!row || chain.length > 64) return null
+    chain.push(row)
+    h = row.base
+  }
+  let text = ''
+  for (const row of chain.reverse())
+    text = row.base === null ? row.body : applyDelta(text, row.body)
+  return text.length === Number(byHash.get(hash)?.length) ? text : null
 }
 
 async function loadTexts(
@@ -43,32 +101,13 @@ async function loadTexts(
   did: string,
   hashes: string[],
 ): Promise<(hash: string) => string | null> {
-  const rows =
-    hashes.length === 0
-      ? []
-      : await db.rows<{ hash: string; base: string | null; length: number; body: string }>(
-          textChainsQuery(did, [...new Set(hashes)]),
-        )
+  const rows = await readTextChains(db, did, hashes)
   const byHash = new Map(rows.map((r) => [r.hash, r]))
   const memo = new Map<string, string | null>()
-  const decode = (hash: string): string | null => {
-    if (memo.has(hash)) return memo.get(hash) ?? null
-    // Walk down to the whole text, then apply the deltas back up.
-    const chain = []
-    for (let h: string | null = hash; h !== null; ) {
-      const row = byHash.get(h)
-      if (!row || chain.length > 64) return null
-      chain.push(row)
-      h = row.base
-    }
-    let text = ''
-    for (const row of chain.reverse())
-      text = row.base === null ? row.body : applyDelta(text, row.body)
-    const ok = text.length === Number(byHash.get(hash)?.length) ? text : null
-    memo.set(hash, ok)
-    return ok
+  return (hash) => {
+    if (!memo.has(hash)) memo.set(hash, rebuild(byHash, hash))
+    return memo.get(hash) ?? null
   }
-  return decode
 }
 
 function hashesOf(r: RevisionTextRow): string[] {
@@ -87,10 +126,8 @@ async function textsOf(
 ): Promise<RevisionTexts> {
   if (!r.text_kept) {
     // An older database still has the current revision's texts: the record itself.
-    const cur = await db.rows<{ content: string | null; core_memory: string | null }>(
-      currentTextQuery(did, rkey, r.cid),
-    )
-    if (cur[0]) return { content: cur[0].content, coreMemory: cur[0].core_memory, note: null }
+    const cur = await readCurrentText(db, did, rkey, r.cid)
+    if (cur) return { content: cur.content, coreMemory: cur.core_memory, note: null }
     return { content: null, coreMemory: null, note: NOT_KEPT }
   }
   const content = r.content_hash === null ? null : decode(r.content_hash)
@@ -110,13 +147,7 @@ async function textsOf(
 
 const detailOf = (uri: string, r: RevisionTextRow, t: RevisionTexts): RevisionDetail => ({
   uri,
-  rev: r.rev,
-  cid: r.cid,
-  compiledAt: r.compiled_at,
-  rawSystemHash: r.raw_system_hash,
-  memfsRevision: r.memfs_revision,
-  contentHash: r.content_hash,
-  seenAt: new Date(r.seen_at).toISOString(),
+  ...toRevisionView(r),
   contentKept: t.note === null,
   ...t,
 })
@@ -130,7 +161,7 @@ export async function getRevisionDetail(
 ): Promise<RevisionDetail> {
   const uri = `at://${did}/${nsids.prompt}/${rkey}`
   await assertReadable(db, nsids, did, rkey)
-  const [r] = await db.rows<RevisionTextRow>(revisionQuery(did, rkey, rev))
+  const r = await readRevision(db, did, rkey, rev)
   if (!r) throw notFound(`no revision ${rev} of ${uri}`)
   const decode = await loadTexts(db, did, hashesOf(r))
   return detailOf(uri, r, await textsOf(db, did, rkey, r, decode))
@@ -154,17 +185,17 @@ async function pickPair(
   to: string | null,
 ): Promise<[RevisionTextRow | null, RevisionTextRow]> {
   const one = async (rev: string) => {
-    const [r] = await db.rows<RevisionTextRow>(revisionQuery(did, rkey, rev))
+    const r = await readRevision(db, did, rkey, rev)
     if (!r) throw notFound(`no revision ${rev} of ${uri}`)
     return r
   }
   if (from !== null && to !== null) return [await one(from), await one(to)]
   if (to !== null) {
-    const pair = await db.rows<RevisionTextRow>(revisionPairQuery(did, rkey, to))
+    const pair = await readRevisionPair(db, did, rkey, to)
     if (pair[0]?.rev !== to) throw notFound(`no revision ${to} of ${uri}`)
     return [pair[1] ?? null, pair[0]]
   }
-  const [latest, previous] = await db.rows<RevisionTextRow>(revisionPairQuery(did, rkey, null))
+  const [latest, previous] = await readRevisionPair(db, did, rkey, null)
   if (!latest) throw notFound(`${uri} has no revisions`)
   return [from === null ? (previous ?? null) : await one(from), latest]
 }

@@ -2,83 +2,76 @@
 
 const str = { type: 'string' } as const
 const nullableStr = { type: ['string', 'null'] } as const
+const described = <T extends object>(schema: T, description: string) =>
+  ({ ...schema, description }) as const
 
-export const revisionSchema = {
-  type: 'object',
-  properties: {
-    rev: str,
-    cid: str,
-    compiledAt: nullableStr,
-    rawSystemHash: nullableStr,
-    memfsRevision: nullableStr,
-    contentHash: { type: ['string', 'null'], description: 'Lowercase hex SHA-256 of content' },
-    seenAt: { type: 'string', format: 'date-time' },
-  },
-  required: ['rev', 'cid', 'compiledAt', 'rawSystemHash', 'memfsRevision', 'contentHash', 'seenAt'],
+/** An object schema whose every property is required unless `required` says otherwise. */
+function object<P extends Record<string, object>>(properties: P, required?: string[]) {
+  return { type: 'object', properties, required: required ?? Object.keys(properties) } as const
+}
+
+const revisionProperties = {
+  rev: str,
+  cid: str,
+  compiledAt: nullableStr,
+  rawSystemHash: nullableStr,
+  memfsRevision: nullableStr,
+  contentHash: described(nullableStr, 'Lowercase hex SHA-256 of content'),
+  seenAt: { type: 'string', format: 'date-time' },
 } as const
 
-export const revisionPageSchema = {
-  type: 'object',
-  properties: {
+export const revisionSchema = object(revisionProperties)
+
+export const revisionPageSchema = object(
+  {
     uri: str,
     items: { type: 'array', items: revisionSchema },
-    cursor: {
-      type: 'string',
-      description: 'Pass back for older revisions; absent on the last page',
-    },
+    cursor: described(str, 'Pass back for older revisions; absent on the last page'),
   },
-  required: ['uri', 'items'],
-} as const
+  ['uri', 'items'],
+)
 
 export const revisionDetailSchema = {
-  type: 'object',
-  description: 'One revision with its content and coreMemory',
-  properties: {
+  ...object({
     uri: str,
-    ...revisionSchema.properties,
-    contentKept: {
-      type: 'boolean',
-      description: 'false for revisions indexed before revision content was kept',
-    },
+    ...revisionProperties,
+    contentKept: described(
+      { type: 'boolean' },
+      'false for revisions indexed before revision content was kept',
+    ),
     content: nullableStr,
     coreMemory: nullableStr,
-    note: { type: ['string', 'null'], description: 'Why content is null, when it is' },
-  },
-  required: [...revisionSchema.required, 'uri', 'contentKept', 'content', 'coreMemory', 'note'],
+    note: described(nullableStr, 'Why content is null, when it is'),
+  }),
+  description: 'One revision with its content and coreMemory',
 } as const
 
 const hunkList = {
   type: ['array', 'null'],
   description: 'null when the content of either revision is not available (see note)',
-  items: {
-    type: 'object',
-    properties: {
+  items: object(
+    {
       op: { type: 'string', enum: ['equal', 'insert', 'delete'] },
       lines: { type: 'array', items: str },
-      skipped: {
-        type: 'integer',
-        description: 'A collapsed unchanged run: this many lines stand here; lines is empty',
-      },
+      skipped: described(
+        { type: 'integer' },
+        'A collapsed unchanged run: this many lines stand here; lines is empty',
+      ),
     },
-    required: ['op', 'lines'],
-  },
+    ['op', 'lines'],
+  ),
 } as const
 
 export const revisionDiffSchema = {
-  type: 'object',
-  description: 'Line diff of content and of coreMemory between two revisions',
-  properties: {
+  ...object({
     uri: str,
-    from: {
-      type: ['string', 'null'],
-      description: 'null: diffed against nothing (first revision)',
-    },
+    from: described(nullableStr, 'null: diffed against nothing (first revision)'),
     to: str,
     content: hunkList,
     coreMemory: hunkList,
     note: nullableStr,
-  },
-  required: ['uri', 'from', 'to', 'content', 'coreMemory', 'note'],
+  }),
+  description: 'Line diff of content and of coreMemory between two revisions',
 } as const
 
 export const revParam = {

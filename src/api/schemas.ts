@@ -1,4 +1,5 @@
 import { FILTER_NAMES, FLAG_NAMES } from '../model/flags.ts'
+import { LOOKUP_CACHE } from './http-cache.ts'
 import { DECIMAL_PATTERN } from './http-errors.ts'
 
 // JSON schemas of the API: they validate input, drive fast serialization and become the
@@ -185,15 +186,41 @@ export const repoRkeyParams = {
   properties: { did: repoParam, rkey: rkeyParam },
   required: ['did', 'rkey'],
 } as const
+export interface RepoRkey {
+  did: string
+  rkey: string
+}
+
+/** The options of a cached lookup of one record by repo and record key. */
+export function lookupRoute(
+  tags: string[],
+  summary: string,
+  answer: object,
+  extra: { description?: string; querystring?: object } = {},
+) {
+  return {
+    config: LOOKUP_CACHE,
+    schema: {
+      tags,
+      summary,
+      ...extra,
+      params: repoRkeyParams,
+      response: { 200: answer, ...errorResponses },
+    },
+  }
+}
+
+/** The options of an operations route: exempt from the rate limit, for load balancers and scrapers. */
+export function opsRoute(summary: string, schema: Record<string, unknown>) {
+  return { config: { rateLimit: false }, schema: { tags: ['ops'], summary, ...schema } }
+}
 
 /**
- * Integers in a query string are checked by the handler (params.ts strictInteger), not
- * coerced by Ajv, which would take `0x10`, `1e2`, `+5` or ` 5`.
+ * The syntax of an integer in a query string: plain decimal digits, not coerced by Ajv, which
+ * would take `0x10`, `1e2`, `+5` or ` 5`. Range and default: params.ts IntegerParam.
  */
 export const decimalParam = (description: string) =>
   ({ type: 'string', pattern: DECIMAL_PATTERN, maxLength: 16, description }) as const
-export const limitParam = (max: number, def: number) =>
-  decimalParam(`Integer 1..${max} in plain decimal digits, default ${def}`)
 export const cursorParam = {
   type: 'string',
   maxLength: 2048,

@@ -1,11 +1,9 @@
 import type { Database } from '../db/client.ts'
-import { type PromptRow, toPromptView } from '../db/queries.ts'
-import { type SearchQuery, searchQuery } from '../db/search-queries.ts'
+import { readSearchPage, type SearchQuery } from '../db/read/search.ts'
 import type { Nsids } from '../model/nsids.ts'
 import { MAX_WORD_CHARS, wordsOf } from '../model/search-words.ts'
 import { badRequest } from './http-errors.ts'
-import { encodeCursor } from './params.ts'
-import type { PromptListItem } from './reads.ts'
+import { type PromptListItem, pageOf, toListItem } from './prompt-views.ts'
 
 // /v1/search: the words of `q`, then a list page with a snippet per item.
 
@@ -47,17 +45,9 @@ export async function searchPrompts(
   q: Omit<SearchQuery, 'take'>,
   limit: number,
 ): Promise<{ items: SearchItem[]; cursor?: string }> {
-  const rows = await db.rows<PromptRow & { snippet: string | null }>(
-    searchQuery({ ...q, take: limit + 1 }),
-  )
-  const page = rows.slice(0, limit)
-  const items = page.map((r) => ({
-    ...toPromptView(r, nsids),
-    contentBytes: r.content_bytes == null ? null : Number(r.content_bytes),
+  const rows = await readSearchPage(db, { ...q, take: limit + 1 })
+  return pageOf(rows, limit, (r) => ({
+    ...toListItem(r, nsids),
     snippet: snippetOf(r.snippet ?? '', q.words),
   }))
-  const last = page.at(-1)
-  return rows.length > limit && last
-    ? { items, cursor: encodeCursor({ rkey: last.rkey, did: last.did }) }
-    : { items }
 }

@@ -1,5 +1,5 @@
 import type { AppContext } from '../context.ts'
-import { getStoredPosition } from '../db/queries.ts'
+import { getStoredPosition } from '../db/read/stats.ts'
 import { clearLastEventUs, deleteCursor } from '../db/writes.ts'
 import { checkSourceTime } from '../ingest/cursor-guard.ts'
 import type { Source } from '../ingest/source.ts'

@@ -1,4 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
+import type { Database } from './client.ts'
 
 // The evidence behind a prompt's data-dependent flags, read only for a single prompt that
 // carries one of them (lists leave reasons out). Each probe mirrors the rule in
@@ -6,7 +7,8 @@ import { type SQL, sql } from 'drizzle-orm'
 // the agent record's template hash when the agent is indexed with a `system` (the direct
 // rule), else the newest later compile of the same repo and agent at-uri that differs.
 // The group probes walk prompts_agent_group_idx (did, agent_uri, compiled_us) from the
-// prompt's own compile time upwards, so they cost one index range per lookup.
+// prompt's own compile time upwards, so they cost one index range per lookup. Raw `sql`:
+// LATERAL probes ordered by compile time are beyond the builder; prepared (db.read).
 
 export interface FlagEvidenceRow {
   raw_system_hash: string | null
@@ -45,4 +47,13 @@ export function flagEvidenceQuery(did: string, rkey: string): SQL {
       ORDER BY q.compiled_us DESC LIMIT 1
     ) nm ON true
     WHERE p.did = ${did} AND p.rkey = ${rkey} AND NOT p.deleted AND NOT p.hidden`
+}
+
+export async function readFlagEvidence(
+  db: Database,
+  did: string,
+  rkey: string,
+): Promise<FlagEvidenceRow | null> {
+  const rows = await db.read<FlagEvidenceRow>(flagEvidenceQuery(did, rkey))
+  return rows[0] ?? null
 }

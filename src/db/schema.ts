@@ -91,7 +91,7 @@ export const prompts = pgTable(
       sql`CASE WHEN jsonb_typeof(record) = 'object' THEN record - 'content' - 'coreMemory' ELSE record END`,
     ),
     /**
-     * The words of content for /v1/search (see search-queries.ts, searchVectorOf): written
+     * The words of content for /v1/search (see db/read/search.ts, searchVectorOf): written
      * with the record, and only then. Not a generated column: Postgres recomputes those on
      * every UPDATE of the row, and flag updates would re-parse the whole content each time.
      */

@@ -1,21 +1,18 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Database } from '../../src/db/client.ts'
+import { flagEvidenceQuery } from '../../src/db/flag-evidence.ts'
+import { handleQuery } from '../../src/db/read/accounts.ts'
+import { changesQuery } from '../../src/db/read/changes.ts'
+import { type ListFlag, promptByKeyQuery, promptListQuery } from '../../src/db/read/prompts.ts'
 import {
   agentPromptCountsQuery,
   agentRecordQuery,
-  changesQuery,
   conversationQuery,
-  handleQuery,
-  type ListFlag,
-  promptByKeyQuery,
-  promptListQuery,
-  promptStateQuery,
-  revisionsQuery,
-} from '../../src/db/api-queries.ts'
-import type { Database } from '../../src/db/client.ts'
-import { flagEvidenceQuery } from '../../src/db/flag-evidence.ts'
+} from '../../src/db/read/records.ts'
+import { promptStateQuery, revisionsQuery } from '../../src/db/read/revisions.ts'
+import { searchQuery, searchVectorOf } from '../../src/db/read/search.ts'
 import { revisionPairQuery, revisionQuery, textChainsQuery } from '../../src/db/revision-texts.ts'
-import { searchQuery, searchVectorOf } from '../../src/db/search-queries.ts'
 import { FILTER_NAMES } from '../../src/model/flags.ts'
 import { createTestDatabase, usingPostgres } from '../helpers/db.ts'
 import { NSIDS } from '../helpers/events.ts'

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
-import { getCursor } from '../../src/db/queries.ts'
+import { getCursor } from '../../src/db/read/stats.ts'
 import { createGenerator, type JetstreamEvent } from '../../src/demo/generator.ts'
 import {
   type JetstreamJson,

@@ -1,11 +1,6 @@
-import { sql } from 'drizzle-orm'
+import { type PromptView, toPromptView } from '../../src/api/prompt-views.ts'
 import type { Database } from '../../src/db/client.ts'
-import {
-  type PromptRow,
-  type PromptView,
-  promptSelect,
-  toPromptView,
-} from '../../src/db/queries.ts'
+import { readPrompt } from '../../src/db/read/prompts.ts'
 import type { Nsids } from '../../src/model/nsids.ts'
 
 // One visible prompt as the API shows it, read straight from the database: what the
@@ -17,7 +12,6 @@ export async function getPrompt(
   did: string,
   rkey: string,
 ): Promise<PromptView | null> {
-  const rows = await db.rows<PromptRow>(sql`SELECT ${promptSelect()} FROM prompts p
-    WHERE p.did = ${did} AND p.rkey = ${rkey} AND NOT p.deleted AND NOT p.hidden`)
-  return rows[0] ? toPromptView(rows[0], nsids) : null
+  const row = await readPrompt(db, did, rkey)
+  return row ? toPromptView(row, nsids) : null
 }

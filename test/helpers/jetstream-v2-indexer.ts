@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { Database } from '../../src/db/client.ts'
-import { getCursor } from '../../src/db/queries.ts'
+import { getCursor } from '../../src/db/read/stats.ts'
 import { IngestPipeline } from '../../src/indexer/pipeline.ts'
 import { createJetstreamSource } from '../../src/ingest/jetstream.ts'
 import { createJetstreamV2Source, type JetstreamV2Options } from '../../src/ingest/jetstream-v2.ts'

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
-import { getCursor, getStats } from '../../src/db/queries.ts'
+import { getCursor, getStats } from '../../src/db/read/stats.ts'
 import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { apply, indexerDeps, NSIDS, World } from '../helpers/events.ts'

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
-import { getCursor } from '../../src/db/queries.ts'
+import { getCursor } from '../../src/db/read/stats.ts'
 import { IngestPipeline, type PipelineOptions } from '../../src/indexer/pipeline.ts'
 import type { SourceItem } from '../../src/model/events.ts'
 import { testContext } from '../helpers/context.ts'

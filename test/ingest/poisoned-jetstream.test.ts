@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Runtime, startIngest } from '../../src/cli/runtime.ts'
 import type { Database } from '../../src/db/client.ts'
-import { getStats } from '../../src/db/queries.ts'
+import { getStats } from '../../src/db/read/stats.ts'
 import { createGenerator, type JetstreamEvent } from '../../src/demo/generator.ts'
 import {
   type JetstreamJson,

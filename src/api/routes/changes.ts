@@ -1,11 +1,17 @@
 import { Readable } from 'node:stream'
 import type { FastifyPluginAsync } from 'fastify'
-import { parseLimit, parseSince } from '../params.ts'
-import { type ChangeRow, changeLine, readChanges } from '../reads.ts'
-import { decimalParam, errorResponses } from '../schemas.ts'
+import { type ChangeRow, readChanges } from '../../db/read/changes.ts'
+import { limitParam, SINCE } from '../params.ts'
+import { changeLine } from '../reads.ts'
+import { errorResponses } from '../schemas.ts'
 
 export const CHANGES_DEFAULT_LIMIT = 1000
 export const CHANGES_MAX_LIMIT = 10_000
+const LIMIT = limitParam({
+  def: CHANGES_DEFAULT_LIMIT,
+  max: CHANGES_MAX_LIMIT,
+  description: `Most lines, 1..${CHANGES_MAX_LIMIT} in plain decimal digits, default ${CHANGES_DEFAULT_LIMIT}`,
+})
 
 // The change feed streams: rows are read in keyset chunks on seq and written as they
 // come, so a 10 000-line answer never sits in memory whole, and a slow client slows the
@@ -29,10 +35,8 @@ export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (ap
         querystring: {
           type: 'object',
           properties: {
-            since: decimalParam('Last seq read, in plain decimal digits; default 0'),
-            limit: decimalParam(
-              `Most lines, 1..${CHANGES_MAX_LIMIT} in plain decimal digits, default ${CHANGES_DEFAULT_LIMIT}`,
-            ),
+            since: SINCE.schema,
+            limit: LIMIT.schema,
           },
         },
         produces: ['application/x-ndjson'],
@@ -46,8 +50,8 @@ export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (ap
       },
     },
     async (request, reply) => {
-      const since = parseSince(request.query.since)
-      const limit = parseLimit(request.query.limit, CHANGES_DEFAULT_LIMIT, CHANGES_MAX_LIMIT)
+      const since = SINCE.parse(request.query.since)
+      const limit = LIMIT.parse(request.query.limit)
       // The first chunk is read before the status goes out, so a database failure is
       // still a clean error (503 while the database is down) rather than a truncated 200.
       const asked = Math.min(pageSize, limit)

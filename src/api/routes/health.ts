@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { dbErrorCode } from '../../errors.ts'
-import { ingestGapSchema } from '../schemas.ts'
+import { ingestGapSchema, opsRoute } from '../schemas.ts'
 
 // A probe answers within a load balancer's timeout even when the database hangs.
 const PING_TIMEOUT_MS = 3000
@@ -24,26 +24,14 @@ const okSchema = {
 export const healthRoutes: FastifyPluginAsync = async (app) => {
   app.get(
     '/healthz',
-    {
-      config: { rateLimit: false },
-      schema: {
-        tags: ['ops'],
-        summary: '200 while the process lives',
-        response: { 200: okSchema },
-      },
-    },
+    opsRoute('200 while the process lives', { response: { 200: okSchema } }),
     async () => ({ ok: true }),
   )
   app.get(
     '/readyz',
-    {
-      config: { rateLimit: false },
-      schema: {
-        tags: ['ops'],
-        summary: '200 once migrations ran and the database answers, else 503',
-        response: { 200: okSchema, 503: okSchema },
-      },
-    },
+    opsRoute('200 once migrations ran and the database answers, else 503', {
+      response: { 200: okSchema, 503: okSchema },
+    }),
     async (_request, reply) => {
       if (!app.apiOptions.isReady())
         return reply.status(503).send({ ok: false, reason: 'migrations pending' })

@@ -1,17 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify'
+import { opsRoute } from '../schemas.ts'
 
 export const metricsRoutes: FastifyPluginAsync = async (app) => {
   app.get(
     '/metrics',
-    {
-      config: { rateLimit: false },
-      schema: {
-        tags: ['ops'],
-        summary: 'Prometheus metrics (text format)',
-        produces: ['text/plain'],
-        response: { 200: { description: 'Prometheus text exposition format', type: 'string' } },
-      },
-    },
+    opsRoute('Prometheus metrics (text format)', {
+      produces: ['text/plain'],
+      response: { 200: { description: 'Prometheus text exposition format', type: 'string' } },
+    }),
     async (_request, reply) => {
       const registry = app.ctx.metrics.registry
       reply.header('content-type', registry.contentType)

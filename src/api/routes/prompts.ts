@@ -2,38 +2,29 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify'
 import { nsidsOf } from '../../config.ts'
 import { ANY_REPO, type CachedAnswer } from '../answer-cache.ts'
 import { cachedAnswer, sendAnswer, serializerFor } from '../answer-cache-plugin.ts'
-import { LIST_CACHE, LOOKUP_CACHE } from '../http-cache.ts'
+import { LIST_CACHE } from '../http-cache.ts'
 import { badRequest, notFound } from '../http-errors.ts'
 import { type ListFilterQuery, listFilterProperties, parseListFilters } from '../list-filters.ts'
 import {
   type Actor,
   decodeRevCursor,
+  PAGE_LIMIT,
   parseActor,
-  parseLimit,
   parseRecordUri,
   parseRkey,
 } from '../params.ts'
-import {
-  getPromptView,
-  getRevisions,
-  listPrompts,
-  type PromptAnswer,
-  resolveActor,
-} from '../reads.ts'
+import { getPromptView, listPrompts, type PromptAnswer, resolveActor } from '../reads.ts'
+import { getRevisions } from '../revision-reads.ts'
 import { revisionPageSchema } from '../revision-schemas.ts'
 import {
   cursorParam,
   errorResponses,
-  limitParam,
+  lookupRoute,
   promptPageSchema,
   promptSchema,
-  repoRkeyParams,
+  type RepoRkey,
 } from '../schemas.ts'
 
-interface RepoRkey {
-  did: string
-  rkey: string
-}
 interface ListQuery extends ListFilterQuery {
   uri?: string
 }
@@ -70,15 +61,7 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
 
   app.get<{ Params: RepoRkey }>(
     '/v1/prompts/:did/:rkey',
-    {
-      config: LOOKUP_CACHE,
-      schema: {
-        tags,
-        summary: 'One prompt by repo and record key',
-        params: repoRkeyParams,
-        response: { 200: promptSchema, ...errorResponses },
-      },
-    },
+    lookupRoute(tags, 'One prompt by repo and record key', promptSchema),
     async (request, reply) =>
       lookup(reply, parseActor(request.params.did, 'did'), parseRkey(request.params.rkey)),
   )
@@ -135,23 +118,16 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
 
   app.get<{ Params: RepoRkey; Querystring: { limit?: string; cursor?: string } }>(
     '/v1/prompts/:did/:rkey/revisions',
-    {
-      config: LOOKUP_CACHE,
-      schema: {
-        tags,
-        summary: 'Revision history of one prompt, newest first',
-        params: repoRkeyParams,
-        querystring: {
-          type: 'object',
-          properties: { limit: limitParam(100, 50), cursor: cursorParam },
-        },
-        response: { 200: revisionPageSchema, ...errorResponses },
+    lookupRoute(tags, 'Revision history of one prompt, newest first', revisionPageSchema, {
+      querystring: {
+        type: 'object',
+        properties: { limit: PAGE_LIMIT.schema, cursor: cursorParam },
       },
-    },
+    }),
     async (request) => {
       const actor = parseActor(request.params.did, 'did')
       const rkey = parseRkey(request.params.rkey)
-      const limit = parseLimit(request.query.limit, 50, 100)
+      const limit = PAGE_LIMIT.parse(request.query.limit)
       const before =
         request.query.cursor === undefined ? null : decodeRevCursor(request.query.cursor)
       const did = await repoOf(actor, 'no such prompt')

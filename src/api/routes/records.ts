@@ -1,21 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { nsidsOf } from '../../config.ts'
 import { cachedAnswer, sendAnswer, serializerFor } from '../answer-cache-plugin.ts'
-import { LOOKUP_CACHE } from '../http-cache.ts'
 import { notFound } from '../http-errors.ts'
 import { parseActor, parseRkey } from '../params.ts'
 import { getAgentSummary, getConversation, resolveActor } from '../reads.ts'
-import {
-  agentSummarySchema,
-  conversationSchema,
-  errorResponses,
-  repoRkeyParams,
-} from '../schemas.ts'
-
-interface RepoRkey {
-  did: string
-  rkey: string
-}
+import { agentSummarySchema, conversationSchema, lookupRoute, type RepoRkey } from '../schemas.ts'
 
 // Conversations and agents: the records prompts are checked against.
 export const recordRoutes: FastifyPluginAsync = async (app) => {
@@ -33,15 +22,11 @@ export const recordRoutes: FastifyPluginAsync = async (app) => {
 
   app.get<{ Params: RepoRkey }>(
     '/v1/conversations/:did/:rkey',
-    {
-      config: LOOKUP_CACHE,
-      schema: {
-        tags: ['conversations'],
-        summary: 'One conversation, with the prompt in its slot',
-        params: repoRkeyParams,
-        response: { 200: conversationSchema, ...errorResponses },
-      },
-    },
+    lookupRoute(
+      ['conversations'],
+      'One conversation, with the prompt in its slot',
+      conversationSchema,
+    ),
     async (request, reply) => {
       const { did, rkey } = await keyOf(request.params, 'conversation')
       // Built from the conversation's row and its slot's prompt: both in its own repo.
@@ -59,16 +44,12 @@ export const recordRoutes: FastifyPluginAsync = async (app) => {
 
   app.get<{ Params: RepoRkey }>(
     '/v1/agents/:did/:rkey',
-    {
-      config: LOOKUP_CACHE,
-      schema: {
-        tags: ['agents'],
-        summary: 'One agent record and counts of the visible prompts naming it',
-        description: '404 only when the agent is neither indexed nor named by a visible prompt.',
-        params: repoRkeyParams,
-        response: { 200: agentSummarySchema, ...errorResponses },
-      },
-    },
+    lookupRoute(
+      ['agents'],
+      'One agent record and counts of the visible prompts naming it',
+      agentSummarySchema,
+      { description: '404 only when the agent is neither indexed nor named by a visible prompt.' },
+    ),
     async (request) => {
       const { did, rkey } = await keyOf(request.params, 'agent')
       const summary = await getAgentSummary(db, nsids, did, rkey)

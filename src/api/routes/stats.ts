@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify'
-import { getStats } from '../../db/queries.ts'
+import { getStats } from '../../db/read/stats.ts'
 import { LIST_CACHE } from '../http-cache.ts'
 import { errorResponses, statsSchema } from '../schemas.ts'
 

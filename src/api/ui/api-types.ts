@@ -1,5 +1,7 @@
-import type { getStats, PromptView } from '../../db/queries.ts'
-import type { AgentSummary, ConversationView, PromptListItem, RevisionView } from '../reads.ts'
+import type { getStats } from '../../db/read/stats.ts'
+import type { PromptListItem, PromptView } from '../prompt-views.ts'
+import type { AgentSummary, ConversationView } from '../reads.ts'
+import type { RevisionView } from '../revision-reads.ts'
 
 // The JSON answers pages read, as SPEC section 6 gives them. Fields added by later parts
 // of the API (reasons, provenance, snippets) are optional so an older server still renders.

@@ -1,10 +1,11 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { flagPredicate, type PromptListQuery } from './api-queries.ts'
-import { promptSelect } from './queries.ts'
+import type { Database } from '../client.ts'
+import { listWhere, type PromptListQuery, type PromptRow, promptSelect } from './prompts.ts'
 
-// /v1/search: the list query of api-queries.ts with one more predicate, the words of the
+// /v1/search: the list query of prompts.ts with one more predicate, the words of the
 // query against prompts.search_vector (GIN, prompts_search_idx), and a snippet cut from
 // content for the page's rows only. Same visibility, filters and keyset order as lists.
+// Raw `sql`: tsquery, LATERAL and regexp_instr are beyond the builder.
 
 /**
  * The search words of a record's content in SQL, for rows the indexer did not write (the
@@ -23,23 +24,18 @@ export interface SearchQuery extends PromptListQuery {
   words: string[]
 }
 
+export type SearchRow = PromptRow & { snippet: string | null }
+
 /** Characters of content shown before the first match, and in all. */
-export const SNIPPET_LEAD = 80
-export const SNIPPET_CHARS = 300
+const SNIPPET_LEAD = 80
+const SNIPPET_CHARS = 300
 
 export function searchQuery(q: SearchQuery): SQL {
   // The words are lexemes already (search-words.ts), quoted and ANDed into a tsquery that
   // Postgres takes as it is: letters and digits only, so nothing the client sends is query
   // syntax, and the snippet's regex has no metacharacters either.
   const tsq = sql`${q.words.map((w) => `'${w}'`).join(' & ')}::tsquery`
-  const where: SQL[] = [sql.raw('NOT p.deleted AND NOT p.hidden'), sql`p.search_vector @@ ${tsq}`]
-  if (q.flag) where.push(flagPredicate(q.flag))
-  if (q.did) where.push(sql`p.did = ${q.did}`)
-  if (q.agent) where.push(sql`p.agent_did = ${q.agent.did} AND p.agent_rkey = ${q.agent.rkey}`)
-  if (q.after) {
-    const { rkey, did } = q.after
-    where.push(sql`p.rkey <= ${rkey} AND (p.rkey < ${rkey} OR p.did > ${did})`)
-  }
+  const where = [...listWhere(q), sql`p.search_vector @@ ${tsq}`]
   const pattern = `\\m(${q.words.join('|')})\\M`
   // As in promptListQuery, the page is cut first; the snippet and existence checks run on
   // its rows only.
@@ -56,4 +52,9 @@ export function searchQuery(q: SearchQuery): SQL {
     CROSS JOIN LATERAL (SELECT greatest(1,
       coalesce(regexp_instr(c.content, ${pattern}, 1, 1, 0, 'i'), 0) - ${SNIPPET_LEAD}) AS start) s
     ORDER BY p.rkey DESC NULLS LAST, p.did ASC`
+}
+
+export function readSearchPage(db: Database, q: SearchQuery): Promise<SearchRow[]> {
+  // Not prepared: a generic plan would not see how selective the words are.
+  return db.rows<SearchRow>(searchQuery(q))
 }

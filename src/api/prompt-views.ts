@@ -1,0 +1,82 @@
+import type { PromptRow } from '../db/read/prompts.ts'
+import { flagsToNames } from '../model/flags.ts'
+import type { Nsids } from '../model/nsids.ts'
+import { encodeCursor } from './params.ts'
+
+// The one place a prompt row becomes its JSON view (SPEC section 6): a lookup, a list
+// item and a search item are all this view, with what each adds.
+
+export interface PromptView {
+  uri: string
+  cid: string
+  did: string
+  rkey: string
+  rev: string
+  record: unknown
+  flags: string[]
+  conversation: { uri: string; exists: boolean }
+  agent: { uri: string | null; exists: boolean }
+  recompiles: number
+  indexedAt: string
+  validationError: string | null
+  provenance: { source: string | null; verified: boolean; commit: string | null; rev: string }
+}
+
+export type PromptListItem = PromptView & { contentBytes: number | null }
+
+/** The fields every record's view starts with. */
+export function recordHead(
+  row: { did: string; rkey: string; cid: string | null },
+  collection: string,
+): { uri: string; cid: string; did: string; rkey: string } {
+  // A visible row is never a tombstone, so it has a cid.
+  const cid = row.cid as string
+  return { uri: `at://${row.did}/${collection}/${row.rkey}`, cid, did: row.did, rkey: row.rkey }
+}
+
+export function toPromptView(row: PromptRow, nsids: Nsids): PromptView {
+  return {
+    ...recordHead(row, nsids.prompt),
+    rev: row.rev,
+    record: row.record,
+    flags: flagsToNames(Number(row.flags)),
+    conversation: {
+      uri: `at://${row.did}/${nsids.conversation}/${row.rkey}`,
+      exists: row.conversationExists,
+    },
+    agent: { uri: row.agentUri, exists: row.agentExists },
+    recompiles: Number(row.recompiles),
+    indexedAt: new Date(row.indexedAt).toISOString(),
+    validationError: row.validationError,
+    provenance: {
+      source: row.source,
+      verified: row.verified,
+      commit: row.commitCid,
+      rev: row.rev,
+    },
+  }
+}
+
+export function toListItem(row: PromptRow, nsids: Nsids): PromptListItem {
+  return {
+    ...toPromptView(row, nsids),
+    contentBytes: row.contentBytes == null ? null : Number(row.contentBytes),
+  }
+}
+
+/**
+ * A page of `limit` items from `limit + 1` rows: the extra row only says another page
+ * follows, and the cursor is the last served row's sort key.
+ */
+export function pageOf<R extends PromptRow, T>(
+  rows: R[],
+  limit: number,
+  view: (row: R) => T,
+): { items: T[]; cursor?: string } {
+  const page = rows.slice(0, limit)
+  const items = page.map(view)
+  const last = page.at(-1)
+  return rows.length > limit && last
+    ? { items, cursor: encodeCursor({ rkey: last.rkey, did: last.did }) }
+    : { items }
+}

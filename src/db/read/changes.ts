@@ -1,0 +1,88 @@
+import { asc, gt, max, type SQL, sql } from 'drizzle-orm'
+import type { Database } from '../client.ts'
+import { changes } from '../schema.ts'
+import { columnsOf, type RawRow } from './columns.ts'
+
+// The change log as readers see it: the NDJSON feed, the UI's newest changes, and the
+// answer cache's poll. The first two are raw `sql` (a LATERAL probe with LIMIT, which the
+// builder cannot say); the poll is plain and uses the builder.
+
+const CHANGE_KEYS = ['seq', 'did', 'collection', 'rkey', 'op', 'cid', 'flags', 'at'] as const
+
+export type ChangeRow = Omit<
+  RawRow<Pick<typeof changes.$inferSelect, (typeof CHANGE_KEYS)[number]>>,
+  'seq'
+> & {
+  seq: number
+  /** Its repo is hidden now: skipped, but the reader's position moves past it. */
+  withheld: boolean
+}
+
+const CHUNK = sql.raw('SELECT seq, did, collection, rkey, op, cid, flags, at FROM changes')
+
+function withheldChanges(chunk: SQL, order: SQL): SQL {
+  return sql`SELECT ${columnsOf(changes, 'c', CHANGE_KEYS)},
+      (c.op <> 'delete' AND COALESCE(acc.hidden, false)) AS withheld
+    FROM (${chunk}) c
+    LEFT JOIN LATERAL (
+      SELECT (NOT a.active OR a.operator_hidden) AS hidden FROM accounts a WHERE a.did = c.did LIMIT 1
+    ) acc ON true
+    ORDER BY c.seq ${order}`
+}
+
+/**
+ * Up to `take` change rows after `since`, oldest first, each marked `withheld` when its
+ * repo is hidden now and it is not a delete: a reader starting late must not learn what a
+ * takedown withdrew, yet every reader sees the delete that withdrew it. Withheld rows are
+ * returned (and skipped by the caller) so the keyset still advances past them.
+ *
+ * The chunk is cut before the account check, and the check is a LATERAL probe with LIMIT
+ * (which the planner cannot flatten into a join): one primary-key lookup per row, never a
+ * hash of the whole accounts table costed for every row the seq index might visit.
+ */
+export function changesQuery(since: number, take: number): SQL {
+  return withheldChanges(
+    sql`${CHUNK} WHERE seq > ${since} ORDER BY seq ASC LIMIT ${take}`,
+    sql.raw('ASC'),
+  )
+}
+
+type Fetched = Omit<ChangeRow, 'seq'> & { seq: number | string }
+const seqAsNumber = (rows: Fetched[]): ChangeRow[] =>
+  rows.map((r) => ({ ...r, seq: Number(r.seq) }))
+
+export async function readChanges(db: Database, since: number, take: number) {
+  return seqAsNumber(await db.read<Fetched>(changesQuery(since, take)))
+}
+
+/**
+ * The newest change rows, newest first, for the UI's overview: the primary key read
+ * backwards, with the same `withheld` probe as changesQuery.
+ */
+export function recentChangesQuery(take: number): SQL {
+  return withheldChanges(sql`${CHUNK} ORDER BY seq DESC LIMIT ${take}`, sql.raw('DESC'))
+}
+
+export async function readRecentChanges(db: Database, take: number) {
+  return seqAsNumber(await db.read<Fetched>(recentChangesQuery(take)))
+}
+
+/**
+ * The repos of change rows after `since`, oldest first: what the answer cache polls to
+ * learn which cached answers another process's commits made stale. Seqs become visible in
+ * increasing order (the writers' lock), so reading past the last seq seen misses nothing.
+ */
+export function changedReposSince(db: Database, since: number, take: number) {
+  return db.monitor
+    .select({ seq: changes.seq, did: changes.did })
+    .from(changes)
+    .where(gt(changes.seq, since))
+    .orderBy(asc(changes.seq))
+    .limit(take)
+}
+
+/** The newest seq of the change log, 0 when it is empty. */
+export async function latestChangeSeq(db: Database): Promise<number> {
+  const [r] = await db.monitor.select({ seq: max(changes.seq) }).from(changes)
+  return Number(r?.seq ?? 0)
+}

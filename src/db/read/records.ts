@@ -1,0 +1,55 @@
+import { type SQL, sql } from 'drizzle-orm'
+import type { Database } from '../client.ts'
+import type { agents } from '../schema.ts'
+import { conversations } from '../schema.ts'
+import { columnsOf, type RawRow } from './columns.ts'
+import { type FlagCounts, flagCountColumns, flagCountsOf, VISIBLE } from './prompts.ts'
+
+// Conversations and agents: the records prompts are checked against. Raw `sql`: prepared
+// lookups (db.read takes fixed-text SQL), and the agent's counts use the flag-index predicates.
+
+const CONVERSATION_KEYS = ['did', 'rkey', 'cid', 'record'] as const
+
+export type ConversationRow = RawRow<
+  Pick<typeof conversations.$inferSelect, (typeof CONVERSATION_KEYS)[number]>
+> & { promptFlags: number | null }
+
+export function conversationQuery(did: string, rkey: string): SQL {
+  return sql`SELECT ${columnsOf(conversations, 'c', CONVERSATION_KEYS)}, p.flags AS "promptFlags"
+    FROM conversations c
+    LEFT JOIN prompts p ON p.did = c.did AND p.rkey = c.rkey AND ${VISIBLE}
+    WHERE c.did = ${did} AND c.rkey = ${rkey} AND NOT c.deleted AND NOT c.hidden`
+}
+
+export async function readConversation(db: Database, did: string, rkey: string) {
+  const rows = await db.read<ConversationRow>(conversationQuery(did, rkey))
+  return rows[0] ?? null
+}
+
+export function agentRecordQuery(did: string, rkey: string): SQL {
+  return sql`SELECT a.record FROM agents a
+    WHERE a.did = ${did} AND a.rkey = ${rkey} AND NOT a.deleted AND NOT a.hidden`
+}
+
+/**
+ * Visible prompts naming one agent record, by flag. `agent_did`/`agent_rkey` are set
+ * exactly when the prompt's `agent` at-uri names a record of the agent collection.
+ */
+export function agentPromptCountsQuery(did: string, rkey: string): SQL {
+  return sql`SELECT ${flagCountColumns()}
+    FROM prompts p WHERE p.agent_did = ${did} AND p.agent_rkey = ${rkey} AND ${VISIBLE}`
+}
+
+export interface AgentRead {
+  /** The visible agent row, or null when it is not indexed. */
+  record: Pick<typeof agents.$inferSelect, 'record'> | null
+  prompts: { total: number; flags: FlagCounts }
+}
+
+export async function readAgent(db: Database, did: string, rkey: string): Promise<AgentRead> {
+  const [records, counts] = await Promise.all([
+    db.read<Pick<typeof agents.$inferSelect, 'record'>>(agentRecordQuery(did, rkey)),
+    db.read<Record<string, number>>(agentPromptCountsQuery(did, rkey)),
+  ])
+  return { record: records[0] ?? null, prompts: flagCountsOf(counts[0]) }
+}
