@@ -15,8 +15,9 @@ import { loadOrBuildFrames } from './lib/frames-cache.ts'
 import { type Backend, openBenchRuntime, tempDataDir } from './lib/ingest-kit.ts'
 import { createTempDatabase } from './lib/pg.ts'
 import { startPlcStub } from './lib/plc-stub.ts'
-import { type Check, type Row, row, type ScenarioResult } from './lib/report.ts'
-import { isMain, machineInfo, runAsMain } from './lib/scenario.ts'
+import { type Check, row, type ScenarioResult } from './lib/report.ts'
+import { isMain, runAsMain } from './lib/scenario.ts'
+import { scenarioResult, startScenario } from './lib/scenario-run.ts'
 import { COLLECTIONS } from './lib/traffic.ts'
 
 // Firehose decode, filter and verify: a local subscribeRepos server (its own process)
@@ -185,8 +186,7 @@ const opKey = (e: {
 
 export async function runFirehose(o: FirehoseOptions): Promise<ScenarioResult> {
   const log = o.log ?? (() => {})
-  const startedAt = new Date().toISOString()
-  const t0 = performance.now()
+  const run = startScenario()
   const set = await loadOrBuildFrames(
     {
       frames: o.frames,
@@ -198,15 +198,14 @@ export async function runFirehose(o: FirehoseOptions): Promise<ScenarioResult> {
   )
   const plc = await startPlcStub(set.keys)
   const server = await startFrameServer(set.path)
-  const rows: Row[] = []
-  const checks: Check[] = []
-  const details: Record<string, unknown> = {
+  const { rows, checks, details } = run
+  Object.assign(details, {
     frames: set.frames.length,
     matchingFrames: set.matchingFrames,
     commitFrames: set.commitFrames,
     otherShare: 1 - set.matchingFrames / set.frames.length,
     avgFrameBytes: set.bytes / set.frames.length,
-  }
+  })
   try {
     // A short pass over the tail of the stream first, so neither side is timed while cold.
     const warm = Math.max(0, set.lastSeq - Math.min(5000, Math.floor(set.frames.length / 5)))
@@ -285,20 +284,14 @@ export async function runFirehose(o: FirehoseOptions): Promise<ScenarioResult> {
     await server.stop()
     await plc.close()
   }
-  return {
+  return scenarioResult(run, o, {
     scenario: 'firehose',
     title: 'Firehose decode, filter, verify',
-    startedAt,
-    durationS: (performance.now() - t0) / 1000,
-    machine: await machineInfo(o.serverUrl),
     params: { ...o, log: undefined },
-    rows,
-    checks,
-    details,
     notes: [
       `${set.frames.length.toLocaleString('en-US')} frames, ${((1 - set.matchingFrames / set.frames.length) * 100).toFixed(1)}% in other collections (posts, likes, follows of ${o.noiseRepos} repos) or account events; matching commits are verified (secp256k1 signature and MST proof) by both sides; with chain state (as the runtime wires it) the ${set.expected.length ? new Set(set.expected.map((e) => e.did)).size : 0} Letta repos and ${Math.round((o.trackedNoiseShare ?? 0.05) * 100)}% of the noise repos are tracked, so each of their commits is verified and chain-checked (since, prevData, MST inversion); DID keys from a loopback PLC, cached by both resolvers and warmed before timing`,
     ],
-  }
+  })
 }
 
 /** Indexes the product's events in batches and checks each matching op was applied. */

@@ -1,13 +1,15 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { startJetstreamServer } from '../src/demo/jetstream-server.ts'
-import { CLI, freePort, nodeFlagsFromEnv, spawnNode, waitForHttp } from './lib/child.ts'
-import { benchEnv, count, setting } from './lib/env.ts'
+import { nodeFlagsFromEnv } from './lib/child.ts'
+import { type BenchOptions, benchOptionsFromEnv, count, setting } from './lib/env.ts'
 import { checkpoint, createTempDatabase } from './lib/pg.ts'
-import { type Check, type Row, row, type ScenarioResult } from './lib/report.ts'
-import { isMain, machineInfo, runAsMain } from './lib/scenario.ts'
+import { productReady, spawnRun } from './lib/product.ts'
+import { row, type ScenarioResult } from './lib/report.ts'
+import { isMain, runAsMain } from './lib/scenario.ts'
+import { scenarioResult, startScenario } from './lib/scenario-run.ts'
 import { sleep, summarize, until } from './lib/stats.ts'
-import { benchGenerator, isMatching, isSent } from './lib/traffic.ts'
+import { isMatching, isSent, liveGenerator } from './lib/traffic.ts'
 
 // Freshness: `prompt-appview run` (its own process) follows a local Jetstream that this
 // process feeds at a steady rate. Each matching event is timed from when it is handed to
@@ -15,8 +17,7 @@ import { benchGenerator, isMatching, isSent } from './lib/traffic.ts'
 // polled every few milliseconds): a change row commits with the record, so that is when
 // lookups see it too.
 
-export interface FreshnessOptions {
-  serverUrl: string
+export interface FreshnessOptions extends BenchOptions {
   rate: number
   seconds: number
   warmupS: number
@@ -24,19 +25,17 @@ export interface FreshnessOptions {
   /** After the stream stops: how long the feed must stay quiet before giving up on the rest. */
   quietMs: number
   dids: number
-  log?: (msg: string) => void
 }
 
 export function freshnessOptionsFromEnv(): FreshnessOptions {
   return {
-    serverUrl: benchEnv.serverUrl,
+    ...benchOptionsFromEnv('freshness'),
     rate: Math.round(setting('BENCH_FRESHNESS_RATE', 2000)),
     seconds: count('BENCH_FRESHNESS_SECONDS', 30),
     warmupS: setting('BENCH_FRESHNESS_WARMUP_S', 5),
     pollMs: setting('BENCH_FRESHNESS_POLL_MS', 5),
     quietMs: 3000,
     dids: count('BENCH_FRESHNESS_DIDS', 1000),
-    log: (m) => console.log(`[freshness] ${m}`),
   }
 }
 
@@ -62,32 +61,24 @@ interface ChangeLine {
 
 export async function runFreshness(o: FreshnessOptions): Promise<ScenarioResult> {
   const log = o.log ?? (() => {})
-  const startedAt = new Date().toISOString()
-  const t0 = performance.now()
+  const run = startScenario()
+  const { rows, checks, details } = run
   const db = await createTempDatabase(o.serverUrl, 'fresh')
   await checkpoint(o.serverUrl)
   const plc = await startEmptyPlc()
   const jetstream = await startJetstreamServer()
-  const port = await freePort()
-  const base = `http://127.0.0.1:${port}`
-  const app = spawnNode(
-    [CLI, 'run'],
+  const product = await spawnRun(
     {
-      DATABASE_URL: db.url,
-      JETSTREAM_URL: jetstream.url,
-      PLC_URL: plc.url,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_PER_MINUTE: '10000000',
+      databaseUrl: db.url,
+      jetstreamUrl: jetstream.url,
+      plcUrl: plc.url,
+      env: { RATE_LIMIT_PER_MINUTE: '10000000' },
     },
-    { execArgv: nodeFlagsFromEnv('BENCH_NODE_FLAGS') },
+    nodeFlagsFromEnv('BENCH_NODE_FLAGS'),
   )
-  const rows: Row[] = []
-  const checks: Check[] = []
-  const details: Record<string, unknown> = {}
+  const { base, child: app } = product
   try {
-    await waitForHttp(`${base}/readyz`, app)
+    await productReady(product)
     await until(() => jetstream.connections > 0, 30_000, 'the indexer to connect')
     // Keys of events in flight -> when they left the source (ms, this process's clock).
     const inflight = new Map<string, { at: number; counted: boolean }>()
@@ -123,12 +114,7 @@ export async function runFreshness(o: FreshnessOptions): Promise<ScenarioResult>
         await sleep(o.pollMs)
       }
     })()
-    const gen = benchGenerator({
-      dids: o.dids,
-      seed: 31,
-      startTimeUs: Date.now() * 1000,
-      meanIntervalUs: Math.round(1e6 / o.rate),
-    })
+    const gen = liveGenerator(o.dids, o.rate)
     const start = performance.now()
     const end = start + (o.warmupS + o.seconds) * 1000
     const measureFrom = start + o.warmupS * 1000
@@ -181,20 +167,13 @@ export async function runFreshness(o: FreshnessOptions): Promise<ScenarioResult>
     await plc.close()
     await db.drop()
   }
-  return {
+  return scenarioResult(run, o, {
     scenario: 'freshness',
     title: `Freshness at ${o.rate.toLocaleString('en-US')} events/s`,
-    startedAt,
-    durationS: (performance.now() - t0) / 1000,
-    machine: await machineInfo(o.serverUrl),
-    params: { ...o, log: undefined, contentBytes: benchEnv.contentBytes },
-    rows,
-    checks,
-    details,
     notes: [
       `\`prompt-appview run\` with default batching (1,000 events or 20 ms); ${o.seconds} s measured after ${o.warmupS} s of warm-up; the feed is polled every ${o.pollMs} ms, so figures are late by up to that much`,
     ],
-  }
+  })
 }
 
 if (isMain(import.meta.url)) await runAsMain(() => runFreshness(freshnessOptionsFromEnv()))

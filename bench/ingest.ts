@@ -12,8 +12,9 @@ import {
   tempDataDir,
 } from './lib/ingest-kit.ts'
 import { checkpoint, createTempDatabase } from './lib/pg.ts'
-import { type Check, type Row, row, type ScenarioResult } from './lib/report.ts'
-import { isMain, machineInfo, runAsMain } from './lib/scenario.ts'
+import { row, type ScenarioResult } from './lib/report.ts'
+import { isMain, runAsMain } from './lib/scenario.ts'
+import { scenarioResult, startScenario } from './lib/scenario-run.ts'
 import type { TrafficTally } from './lib/traffic.ts'
 
 // Jetstream ingest, durable: a local Jetstream (its own process, loaded beforehand) replays
@@ -115,15 +116,13 @@ async function runV2(kind: 'postgres' | 'pglite', o: IngestOptions, n: number) {
 }
 
 export async function runIngest(o: IngestOptions): Promise<ScenarioResult> {
-  const startedAt = new Date().toISOString()
-  const t0 = performance.now()
+  const run = startScenario()
   const total = Math.max(o.serverUrl ? o.events : 0, o.pglite ? o.pgliteEvents : 0)
   const cutsWanted = [o.events, o.baselineEvents, o.pgliteEvents, o.pgliteBaselineEvents]
   const feeder = await startFeeder({ events: total, dids: o.dids, cuts: cutsWanted })
   const cut = (n: number) => feeder.cuts[[...cutsWanted].sort((a, b) => a - b).indexOf(n)]
-  const rows: Row[] = []
-  const checks: Check[] = []
-  const details: Record<string, unknown> = { traffic: feeder.total }
+  run.details.traffic = feeder.total
+  const { rows, checks, details } = run
   try {
     const backends = [
       ...(o.serverUrl ? (['postgres'] as const) : []),
@@ -247,22 +246,16 @@ export async function runIngest(o: IngestOptions): Promise<ScenarioResult> {
     await feeder.close()
   }
   const matchingBytes = feeder.total.matching ? feeder.total.recordBytes / feeder.total.matching : 0
-  return {
+  return scenarioResult(run, o, {
     scenario: 'ingest',
     title: 'Jetstream ingest (durable)',
-    startedAt,
-    durationS: (performance.now() - t0) / 1000,
-    machine: await machineInfo(o.serverUrl),
-    params: { ...o, contentBytes: benchEnv.contentBytes, seed: benchEnv.seed },
-    rows,
-    checks,
-    details,
+    params: { ...o, log: undefined, contentBytes: benchEnv.contentBytes, seed: benchEnv.seed },
     notes: [
       `${Math.round(matchingBytes)} B of record per matching event on average (prompts ${benchEnv.contentBytes.min}-${benchEnv.contentBytes.max} B of content, about twice that as a record)`,
       'the naive baseline writes only the record row (no flags, history, change log or cursor), so it does less work per event than the product',
       'bulk upsert reference: the same events through the same source, 1,000 per transaction, one INSERT ... ON CONFLICT per table from a jsonb batch and nothing else: roughly the most these bytes can go into these tables on this machine with this write path',
     ],
-  }
+  })
 }
 
 if (isMain(import.meta.url)) await runAsMain(() => runIngest(ingestOptionsFromEnv()))

@@ -3,11 +3,13 @@ import { createWriteStream, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { RUNTIME_NODE_FLAGS } from '../src/cli/node-flags.ts'
-import { CLI, freePort, nodeFlagsFromEnv, rssMbOf, spawnNode } from './lib/child.ts'
-import { benchEnv, count, setting } from './lib/env.ts'
+import { nodeFlagsFromEnv, rssMbOf } from './lib/child.ts'
+import { type BenchOptions, benchOptionsFromEnv, count, setting } from './lib/env.ts'
 import { checkpoint, createTempDatabase, rawClient } from './lib/pg.ts'
-import { type Check, type Row, row, type ScenarioResult } from './lib/report.ts'
-import { isMain, machineInfo, runAsMain } from './lib/scenario.ts'
+import { spawnProduct } from './lib/product.ts'
+import { row, type ScenarioResult } from './lib/report.ts'
+import { isMain, runAsMain } from './lib/scenario.ts'
+import { scenarioResult, startScenario } from './lib/scenario-run.ts'
 import { sleep } from './lib/stats.ts'
 import { benchGenerator, emptyTally, tally } from './lib/traffic.ts'
 
@@ -17,25 +19,22 @@ import { benchGenerator, emptyTally, tally } from './lib/traffic.ts'
 // RSS is read from /proc at 25%, 50% and 100% of the events committed; the peak is the
 // kernel's high-water mark (VmHWM).
 
-export interface MemoryOptions {
-  serverUrl: string
+export interface MemoryOptions extends BenchOptions {
   events: number
   dids: number
   /** Node flags for the indexer process: by default the ones the product ships with. */
   nodeFlags: string[]
   /** The generator's share of network noise: what a Letta-filtered Jetstream still sends. */
   noiseRatio: number
-  log?: (msg: string) => void
 }
 
 export function memoryOptionsFromEnv(): MemoryOptions {
   return {
-    serverUrl: benchEnv.serverUrl,
+    ...benchOptionsFromEnv('memory'),
     events: count('BENCH_MEMORY_EVENTS', 2_000_000),
     dids: count('BENCH_MEMORY_DIDS', 5000),
     nodeFlags: nodeFlagsFromEnv('BENCH_MEMORY_NODE_FLAGS'),
     noiseRatio: setting('BENCH_MEMORY_NOISE', 0.78),
-    log: (m) => console.log(`[memory] ${m}`),
   }
 }
 
@@ -50,36 +49,26 @@ function hwmMbOf(pid: number): number {
 
 export async function runMemory(o: MemoryOptions): Promise<ScenarioResult> {
   const log = o.log ?? (() => {})
-  const startedAt = new Date().toISOString()
-  const t0 = performance.now()
+  const run = startScenario()
+  const { rows, checks, details, t0 } = run
   const dir = mkdtempSync(join(tmpdir(), 'bench-memory-'))
   const fifo = join(dir, 'replay.ndjson')
   execFileSync('mkfifo', [fifo])
   const db = await createTempDatabase(o.serverUrl, 'memory')
   await checkpoint(o.serverUrl)
-  const rows: Row[] = []
-  const checks: Check[] = []
-  const details: Record<string, unknown> = {}
-  const port = await freePort()
-  const child = spawnNode(
-    [CLI, 'ingest'],
-    {
-      DATABASE_URL: db.url,
-      SOURCE: 'replay',
-      REPLAY_FILE: fifo,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
-    },
-    { execArgv: o.nodeFlags },
+  const product = await spawnProduct(
+    ['ingest'],
+    { DATABASE_URL: db.url, SOURCE: 'replay', REPLAY_FILE: fifo },
+    o.nodeFlags,
   )
+  const { child } = product
   const client = rawClient(db.url)
   let stopSampling = false
   let matchingShare = Number.NaN
   // The process's own view (prom-client's Node metrics): how much of the RSS is V8 heap.
   const heapOf = async () => {
     try {
-      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+      const text = await (await fetch(`${product.base}/metrics`)).text()
       const get = (name: string) =>
         Number(
           new RegExp(`^prompt_appview_${name}(?:\\{[^}]*\\})? ([0-9.e+]+)`, 'm').exec(text)?.[1],
@@ -206,23 +195,16 @@ export async function runMemory(o: MemoryOptions): Promise<ScenarioResult> {
     await db.drop()
     rmSync(dir, { recursive: true, force: true })
   }
-  return {
+  return scenarioResult(run, o, {
     scenario: 'memory',
     title: `Memory over a ${o.events.toLocaleString('en-US')}-event replay`,
-    startedAt,
-    durationS: (performance.now() - t0) / 1000,
-    machine: await machineInfo(o.serverUrl),
-    params: { ...o, log: undefined, contentBytes: benchEnv.contentBytes },
-    rows,
-    checks,
-    details,
     notes: [
       `node flags of the indexer: ${o.nodeFlags.length ? o.nodeFlags.join(' ') : 'none (V8 defaults)'}${o.nodeFlags.join(' ') === RUNTIME_NODE_FLAGS.join(' ') ? ' (what the product ships: npm scripts, Docker NODE_OPTIONS)' : ''}`,
       'RSS at N% is the highest of the samples (every 250 ms) taken while the last 5% before N% was committed, so garbage-collection saw-tooth does not decide the growth figure',
       `the replay is what a Letta-filtered Jetstream sends: ${Math.round(100 * matchingShare)}% commits of the three collections (records of a few KB to tens of KB), the rest other letta.* collections and account and identity events of DIDs that have no Letta records (generator noiseRatio ${o.noiseRatio})`,
       '`prompt-appview ingest` with SOURCE=replay and the default queue and batch bounds, Postgres through postgres.js; RSS is the whole process as the kernel counts it',
     ],
-  }
+  })
 }
 
 if (isMain(import.meta.url)) await runAsMain(() => runMemory(memoryOptionsFromEnv()))

@@ -25,60 +25,120 @@ export interface ChainMetrics {
   oldestUnsyncedSeconds: Gauge
 }
 
+/**
+ * Declares metrics on one registry under one prefix. Both builders (metrics.ts, this file)
+ * use it, so each declaration says only what differs: its name, help, labels, buckets.
+ */
+export interface MetricKit {
+  counter<L extends string = string>(name: string, help: string, labels?: readonly L[]): Counter<L>
+  gauge<L extends string = string>(
+    name: string,
+    help: string,
+    labels?: readonly L[],
+    collect?: (this: Gauge<L>) => void | Promise<void>,
+  ): Gauge<L>
+  /** A counter of one label whose known values start at zero, so rate() sees them at once. */
+  counterOf<L extends string>(
+    name: string,
+    help: string,
+    label: L,
+    values: readonly string[],
+  ): Counter<L>
+  /**
+   * A gauge of one label whose known values start at zero and are set at scrape time from
+   * `read` (a database count); `also` sees the same counts, for a gauge that shares the query.
+   */
+  gaugeOf<L extends string>(
+    name: string,
+    help: string,
+    label: L,
+    values: readonly string[],
+    read?: () => Promise<Record<string, number>>,
+    also?: (counts: Record<string, number>) => void,
+  ): Gauge<L>
+  histogram<L extends string = string>(
+    name: string,
+    help: string,
+    buckets: number[],
+    labels?: readonly L[],
+  ): Histogram<L>
+}
+
+export function metricKit(registry: Registry, prefix: string): MetricKit {
+  const common = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => ({
+    name: `${prefix}${name}`,
+    help,
+    labelNames,
+    registers: [registry],
+  })
+  const one = <L extends string>(label: L, value: string) =>
+    ({ [label]: value }) as Partial<Record<L, string>>
+  const kit: MetricKit = {
+    counter: (name, help, labels) => new Counter(common(name, help, labels)),
+    counterOf: (name, help, label, values) => {
+      const counter = kit.counter(name, help, [label])
+      for (const v of values) counter.inc(one(label, v), 0)
+      return counter
+    },
+    gauge: (name, help, labels, collect) => new Gauge({ ...common(name, help, labels), collect }),
+    gaugeOf: (name, help, label, values, read, also) => {
+      const gauge = kit.gauge(name, help, [label], async function collect() {
+        if (!read) return
+        const counts = await read()
+        for (const v of values) this.set(one(label, v), counts[v] ?? 0)
+        also?.(counts)
+      })
+      for (const v of values) gauge.set(one(label, v), 0)
+      return gauge
+    },
+    histogram: (name, help, buckets, labels) =>
+      new Histogram({ ...common(name, help, labels), buckets }),
+  }
+  return kit
+}
+
 export function createChainMetrics(
-  registry: Registry,
-  prefix: string,
+  m: MetricKit,
   collectRepos?: () => Promise<Record<string, number>>,
 ): ChainMetrics {
-  const chainBreaksTotal = new Counter({
-    name: `${prefix}chain_breaks_total`,
-    help: 'Firehose commits or #sync events that did not continue a repo chain, by reason',
-    labelNames: ['reason'] as const,
-    registers: [registry],
-  })
-  for (const reason of BREAK_REASONS) chainBreaksTotal.inc({ reason }, 0)
-  const legacyCommitsTotal = new Counter({
-    name: `${prefix}chain_legacy_commits_total`,
-    help: 'Commits of a known repo without prevData (legacy), accepted without inversion',
-    registers: [registry],
-  })
-  const unverifiableSyncsTotal = new Counter({
-    name: `${prefix}chain_unverifiable_syncs_total`,
-    help: '#sync events whose commit could not be verified, ignored',
-    registers: [registry],
-  })
-  const resyncsTotal = new Counter({
-    name: `${prefix}resyncs_total`,
-    help: 'Repo re-fetches after a chain break or #sync, by outcome',
-    labelNames: ['outcome'] as const,
-    registers: [registry],
-  })
-  for (const outcome of RESYNC_OUTCOMES) resyncsTotal.inc({ outcome }, 0)
-  const resyncDurationSeconds = new Histogram({
-    name: `${prefix}resync_duration_seconds`,
-    help: 'Time from a resync start to its snapshot handed to the writer',
-    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
-    registers: [registry],
-  })
-  const repos = new Gauge({
-    name: `${prefix}repos`,
-    help: 'Tracked repos by sync state (unknown: never seen on the verified firehose)',
-    labelNames: ['sync_state'] as const,
-    registers: [registry],
-    async collect() {
-      if (!collectRepos) return
-      const counts = await collectRepos()
-      for (const s of SYNC_STATES) this.set({ sync_state: s }, counts[s] ?? 0)
-      oldestUnsyncedSeconds.set(counts.oldestUnsyncedSeconds ?? 0)
-    },
-  })
-  for (const s of SYNC_STATES) repos.set({ sync_state: s }, 0)
+  const chainBreaksTotal = m.counterOf(
+    'chain_breaks_total',
+    'Firehose commits or #sync events that did not continue a repo chain, by reason',
+    'reason',
+    BREAK_REASONS,
+  )
+  const legacyCommitsTotal = m.counter(
+    'chain_legacy_commits_total',
+    'Commits of a known repo without prevData (legacy), accepted without inversion',
+  )
+  const unverifiableSyncsTotal = m.counter(
+    'chain_unverifiable_syncs_total',
+    '#sync events whose commit could not be verified, ignored',
+  )
+  const resyncsTotal = m.counterOf(
+    'resyncs_total',
+    'Repo re-fetches after a chain break or #sync, by outcome',
+    'outcome',
+    RESYNC_OUTCOMES,
+  )
+  const resyncDurationSeconds = m.histogram(
+    'resync_duration_seconds',
+    'Time from a resync start to its snapshot handed to the writer',
+    [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+  )
+  const repos = m.gaugeOf(
+    'repos',
+    'Tracked repos by sync state (unknown: never seen on the verified firehose)',
+    'sync_state',
+    SYNC_STATES,
+    collectRepos,
+    (counts) => oldestUnsyncedSeconds.set(counts.oldestUnsyncedSeconds ?? 0),
+  )
   // Set by the repos gauge's collect (same query): it may lag one scrape behind it.
-  const oldestUnsyncedSeconds = new Gauge({
-    name: `${prefix}repos_unsynchronized_oldest_seconds`,
-    help: 'How long the longest-waiting repo has been desynchronized or resyncing (0: none)',
-    registers: [registry],
-  })
+  const oldestUnsyncedSeconds = m.gauge(
+    'repos_unsynchronized_oldest_seconds',
+    'How long the longest-waiting repo has been desynchronized or resyncing (0: none)',
+  )
   oldestUnsyncedSeconds.set(0)
   return {
     oldestUnsyncedSeconds,

@@ -1,5 +1,16 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
-import { type ChainMetrics, createChainMetrics } from './chain-metrics.ts'
+import {
+  type Counter,
+  collectDefaultMetrics,
+  type Gauge,
+  type Histogram,
+  Registry,
+} from 'prom-client'
+import {
+  type ChainMetrics,
+  createChainMetrics,
+  type MetricKit,
+  metricKit,
+} from './chain-metrics.ts'
 
 // Metric names are part of the product contract (SPEC section 7): dashboards and alerts
 // query them, and a test checks both against what this registry exports.
@@ -60,144 +71,159 @@ export interface MetricsOptions {
 
 export function createMetrics(opts: MetricsOptions): Metrics {
   const registry = new Registry()
-  const p = METRIC_PREFIX
-  collectDefaultMetrics({ register: registry, prefix: p })
-
-  const eventsTotal = new Counter({
-    name: `${p}events_total`,
-    help: 'Events processed, by source, collection, operation and outcome',
-    labelNames: ['source', 'collection', 'op', 'outcome'] as const,
-    registers: [registry],
-  })
-  // Known label sets start at zero, so rate() and alerts see a series before the first event.
-  for (const source of SOURCES) {
-    for (const collection of opts.collections) {
-      for (const op of ['create', 'update', 'delete']) {
-        for (const outcome of OUTCOMES) eventsTotal.inc({ source, collection, op, outcome }, 0)
-      }
-    }
-    for (const op of ['account', 'identity']) {
-      for (const outcome of ['indexed', 'ignored_rev', 'error']) {
-        eventsTotal.inc({ source, collection: 'unknown', op, outcome }, 0)
-      }
-    }
-    eventsTotal.inc({ source, collection: 'unknown', op: 'unknown', outcome: 'error' }, 0)
-  }
-
+  collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX })
+  const m = metricKit(registry, METRIC_PREFIX)
   let newestEventUs: number | null = null
-  const ingestLagSeconds = new Gauge({
-    name: `${p}ingest_lag_seconds`,
-    help: 'Now minus the source time of the newest event processed',
-    registers: [registry],
-    collect() {
-      if (newestEventUs !== null) this.set(Math.max(0, Date.now() / 1000 - newestEventUs / 1e6))
+  return {
+    ...ingestMetrics(m, opts.collections, () => newestEventUs),
+    registry,
+    prompts: m.gaugeOf(
+      'prompts',
+      'Visible prompts by flag (ok = no flag)',
+      'flag',
+      FLAG_LABELS,
+      opts.collectPromptGauge,
+    ),
+    httpRequestDurationSeconds: m.histogram(
+      'http_request_duration_seconds',
+      'HTTP request duration by route, method and status code',
+      [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      ['route', 'method', 'status_code'],
+    ),
+    buildInfo: buildInfoGauge(m, opts.version),
+    upstreamRequestsTotal: m.counter(
+      'upstream_requests_total',
+      'HTTP requests to upstream hosts (getRepo, listRepos), by XRPC method and status (or error)',
+      ['endpoint', 'status'],
+    ),
+    repoFetchFailuresTotal: m.counter(
+      'repo_fetch_failures_total',
+      'getRepo fetches (backfill, resync) refused or failed, by reason (truncated, bad_block_hash, too_large, rate_limited, ...)',
+      ['reason'],
+    ),
+    noteNewestEvent: (timeUs) => {
+      newestEventUs = Math.max(newestEventUs ?? timeUs, timeUs)
     },
-  })
-  const ingestCursor = new Gauge({
-    name: `${p}ingest_cursor`,
-    help: 'The committed source cursor (time_us or seq)',
-    registers: [registry],
-  })
-  const batchDurationSeconds = new Histogram({
-    name: `${p}batch_duration_seconds`,
-    help: 'Time to apply one batch in one transaction',
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [registry],
-  })
-  const sourceReconnectsTotal = new Counter({
-    name: `${p}source_reconnects_total`,
-    help: 'Reconnects to the upstream source',
-    labelNames: ['source'] as const,
-    registers: [registry],
-  })
-  const resumeGapsTotal = new Counter({
-    name: `${p}source_resume_gaps_total`,
-    help: 'Resumes where the source skipped events older than its replay window (backfill needed)',
-    labelNames: ['source'] as const,
-    registers: [registry],
-  })
-  const sourceFaultsTotal = new Counter({
-    name: `${p}source_faults_total`,
-    help: 'Upstream trouble a source survived (error frames, refused connects, undecodable frames, gaps), by reason',
-    labelNames: ['source', 'reason'] as const,
-    registers: [registry],
-  })
-  const jetstreamBytesTotal = new Counter({
-    name: `${p}jetstream_bytes_total`,
-    help: 'Jetstream frame bytes: stage=wire as received (zstd or text), stage=decoded as JSON text',
-    labelNames: ['stage'] as const,
-    registers: [registry],
-  })
-  for (const stage of ['wire', 'decoded']) jetstreamBytesTotal.inc({ stage }, 0)
-  const cursorRefusedTotal = new Counter({
-    name: `${p}cursor_refused_total`,
-    help: 'Source positions (times, seqs) refused for the cursor and the lag; events still applied',
-    labelNames: ['source', 'reason'] as const,
-    registers: [registry],
-  })
+    // Created last, so /metrics lists the Sync 1.1 series after the others, as before.
+    ...createChainMetrics(m, opts.collectRepoGauge),
+  }
+}
+
+type IngestMetrics = Pick<
+  Metrics,
+  | 'eventsTotal'
+  | 'ingestLagSeconds'
+  | 'ingestCursor'
+  | 'batchDurationSeconds'
+  | 'sourceReconnectsTotal'
+  | 'resumeGapsTotal'
+  | 'sourceFaultsTotal'
+  | 'jetstreamBytesTotal'
+  | 'cursorRefusedTotal'
+>
+
+/** What the sources and the writer report; `newestEventUs` is read at scrape time. */
+function ingestMetrics(
+  m: MetricKit,
+  collections: string[],
+  newestEventUs: () => number | null,
+): IngestMetrics {
+  // Declared in this order so /metrics lists them as it always has.
+  const eventsTotal = eventsCounter(m, collections)
+  const ingestLagSeconds = m.gauge(
+    'ingest_lag_seconds',
+    'Now minus the source time of the newest event processed',
+    [],
+    function collect() {
+      const us = newestEventUs()
+      if (us !== null) this.set(Math.max(0, Date.now() / 1000 - us / 1e6))
+    },
+  )
+  const ingestCursor = m.gauge('ingest_cursor', 'The committed source cursor (time_us or seq)')
+  const batchDurationSeconds = m.histogram(
+    'batch_duration_seconds',
+    'Time to apply one batch in one transaction',
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  )
+  return {
+    eventsTotal,
+    ingestLagSeconds,
+    ingestCursor,
+    batchDurationSeconds,
+    ...sourceMetrics(m),
+  }
+}
+
+/** How the upstream connections fared, each known label set starting at zero. */
+function sourceMetrics(
+  m: MetricKit,
+): Omit<
+  IngestMetrics,
+  'eventsTotal' | 'ingestLagSeconds' | 'ingestCursor' | 'batchDurationSeconds'
+> {
+  const sourceReconnectsTotal = m.counter(
+    'source_reconnects_total',
+    'Reconnects to the upstream source',
+    ['source'],
+  )
+  const resumeGapsTotal = m.counter(
+    'source_resume_gaps_total',
+    'Resumes where the source skipped events older than its replay window (backfill needed)',
+    ['source'],
+  )
+  const sourceFaultsTotal = m.counter(
+    'source_faults_total',
+    'Upstream trouble a source survived (error frames, refused connects, undecodable frames, gaps), by reason',
+    ['source', 'reason'],
+  )
+  const jetstreamBytesTotal = m.counterOf(
+    'jetstream_bytes_total',
+    'Jetstream frame bytes: stage=wire as received (zstd or text), stage=decoded as JSON text',
+    'stage',
+    ['wire', 'decoded'],
+  )
+  const cursorRefusedTotal = m.counter(
+    'cursor_refused_total',
+    'Source positions (times, seqs) refused for the cursor and the lag; events still applied',
+    ['source', 'reason'],
+  )
   for (const source of SOURCES) {
     for (const reason of CURSOR_REFUSALS) cursorRefusedTotal.inc({ source, reason }, 0)
     sourceReconnectsTotal.inc({ source }, 0)
     resumeGapsTotal.inc({ source }, 0)
   }
-  const prompts = new Gauge({
-    name: `${p}prompts`,
-    help: 'Visible prompts by flag (ok = no flag)',
-    labelNames: ['flag'] as const,
-    registers: [registry],
-    async collect() {
-      if (!opts.collectPromptGauge) return
-      const counts = await opts.collectPromptGauge()
-      for (const flag of FLAG_LABELS) this.set({ flag }, counts[flag] ?? 0)
-    },
-  })
-  for (const flag of FLAG_LABELS) prompts.set({ flag }, 0)
-  const httpRequestDurationSeconds = new Histogram({
-    name: `${p}http_request_duration_seconds`,
-    help: 'HTTP request duration by route, method and status code',
-    labelNames: ['route', 'method', 'status_code'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry],
-  })
-  const buildInfo = new Gauge({
-    name: `${p}build_info`,
-    help: 'Build information; the value is always 1',
-    labelNames: ['version'] as const,
-    registers: [registry],
-  })
-  buildInfo.set({ version: opts.version }, 1)
-  const upstreamRequestsTotal = new Counter({
-    name: `${p}upstream_requests_total`,
-    help: 'HTTP requests to upstream hosts (getRepo, listRepos), by XRPC method and status (or error)',
-    labelNames: ['endpoint', 'status'] as const,
-    registers: [registry],
-  })
-  const repoFetchFailuresTotal = new Counter({
-    name: `${p}repo_fetch_failures_total`,
-    help: 'getRepo fetches (backfill, resync) refused or failed, by reason (truncated, bad_block_hash, too_large, rate_limited, ...)',
-    labelNames: ['reason'] as const,
-    registers: [registry],
-  })
-
   return {
-    ...createChainMetrics(registry, p, opts.collectRepoGauge),
-    registry,
-    eventsTotal,
-    ingestLagSeconds,
-    ingestCursor,
-    batchDurationSeconds,
     sourceReconnectsTotal,
     resumeGapsTotal,
     sourceFaultsTotal,
     jetstreamBytesTotal,
     cursorRefusedTotal,
-    prompts,
-    httpRequestDurationSeconds,
-    buildInfo,
-    upstreamRequestsTotal,
-    repoFetchFailuresTotal,
-    noteNewestEvent: (timeUs) => {
-      newestEventUs = Math.max(newestEventUs ?? timeUs, timeUs)
-    },
   }
+}
+
+function eventsCounter(m: MetricKit, collections: string[]): Metrics['eventsTotal'] {
+  const eventsTotal = m.counter(
+    'events_total',
+    'Events processed, by source, collection, operation and outcome',
+    ['source', 'collection', 'op', 'outcome'],
+  )
+  // Known label sets start at zero, so rate() and alerts see a series before the first event.
+  for (const source of SOURCES) {
+    const zero = (collection: string, op: string, outcomes: readonly string[]) => {
+      for (const outcome of outcomes) eventsTotal.inc({ source, collection, op, outcome }, 0)
+    }
+    for (const collection of collections) {
+      for (const op of ['create', 'update', 'delete']) zero(collection, op, OUTCOMES)
+    }
+    for (const op of ['account', 'identity'])
+      zero('unknown', op, ['indexed', 'ignored_rev', 'error'])
+    zero('unknown', 'unknown', ['error'])
+  }
+  return eventsTotal
+}
+
+function buildInfoGauge(m: MetricKit, version: string): Metrics['buildInfo'] {
+  const buildInfo = m.gauge('build_info', 'Build information; the value is always 1', ['version'])
+  buildInfo.set({ version }, 1)
+  return buildInfo
 }

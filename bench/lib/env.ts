@@ -46,3 +46,14 @@ export function machine(): { nproc: number; node: string; platform: string; load
     loadavg: load,
   }
 }
+
+/** The options every Postgres-backed scenario takes: where to create databases, a logger. */
+export interface BenchOptions {
+  serverUrl: string
+  log?: (msg: string) => void
+}
+
+/** The shared part of a scenario's options from the environment; `name` tags its log lines. */
+export function benchOptionsFromEnv(name: string): Required<BenchOptions> {
+  return { serverUrl: benchEnv.serverUrl, log: (m) => console.log(`[${name}] ${m}`) }
+}

@@ -153,14 +153,24 @@ export function naiveSink(
 }
 
 /** The baseline over the same source code: Jetstream from `fromUs`, the naive writer. */
-export async function runBaseline(rt: Runtime, url: string, fromUs: number, untilUs: number) {
+export function runBaseline(rt: Runtime, url: string, fromUs: number, untilUs: number) {
+  return runSink(rt, url, fromUs, (onDone) => naiveSink(rt.ctx.db, untilUs, onDone))
+}
+
+/** Times the bench Jetstream source from `fromUs` into a sink until it calls `onDone`. */
+async function runSink(
+  rt: Runtime,
+  url: string,
+  fromUs: number,
+  makeSink: (onDone: () => void) => Sink & { written: number },
+): Promise<RunOutcome> {
   const source = benchJetstreamSource(rt, url)
   const abort = new AbortController()
-  const sink = naiveSink(rt.ctx.db, untilUs, () => abort.abort())
+  const sink = makeSink(() => abort.abort())
   const started = performance.now()
   await source.run(sink, fromUs, abort.signal)
   const elapsedS = (performance.now() - started) / 1000
-  return { elapsedS, events: sink.written } satisfies RunOutcome
+  return { elapsedS, events: sink.written }
 }
 
 /**
@@ -225,14 +235,8 @@ export function bulkSink(
 }
 
 /** The bulk reference over the same source: see bulkSink. */
-export async function runBulk(rt: Runtime, url: string, fromUs: number, untilUs: number) {
-  const source = benchJetstreamSource(rt, url)
-  const abort = new AbortController()
-  const sink = bulkSink(rt.ctx.db, untilUs, () => abort.abort())
-  const started = performance.now()
-  await source.run(sink, fromUs, abort.signal)
-  const elapsedS = (performance.now() - started) / 1000
-  return { elapsedS, events: sink.written } satisfies RunOutcome
+export function runBulk(rt: Runtime, url: string, fromUs: number, untilUs: number) {
+  return runSink(rt, url, fromUs, (onDone) => bulkSink(rt.ctx.db, untilUs, onDone))
 }
 
 /** Indexed outcomes per collection from the runtime's metrics (the correctness check). */

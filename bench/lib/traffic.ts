@@ -97,3 +97,13 @@ export function tally(t: TrafficTally, ev: JetstreamEvent): string | null {
   t.lastUs = ev.time_us
   return line
 }
+
+/** Traffic stamped from now on at `rate` events per second, for a feed that runs in real time. */
+export function liveGenerator(dids: number, rate: number): DemoGenerator {
+  return benchGenerator({
+    dids,
+    seed: 31,
+    startTimeUs: Date.now() * 1000,
+    meanIntervalUs: Math.round(1e6 / rate),
+  })
+}

@@ -52,6 +52,18 @@ const NOISE_WEIGHTS = [
   ['identity', 0.2],
 ] as const
 
+type NoiseVariant = (typeof NOISE_WEIGHTS)[number][0]
+
+/** Draws a noise variant by NOISE_WEIGHTS; the remainder of the unit interval is identity. */
+function noiseVariant(rand: Random): NoiseVariant {
+  let x = rand.next()
+  for (const [name, w] of NOISE_WEIGHTS) {
+    x -= w
+    if (x < 0) return name
+  }
+  return 'identity'
+}
+
 export function createActions(sim: Sim): { run: Record<Action, () => Emit>; noise: () => Emit } {
   const { o, rand, corpus, repos, bump } = sim
   const now = () => sim.timeUs()
@@ -236,15 +248,7 @@ export function createActions(sim: Sim): { run: Record<Action, () => Emit>; nois
   }
 
   const noise = (): Emit => {
-    let x = rand.next()
-    let variant: (typeof NOISE_WEIGHTS)[number][0] = 'identity'
-    for (const [name, w] of NOISE_WEIGHTS) {
-      x -= w
-      if (x < 0) {
-        variant = name
-        break
-      }
-    }
+    const variant = noiseVariant(rand)
     const n = rand.pick(sim.noise)
     bump(`noise:${variant}`)
     if (variant === 'post') {

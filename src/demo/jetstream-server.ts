@@ -1,7 +1,13 @@
 import { createServer, type IncomingMessage } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { WebSocket, WebSocketServer } from 'ws'
-import { appendToLog, type EventLog, type LogReader, walkLog } from './event-log.ts'
+import { appendToLog, type EventLog, walkLog } from './event-log.ts'
+import {
+  type LogServerHandle,
+  listen,
+  type SocketReader,
+  serverHandle,
+  track,
+} from './ws-server.ts'
 
 // A local Jetstream v1 `/subscribe` endpoint for tests, the demo and benchmarks: it replays
 // its log from `cursor` (time_us) and then streams appended events live, like the real one.
@@ -40,15 +46,10 @@ export interface SubscribeRequest {
   wantedCollections: string[]
 }
 
-export interface JetstreamServer {
+/** `logChars`: characters of JSON text in the log. */
+export interface JetstreamServer extends LogServerHandle {
   /** `ws://127.0.0.1:<port>/subscribe` */
   readonly url: string
-  /** Open client connections. */
-  readonly connections: number
-  /** Events in the log. */
-  readonly size: number
-  /** Characters of JSON text in the log (what maxLogBytes bounds). */
-  readonly logChars: number
   /** Frames handed to sockets, over all connections (a slow client holds this back). */
   readonly sent: number
   /**
@@ -61,9 +62,6 @@ export interface JetstreamServer {
    * A string is sent verbatim (tests use it for malformed frames).
    */
   append(events: Array<JetstreamJson | string>): void
-  /** Cuts every connection abruptly, as a crashing upstream or a network drop does. */
-  dropConnections(): void
-  close(): Promise<void>
 }
 
 interface Stored {
@@ -76,8 +74,7 @@ interface Stored {
 type Log = EventLog<Stored>
 const charsOf = (e: Stored) => e.text.length
 
-interface Conn extends LogReader {
-  ws: WebSocket
+interface Conn extends SocketReader {
   wanted: Matcher
 }
 
@@ -123,14 +120,7 @@ export async function startJetstreamServer(
       closed: false,
       wake: null,
     }
-    conns.add(conn)
-    const end = () => {
-      conn.closed = true
-      conns.delete(conn)
-      conn.wake?.()
-    }
-    ws.on('close', end)
-    ws.on('error', end)
+    track(conns, conn)
     // Clients only send options updates, which this server does not implement.
     ws.on('message', () => {})
     walkLog(conn, log, {
@@ -140,38 +130,19 @@ export async function startJetstreamServer(
     }).catch(() => ws.terminate())
   })
 
-  await new Promise<void>((resolve, reject) => {
-    http.once('error', reject)
-    http.listen(opts.port ?? 0, host, () => resolve())
-  })
-  const { port } = http.address() as AddressInfo
+  const port = await listen(http, opts.port ?? 0, host)
 
-  return {
-    url: `ws://${host}:${port}/subscribe`,
-    get connections() {
-      return conns.size
+  return serverHandle<Omit<JetstreamServer, keyof LogServerHandle>>(
+    { conns, log, wss, http },
+    {
+      url: `ws://${host}:${port}/subscribe`,
+      get sent() {
+        return counter.sent
+      },
+      requests,
+      append,
     },
-    get size() {
-      return log.items.length
-    },
-    get logChars() {
-      return log.chars
-    },
-    get sent() {
-      return counter.sent
-    },
-    requests,
-    append,
-    dropConnections() {
-      for (const c of conns) c.ws.terminate()
-    },
-    async close() {
-      for (const c of conns) c.ws.terminate()
-      await new Promise<void>((resolve) => wss.close(() => resolve()))
-      http.closeAllConnections()
-      await new Promise<void>((resolve) => http.close(() => resolve()))
-    },
-  }
+  )
 }
 
 /** Sends one frame, waiting for the socket to drain above the high-water mark. */

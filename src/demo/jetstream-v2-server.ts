@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { createServer, type IncomingMessage } from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
+import type { Socket } from 'node:net'
 import { WebSocketServer } from 'ws'
 import { dictionaryIdOf } from '../ingest/jetstream-v2-zstd.ts'
 import { appendToLog } from './event-log.ts'
@@ -23,6 +23,7 @@ import {
   type V2Conn,
   type V2Log,
 } from './jetstream-v2-pump.ts'
+import { type LogServerHandle, listen, serverHandle, track } from './ws-server.ts'
 
 // A local Jetstream v2 (notes/jetstream-v2.md) for tests, the demo and benchmarks: both
 // `subscribeEvents` (seq cursors, CursorTooOld, #info, #sync, error frames, dictionary zstd)
@@ -63,19 +64,15 @@ export interface V2Rejection {
   message?: string
 }
 
-export interface JetstreamV2Server {
+export interface JetstreamV2Server extends LogServerHandle {
   /** ws://host:port (no path: clients auto-detect), plus both wires' full URLs. */
   readonly origin: string
   readonly url: string
   readonly v1Url: string
-  readonly connections: number
   readonly requests: V2Request[]
   readonly counters: PumpCounters
   /** The newest seq assigned (0: none yet). */
   readonly lastSeq: number
-  /** Events in the log, and the characters of frame text they hold (what maxLogBytes bounds). */
-  readonly size: number
-  readonly logChars: number
   /** Seqs below this get 400 CursorTooOld. */
   floor: number
   /** Accept upgrades and then send nothing (a stuck upstream). */
@@ -90,13 +87,11 @@ export interface JetstreamV2Server {
   /** Error frame to every v2 client, then a drop without a close handshake. */
   sendError(error: string, message: string): void
   closeGoingAway(): void
-  dropConnections(): void
   /**
    * Retires the dictionary: clients asking for the old ID get UnknownZstdDictionary.
    * `live`: open connections switch too (a server sending frames a client cannot read).
    */
   setDictionary(dictionary: Buffer, live?: boolean): void
-  close(): Promise<void>
 }
 
 const charsOf = (e: V2Stored) => e.v1.length + e.v2.length
@@ -150,16 +145,9 @@ export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<J
     wss.handleUpgrade(req, socket, head, (ws) => {
       const conn = newConn(ws, decision.wire, decision.start, decision.wanted, decision.dict)
       if (decision.info) conn.preamble.push(decision.info)
-      const end = () => {
-        conn.closed = true
-        conns.delete(conn)
-        conn.wake?.()
-      }
-      ws.on('close', end)
-      ws.on('error', end)
+      track(conns, conn)
       // Server-push only (section 2): any client data frame closes with 1008.
       ws.on('message', () => ws.close(1008, 'client messages are not accepted'))
-      conns.add(conn)
       if (!state.mute) pump(conn, log, counters, o.eventsPerSecond).catch(() => ws.terminate())
     })
   })
@@ -174,18 +162,27 @@ export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<J
   }
   function decide(u: URL): Decision {
     const base = { status: 101, start: log.base + log.items.length, dict: null, wanted: [] }
-    if (u.pathname === '/subscribe') {
-      const wanted = u.searchParams.getAll('wantedCollections')
-      const cursor = Number(u.searchParams.get('cursor') ?? Number.NaN)
-      // v1 on a v2 server: seq or time cursors, both clamp silently to the floor.
-      const start = Number.isSafeInteger(cursor) ? startOf(cursor).start : base.start
-      return { ...base, wire: 'v1', wanted, start }
-    }
+    if (u.pathname === '/subscribe') return decideV1(u, base)
     if (u.pathname !== V2_PATH) return { ...base, wire: 'v2', status: 404, error: 'NotFound' }
     const queued = rejections.shift()
     if (queued) return { ...base, wire: 'v2', ...queued }
     const bad = invalid(u.searchParams)
     if (bad) return { ...base, wire: 'v2', status: 400, error: 'InvalidRequest', message: bad }
+    return decideV2(u, base)
+  }
+
+  type Base = Omit<Decision, 'wire'>
+
+  function decideV1(u: URL, base: Base): Decision {
+    const wanted = u.searchParams.getAll('wantedCollections')
+    const cursor = Number(u.searchParams.get('cursor') ?? Number.NaN)
+    // v1 on a v2 server: seq or time cursors, both clamp silently to the floor.
+    const start = Number.isSafeInteger(cursor) ? startOf(cursor).start : base.start
+    return { ...base, wire: 'v1', wanted, start }
+  }
+
+  /** A well-formed subscribeEvents request: its dictionary and cursor decide the answer. */
+  function decideV2(u: URL, base: Base): Decision {
     const zd = u.searchParams.get('zstdDictionary')
     if (zd !== null && (!dict || Number(zd) !== dict.id)) {
       const message = `unknown zstdDictionary ${zd}; current is ${dict?.id ?? 'none'}`
@@ -214,79 +211,64 @@ export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<J
     return { start: floorIndex, info: infoFrame('OutdatedCursor', msg) }
   }
 
-  await new Promise<void>((resolve, reject) => {
-    http.once('error', reject)
-    http.listen(o.port ?? 0, host, () => resolve())
-  })
-  const origin = `ws://${host}:${(http.address() as AddressInfo).port}`
+  const origin = `ws://${host}:${await listen(http, o.port ?? 0, host)}`
   const v2Conns = () => [...conns].filter((c) => c.wire === 'v2')
-  return {
-    origin,
-    url: `${origin}${V2_PATH}`,
-    v1Url: `${origin}/subscribe`,
-    get connections() {
-      return conns.size
+  return serverHandle<Omit<JetstreamV2Server, keyof LogServerHandle>>(
+    { conns, log, wss, http },
+    {
+      origin,
+      url: `${origin}${V2_PATH}`,
+      v1Url: `${origin}/subscribe`,
+      requests,
+      counters,
+      get lastSeq() {
+        return log.nextSeq - 1
+      },
+      get floor() {
+        return state.floor
+      },
+      set floor(v: number) {
+        state.floor = v
+      },
+      get mute() {
+        return state.mute
+      },
+      set mute(v: boolean) {
+        state.mute = v
+      },
+      append,
+      appendSync(did, rev, creates, blocks) {
+        const sync = { ...syncPayload(did, rev, lastUs(), blocks), seq: log.nextSeq++ }
+        const marker: V2Stored = {
+          ...storedOf({}, sync.seq, lastUs()),
+          v2: v2Envelope(sync),
+          v1: '',
+        }
+        const rows = creates.map((e) => ({ ...storedOf(e, log.nextSeq++, lastUs()), v1: '' }))
+        push([marker, ...rows])
+      },
+      appendRaw(texts) {
+        for (const t of texts) {
+          // A frame naming a seq takes it, so later appends stay in order after it.
+          const seq = seqIn(t)
+          if (seq !== null) log.nextSeq = Math.max(log.nextSeq, seq + 1)
+          const at = { seq: seq ?? log.nextSeq - 1, timeUs: lastUs() }
+          push([{ ...at, collection: null, kind: null, v2: t, v1: '' }])
+        }
+      },
+      rejectNext: (...r) => void rejections.push(...r),
+      sendError(error, message) {
+        for (const c of v2Conns()) {
+          c.ws.send(errorFrame(error, message), () => c.ws.terminate())
+        }
+      },
+      closeGoingAway() {
+        for (const c of conns) c.ws.close(1001, 'server shutting down')
+      },
+      setDictionary(bytes, live = false) {
+        dict = { id: dictionaryIdOf(bytes) ?? 0, bytes }
+        if (live) for (const c of v2Conns()) if (c.dictionary) c.dictionary = dict
+      },
     },
-    requests,
-    counters,
-    get lastSeq() {
-      return log.nextSeq - 1
-    },
-    get size() {
-      return log.items.length
-    },
-    get logChars() {
-      return log.chars
-    },
-    get floor() {
-      return state.floor
-    },
-    set floor(v: number) {
-      state.floor = v
-    },
-    get mute() {
-      return state.mute
-    },
-    set mute(v: boolean) {
-      state.mute = v
-    },
-    append,
-    appendSync(did, rev, creates, blocks) {
-      const sync = { ...syncPayload(did, rev, lastUs(), blocks), seq: log.nextSeq++ }
-      const marker: V2Stored = { ...storedOf({}, sync.seq, lastUs()), v2: v2Envelope(sync), v1: '' }
-      const rows = creates.map((e) => ({ ...storedOf(e, log.nextSeq++, lastUs()), v1: '' }))
-      push([marker, ...rows])
-    },
-    appendRaw(texts) {
-      for (const t of texts) {
-        // A frame naming a seq takes it, so later appends stay in order after it.
-        const seq = seqIn(t)
-        if (seq !== null) log.nextSeq = Math.max(log.nextSeq, seq + 1)
-        const at = { seq: seq ?? log.nextSeq - 1, timeUs: lastUs() }
-        push([{ ...at, collection: null, kind: null, v2: t, v1: '' }])
-      }
-    },
-    rejectNext: (...r) => void rejections.push(...r),
-    sendError(error, message) {
-      for (const c of v2Conns()) {
-        c.ws.send(errorFrame(error, message), () => c.ws.terminate())
-      }
-    },
-    closeGoingAway() {
-      for (const c of conns) c.ws.close(1001, 'server shutting down')
-    },
-    dropConnections() {
-      for (const c of conns) c.ws.terminate()
-    },
-    setDictionary(bytes, live = false) {
-      dict = { id: dictionaryIdOf(bytes) ?? 0, bytes }
-      if (live) for (const c of v2Conns()) if (c.dictionary) c.dictionary = dict
-    },
-    async close() {
-      for (const c of conns) c.ws.terminate()
-      await new Promise<void>((resolve) => wss.close(() => resolve()))
-      http.closeAllConnections()
-      await new Promise<void>((resolve) => http.close(() => resolve()))
-    },
-  }
+  )
 }

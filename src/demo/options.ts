@@ -138,6 +138,13 @@ export function resolveOptions(input: GeneratorInput = {}): GeneratorOptions {
     rates: { ...DEFAULT_RATES, ...input.rates },
     weights: { ...DEFAULT_WEIGHTS, ...input.weights },
   }
+  const problems = [...boundProblems(o), ...tableProblems(o)]
+  if (problems.length) throw new Error(`bad generator options: ${problems.join('; ')}`)
+  return o
+}
+
+/** The scalar options: whole numbers within their bounds, the noise share a fraction. */
+function boundProblems(o: GeneratorOptions): string[] {
   const problems: string[] = []
   const intAtLeast = (name: string, v: number, lo: number) => {
     if (!Number.isSafeInteger(v) || v < lo) problems.push(`${name} must be an integer >= ${lo}`)
@@ -154,6 +161,12 @@ export function resolveOptions(input: GeneratorInput = {}): GeneratorOptions {
   intAtLeast('meanIntervalUs', o.meanIntervalUs, 1)
   intAtLeast('maxSlotsPerDid', o.maxSlotsPerDid, 1)
   if (!(o.noiseRatio >= 0 && o.noiseRatio < 1)) problems.push('noiseRatio must be in [0, 1)')
+  return problems
+}
+
+/** The tables: rates are probabilities, weights non-negative, invalid kinds known ones. */
+function tableProblems(o: GeneratorOptions): string[] {
+  const problems: string[] = []
   for (const [k, v] of Object.entries(o.rates)) {
     if (!(v >= 0 && v <= 1)) problems.push(`rates.${k} must be in [0, 1]`)
   }
@@ -164,6 +177,5 @@ export function resolveOptions(input: GeneratorInput = {}): GeneratorOptions {
   for (const k of o.invalidKinds) {
     if (!ALL_INVALID_KINDS.includes(k)) problems.push(`unknown invalid kind ${k}`)
   }
-  if (problems.length) throw new Error(`bad generator options: ${problems.join('; ')}`)
-  return o
+  return problems
 }

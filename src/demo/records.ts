@@ -46,34 +46,10 @@ export function buildPromptRecord(
 ): { record: Record<string, unknown>; tags: string[] } {
   const { rand, rates } = ctx
   const tags: string[] = []
-  let compiledAtMs = d.compiledAtMs
-  if (rand.chance(rates.futureCompiledAt)) {
-    compiledAtMs += rand.int(10 * 60_000, 2 * 3_600_000)
-    tags.push('futureCompiledAt')
-  }
-  let compiledAt = isoFromMs(compiledAtMs)
-  if (rand.chance(rates.offsetCompiledAt)) {
-    compiledAt = withOffset(compiledAtMs, rand.pick(OFFSETS))
-    tags.push('offsetCompiledAt')
-  }
-  let rawSystemHash = d.hash
-  if (rand.chance(rates.hashVariant)) {
-    const v = rand.pick(['prefix', 'upper', 'prefixUpper'] as const)
-    if (v !== 'prefix') rawSystemHash = rawSystemHash.toUpperCase()
-    if (v !== 'upper') rawSystemHash = (v === 'prefixUpper' ? 'SHA256:' : 'sha256:') + rawSystemHash
-    tags.push(`hashVariant:${v}`)
-  }
-  let conversation = `at://${d.did}/${ctx.conversationNsid}/${d.rkey}`
-  if (rand.chance(rates.mismatched)) {
-    const v = rand.pick(['rkey', 'collection', 'did'] as const)
-    if (v === 'rkey') conversation = `at://${d.did}/${ctx.conversationNsid}/${ctx.otherRkey()}`
-    if (v === 'collection') {
-      const coll = rand.pick(['app.bsky.feed.post', 'xyz.quasigod.lab.letta.thread'])
-      conversation = `at://${d.did}/${coll}/${d.rkey}`
-    }
-    if (v === 'did') conversation = `at://${ctx.otherDid()}/${ctx.conversationNsid}/${d.rkey}`
-    tags.push(`mismatched:${v}`)
-  }
+  // Drawn in a fixed order, so a seed gives the same network every time.
+  const { compiledAtMs, compiledAt } = drawCompiledAt(d.compiledAtMs, ctx, tags)
+  const rawSystemHash = drawSystemHash(d.hash, ctx, tags)
+  const conversation = drawConversation(d, ctx, tags)
   let coreMemory = d.coreMemory
   if (rand.chance(rates.coreMemoryDetached)) {
     coreMemory = ctx.detachedMemory()
@@ -95,6 +71,50 @@ export function buildPromptRecord(
     breakRecord(record, kind, ctx.rand, compiledAtMs)
   }
   return { record, tags }
+}
+
+/** A compile time in the future, or written with a UTC offset instead of Z. */
+function drawCompiledAt(
+  draftMs: number,
+  { rand, rates }: DefectContext,
+  tags: string[],
+): { compiledAtMs: number; compiledAt: string } {
+  let compiledAtMs = draftMs
+  if (rand.chance(rates.futureCompiledAt)) {
+    compiledAtMs += rand.int(10 * 60_000, 2 * 3_600_000)
+    tags.push('futureCompiledAt')
+  }
+  let compiledAt = isoFromMs(compiledAtMs)
+  if (rand.chance(rates.offsetCompiledAt)) {
+    compiledAt = withOffset(compiledAtMs, rand.pick(OFFSETS))
+    tags.push('offsetCompiledAt')
+  }
+  return { compiledAtMs, compiledAt }
+}
+
+/** The template hash as clients spell it: upper case, `sha256:`-prefixed, or both. */
+function drawSystemHash(hash: string, { rand, rates }: DefectContext, tags: string[]): string {
+  if (!rand.chance(rates.hashVariant)) return hash
+  const v = rand.pick(['prefix', 'upper', 'prefixUpper'] as const)
+  let raw = hash
+  if (v !== 'prefix') raw = raw.toUpperCase()
+  if (v !== 'upper') raw = (v === 'prefixUpper' ? 'SHA256:' : 'sha256:') + raw
+  tags.push(`hashVariant:${v}`)
+  return raw
+}
+
+/** The conversation the prompt names; mismatched in rkey, collection or repo. */
+function drawConversation(d: PromptDraft, ctx: DefectContext, tags: string[]): string {
+  const { rand, rates } = ctx
+  if (!rand.chance(rates.mismatched)) return `at://${d.did}/${ctx.conversationNsid}/${d.rkey}`
+  const v = rand.pick(['rkey', 'collection', 'did'] as const)
+  tags.push(`mismatched:${v}`)
+  if (v === 'rkey') return `at://${d.did}/${ctx.conversationNsid}/${ctx.otherRkey()}`
+  if (v === 'collection') {
+    const coll = rand.pick(['app.bsky.feed.post', 'xyz.quasigod.lab.letta.thread'])
+    return `at://${d.did}/${coll}/${d.rkey}`
+  }
+  return `at://${ctx.otherDid()}/${ctx.conversationNsid}/${d.rkey}`
 }
 
 function breakRecord(
