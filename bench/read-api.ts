@@ -1,15 +1,16 @@
 import { parseRecordUri } from '../src/api/params.ts'
 import { loadReadDataset } from './lib/api-data.ts'
 import { CLI, nodeFlagsFromEnv } from './lib/child.ts'
-import { benchEnv, count, setting } from './lib/env.ts'
+import { type BenchOptions, benchEnv, benchOptionsFromEnv, count, setting } from './lib/env.ts'
 import { listPaths } from './lib/http-load.ts'
 import { openBenchRuntime } from './lib/ingest-kit.ts'
 import { checkpoint, createTempDatabase, rawClient } from './lib/pg.ts'
 import { type PathSets, zipfPaths } from './lib/read-load.ts'
 import { answerCheck, readRows } from './lib/read-rows.ts'
 import { measureChild } from './lib/read-server.ts'
-import type { Check, Row, ScenarioResult } from './lib/report.ts'
-import { isMain, machineInfo, runAsMain } from './lib/scenario.ts'
+import type { ScenarioResult } from './lib/report.ts'
+import { isMain, runAsMain } from './lib/scenario.ts'
+import { scenarioResult, startScenario } from './lib/scenario-run.ts'
 import { NSIDS } from './lib/traffic.ts'
 
 // The read API at scale: `prompt-appview serve` (its own process) over a Postgres of
@@ -19,8 +20,7 @@ import { NSIDS } from './lib/traffic.ts'
 // postgres.js server (one indexed SELECT per request, no features) on the same database,
 // under the same load in the same run; a bare route answering a constant is the ceiling.
 
-export interface ReadApiOptions {
-  serverUrl: string
+export interface ReadApiOptions extends BenchOptions {
   prompts: number
   seedPrompts: number
   durationS: number
@@ -28,19 +28,17 @@ export interface ReadApiOptions {
   rate: number
   /** An existing read-benchmark database: measured as it is, neither built nor dropped. */
   reuseUrl?: string
-  log?: (msg: string) => void
 }
 
 export function readApiOptionsFromEnv(): ReadApiOptions {
   return {
-    serverUrl: benchEnv.serverUrl,
+    ...benchOptionsFromEnv('read-api'),
     prompts: count('BENCH_API_PROMPTS', 500_000),
     seedPrompts: count('BENCH_API_SEED_PROMPTS', 10_000),
     durationS: setting('BENCH_API_DURATION_S', 10),
     connections: Math.round(setting('BENCH_API_CONNECTIONS', 50)),
     rate: Math.round(setting('BENCH_API_RATE', 1000)),
     reuseUrl: process.env.BENCH_API_DATABASE_URL || undefined,
-    log: (m) => console.log(`[read-api] ${m}`),
   }
 }
 
@@ -57,14 +55,11 @@ function isAgentFilter(uri: string): boolean {
 
 export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
   const log = o.log ?? (() => {})
-  const startedAt = new Date().toISOString()
-  const t0 = performance.now()
+  const run = startScenario()
+  const { rows, checks, details } = run
   const db = o.reuseUrl
     ? { url: o.reuseUrl, drop: async () => {} }
     : await createTempDatabase(o.serverUrl, 'read')
-  const rows: Row[] = []
-  const checks: Check[] = []
-  const details: Record<string, unknown> = {}
   try {
     if (!o.reuseUrl) {
       const rt = await openBenchRuntime({ kind: 'postgres', url: db.url })
@@ -155,22 +150,16 @@ export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
   } finally {
     await db.drop()
   }
-  return {
+  return scenarioResult(run, o, {
     scenario: 'read-api',
     title: `Read API at ${o.prompts.toLocaleString('en-US')} prompts`,
-    startedAt,
-    durationS: (performance.now() - t0) / 1000,
-    machine: await machineInfo(o.serverUrl),
     params: { ...o, log: undefined, reuseUrl: undefined, contentBytes: benchEnv.contentBytes },
-    rows,
-    checks,
-    details,
     notes: [
       `autocannon in the benchmark process, ${o.connections} connections, ${o.durationS} s per measurement; the API (\`prompt-appview serve\`), Postgres and autocannon share the machine`,
       'lookups are visible prompts (full record in the answer), picked uniformly from a 5% sample or by Zipf rank (s = 1) over it; list pages mix every flag filter, did and agent filters, first pages and cursors up to 4 pages deep',
       `"plain" is a Fastify + postgres.js server running one indexed SELECT per request with no features (bench/lib/plain-server.ts); "bare" answers a constant. "paced" sends one request every ${(1000 / o.rate).toFixed(1)} ms over ${o.connections} keep-alive connections and times each from when it was due`,
     ],
-  }
+  })
 }
 
 if (isMain(import.meta.url)) await runAsMain(() => runReadApi(readApiOptionsFromEnv()))
