@@ -3,9 +3,9 @@ import type { FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { applyBatch } from '../../src/indexer/apply.ts'
-import { createTestDatabase, usingPostgres } from '../helpers/db.ts'
+import { usingPostgres } from '../helpers/db.ts'
 import { NSIDS, World } from '../helpers/events.ts'
-import { ALICE, CAROL, makeApp, promptUri, type Seeded, seed } from './fixtures.ts'
+import { ALICE, CAROL, makeApp, promptUri, type Seeded, useSeededApp } from './fixtures.ts'
 
 interface Line {
   seq: number
@@ -22,17 +22,15 @@ let app: FastifyInstance
 let chunky: FastifyInstance
 let s: Seeded
 
+useSeededApp({}, (x) => {
+  ;({ db, app, s } = x)
+})
 beforeAll(async () => {
-  db = await createTestDatabase()
-  s = await seed(db)
-  app = await makeApp(db)
   // Three rows per query: every answer below crosses several chunks.
   chunky = await makeApp(db, {}, { changesPageSize: 3 })
 })
 afterAll(async () => {
-  await app?.close()
   await chunky?.close()
-  await db?.close()
 })
 
 async function read(a: FastifyInstance, query: string): Promise<Line[]> {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { NSIDS } from '../helpers/events.ts'
+import { FLAG_NAMES } from '../helpers/reference-model.ts'
 import {
   AGENT_RKEY,
   ALICE,
@@ -78,18 +79,7 @@ describe('revisions, conversations, agents, stats', () => {
     expect(r.body.uri).toBe(agentUri(ALICE, AGENT_RKEY))
     expect(r.body.agent).toMatchObject({ $type: NSIDS.agent, system: 'template v1' })
     const p = r.body.prompts
-    expect(Object.keys(p).sort()).toEqual(
-      [
-        'total',
-        'orphaned',
-        'mismatched',
-        'staleTemplate',
-        'staleMemory',
-        'coreMemoryDetached',
-        'invalid',
-        'ok',
-      ].sort(),
-    )
+    expect(Object.keys(p).sort()).toEqual(['total', ...FLAG_NAMES, 'ok'].sort())
     expect(p.total).toBe(15)
     expect(p.orphaned).toBe(1)
     expect(p.coreMemoryDetached).toBe(1)

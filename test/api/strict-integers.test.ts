@@ -1,26 +1,16 @@
 import type { FastifyInstance } from 'fastify'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { strictInteger } from '../../src/api/params.ts'
-import type { Database } from '../../src/db/client.ts'
-import { createTestDatabase } from '../helpers/db.ts'
-import { ALICE, makeApp, type Seeded, seed } from './fixtures.ts'
+import { ALICE, type Seeded, useSeededApp } from './fixtures.ts'
 
 // SPEC 6: a malformed limit (or since) is a 400. Ajv's type coercion used to turn `0x10`
 // into 16, `1e2` into 100 and `+5` into 5. Integers in a query string are plain decimal
 // digits, without leading zeros: one spelling per number.
 
-let db: Database
 let app: FastifyInstance
 let s: Seeded
-
-beforeAll(async () => {
-  db = await createTestDatabase()
-  s = await seed(db)
-  app = await makeApp(db)
-})
-afterAll(async () => {
-  await app?.close()
-  await db?.close()
+useSeededApp({}, (x) => {
+  ;({ app, s } = x)
 })
 
 // As they appear in the URL: %2B is a literal '+', a bare '+' is a space.

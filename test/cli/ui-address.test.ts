@@ -25,33 +25,32 @@ async function expectUi(url: string): Promise<void> {
 }
 
 describe('the UI address is printed', () => {
-  it('by `run` with the sample replay (npm start)', async () => {
-    const cli = await startServing(['run', '--source', 'replay', '--replay-file', SAMPLE], {
-      DATA_DIR: join(dir, 'start'),
-      DATABASE_URL: '',
-    })
-    try {
-      const url = await printedUi(cli, /browse UI at (http:\/\/127\.0\.0\.1:\d+\/)/)
-      expect(url).toBe(`${cli.url}/`)
-      await expectUi(url)
-    } finally {
-      cli.child.kill('SIGTERM')
-      await cli.exited
-    }
-  }, 120_000)
-
-  it('by `demo` (npm run demo)', async () => {
-    const cli = await startServing(['demo', '--rate', '50', '--dids', '5'], { DATABASE_URL: '' })
-    try {
-      const url = await printedUi(
-        cli,
-        /demo running: open (http:\/\/127\.0\.0\.1:\d+\/) in a browser/,
-      )
-      expect(url).toBe(`${cli.url}/`)
-      await expectUi(url)
-    } finally {
-      cli.child.kill('SIGTERM')
-      await cli.exited
-    }
-  }, 120_000)
+  it.each<{ name: string; args: string[]; env: Record<string, string>; printed: RegExp }>([
+    {
+      name: 'by `run` with the sample replay (npm start)',
+      args: ['run', '--source', 'replay', '--replay-file', SAMPLE],
+      env: { DATA_DIR: join(dir, 'start'), DATABASE_URL: '' },
+      printed: /browse UI at (http:\/\/127\.0\.0\.1:\d+\/)/,
+    },
+    {
+      name: 'by `demo` (npm run demo)',
+      args: ['demo', '--rate', '50', '--dids', '5'],
+      env: { DATABASE_URL: '' },
+      printed: /demo running: open (http:\/\/127\.0\.0\.1:\d+\/) in a browser/,
+    },
+  ])(
+    '$name',
+    async ({ args, env, printed }) => {
+      const cli = await startServing(args, env)
+      try {
+        const url = await printedUi(cli, printed)
+        expect(url).toBe(`${cli.url}/`)
+        await expectUi(url)
+      } finally {
+        cli.child.kill('SIGTERM')
+        await cli.exited
+      }
+    },
+    120_000,
+  )
 })

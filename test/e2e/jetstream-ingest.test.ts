@@ -2,19 +2,18 @@ import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { getCursor } from '../../src/db/read/stats.ts'
-import { createGenerator, type JetstreamEvent } from '../../src/demo/generator.ts'
+import type { JetstreamEvent } from '../../src/demo/generator.ts'
 import {
   type JetstreamJson,
   type JetstreamServer,
   startJetstreamServer,
 } from '../../src/demo/jetstream-server.ts'
-import { IngestPipeline } from '../../src/indexer/pipeline.ts'
-import { createJetstreamSource } from '../../src/ingest/jetstream.ts'
 import { waitFor } from '../helpers/cli.ts'
-import { testContext } from '../helpers/context.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { NSIDS } from '../helpers/events.ts'
+import { startIndexer as startWireIndexer } from '../helpers/jetstream-v2-indexer.ts'
 import { createReferenceModel } from '../helpers/reference-model.ts'
+import { testTraffic } from '../helpers/traffic.ts'
 
 // Jetstream → pipeline → database, through a local Jetstream that drops connections
 // mid-stream, and an indexer that is stopped and started again: no gap, nothing counted
@@ -26,13 +25,7 @@ let events: JetstreamEvent[]
 
 beforeAll(async () => {
   db = await createTestDatabase()
-  const gen = createGenerator({
-    seed: 11,
-    dids: 10,
-    contentBytes: { min: 1024, max: 2048 },
-    realCids: false,
-    startTimeUs: Date.now() * 1000 - 60_000_000,
-  })
+  const gen = testTraffic({ seed: 11, dids: 10, agoSeconds: 60 })
   events = gen.generate(3000)
   server = await startJetstreamServer()
 })
@@ -41,44 +34,8 @@ afterAll(async () => {
   await db?.close()
 })
 
-function startIndexer() {
-  const ctx = testContext(db)
-  const source = createJetstreamSource({
-    url: server.url,
-    wantedCollections: ['xyz.quasigod.lab.letta.*'],
-    collections: Object.values(NSIDS),
-    rewindSeconds: 1,
-    logger: ctx.logger,
-    metrics: ctx.metrics,
-    verifyHandle: async (_did, claimed) => claimed,
-    backoffBaseMs: 20,
-    backoffMaxMs: 100,
-  })
-  const pipeline = new IngestPipeline(ctx, {
-    source: 'jetstream',
-    key: source.key,
-    batchSize: 100,
-    batchDelayMs: 5,
-    queueSize: 300,
-    cursorIntervalMs: 50,
-  })
-  const abort = new AbortController()
-  const done = (async () => {
-    const start = await getCursor(db, 'jetstream', source.key)
-    const writer = pipeline.run()
-    await source.run(pipeline, start, abort.signal).finally(() => pipeline.stop())
-    await writer
-  })()
-  return {
-    ctx,
-    pipeline,
-    source,
-    stop: async () => {
-      abort.abort()
-      await done
-    },
-  }
-}
+const startIndexer = () =>
+  startWireIndexer(db, 'v1', server.url, { verifyHandle: async (_did, claimed) => claimed })
 
 const lastTime = (upTo: number) => events[upTo - 1].time_us
 

@@ -1,12 +1,12 @@
 import { sql } from 'drizzle-orm'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import {
   type JetstreamV2Server,
   startJetstreamV2Server,
 } from '../../src/demo/jetstream-v2-server.ts'
 import { waitFor } from '../helpers/cli.ts'
-import { createTestDatabase } from '../helpers/db.ts'
+import { createTestDatabase, emptyDatabase } from '../helpers/db.ts'
 import { account, commit, DID, identity, T0, tid } from '../helpers/jetstream-json.ts'
 import { changeRows, recordRows, startIndexer } from '../helpers/jetstream-v2-indexer.ts'
 
@@ -16,14 +16,19 @@ import { changeRows, recordRows, startIndexer } from '../helpers/jetstream-v2-in
 let db: Database
 let server: JetstreamV2Server
 const stops: Array<() => Promise<void>> = []
-beforeEach(async () => {
+// One database for the file, emptied before each test: as good as a fresh one, without
+// migrating it again each time.
+beforeAll(async () => {
   db = await createTestDatabase()
+})
+afterAll(async () => db?.close())
+beforeEach(async () => {
+  await emptyDatabase(db)
   server = await startJetstreamV2Server()
 })
 afterEach(async () => {
   for (const s of stops.splice(0).reverse()) await s()
   await server.close()
-  await db.close()
 })
 
 function indexer(wire: 'v1' | 'v2' = 'v2') {

@@ -6,17 +6,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { getCursor } from '../../src/db/read/stats.ts'
 import { applyBatch } from '../../src/indexer/apply.ts'
-import { countOutcomes, IngestPipeline } from '../../src/indexer/pipeline.ts'
+import { countOutcomes } from '../../src/indexer/pipeline.ts'
 import { runBackfill } from '../../src/ingest/backfill.ts'
-import { createSource, resolverFor } from '../../src/ingest/create-source.ts'
+import { resolverFor } from '../../src/ingest/create-source.ts'
 import { startCli, startServing, waitFor } from '../helpers/cli.ts'
-import { testContext } from '../helpers/context.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { indexerDeps, NSIDS, sha256 } from '../helpers/events.ts'
 import { getPrompt } from '../helpers/get-prompt.ts'
 import { AGENT, CONVERSATION, PROMPT } from '../helpers/ingest-kit.ts'
 import { agentRecord, conversationRecord, promptRecord } from '../helpers/letta-records.ts'
 import { startNetwork, type TestAccount, type TestNetwork } from '../helpers/network.ts'
+import { startIngest } from '../helpers/sync-rig.ts'
 
 // The reference PDS (in-process, SQLite) and PLC (in memory) produce a genuine signed
 // firehose and getRepo CARs. Live ingestion of the verified firehose and a backfill of the
@@ -170,32 +170,16 @@ async function visible(db: Database) {
 describe('against the reference PDS', () => {
   it('live firehose ingestion, then a backfill from scratch, agree', async () => {
     await writeHistory()
-    // The production wiring: the firehose source the configuration names.
-    const ctx = testContext(live, {
-      SOURCE: 'firehose',
-      RELAY_URL: net.pdsUrl,
-      PLC_URL: net.plcUrl,
-      ALLOW_PRIVATE_NETWORK: 'true',
-    })
-    const { source } = createSource(ctx)
+    // The production wiring: the firehose source the configuration names, from the start of
+    // the PDS's log (a fresh index normally starts at the tip and backfills).
+    const rig = startIngest(live, net, net.pdsUrl, 0)
+    const { ctx } = rig
     const resolver = resolverFor(ctx.config)
-    const pipeline = new IngestPipeline(ctx, {
-      source: 'firehose',
-      key: source.key,
-      batchSize: 50,
-      batchDelayMs: 5,
-      queueSize: 200,
-      cursorIntervalMs: 20,
-    })
-    const abort = new AbortController()
-    const writer = pipeline.run()
-    // From the start of the PDS's log (a fresh index normally starts at the tip and backfills).
-    const reader = source.run(pipeline, 0, abort.signal).finally(() => pipeline.stop())
 
     const seq = await net.currentSeq()
     await waitFor(
       'the firehose to catch up',
-      async () => ((await getCursor(live, 'firehose', source.key)) ?? 0) >= seq,
+      async () => ((await getCursor(live, 'firehose', rig.key)) ?? 0) >= seq,
     )
     const p1 = await getPrompt(live, NSIDS, alice.did, rkeys.p1)
     expect(p1?.flags).toEqual(['staleTemplate'])
@@ -219,9 +203,7 @@ describe('against the reference PDS', () => {
       'the takedown to hide bob',
       async () => (await getPrompt(live, NSIDS, bob.did, rkeys.bob)) === null,
     )
-    abort.abort()
-    await reader
-    await writer
+    await rig.stop()
 
     const fresh = await createTestDatabase()
     try {

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { type Database, openDatabase } from '../../src/db/client.ts'
 
@@ -32,3 +33,17 @@ export async function createTestDatabase(): Promise<Database> {
 }
 
 export const usingPostgres = (): boolean => Boolean(process.env.TEST_DATABASE_URL)
+
+/**
+ * Empties every table of a migrated test database and restarts its sequences: the state of
+ * a fresh one (the migrations insert no rows), without migrating again, which costs seconds
+ * on PGlite. For files whose tests each want an empty database.
+ */
+export async function emptyDatabase(db: Database): Promise<void> {
+  const tables = await db.rows<{ name: string }>(sql`SELECT quote_ident(tablename) AS name
+    FROM pg_tables WHERE schemaname = 'public'`)
+  if (tables.length === 0) return
+  await db.rows(
+    sql.raw(`TRUNCATE ${tables.map((t) => t.name).join(', ')} RESTART IDENTITY CASCADE`),
+  )
+}

@@ -1,13 +1,7 @@
-import type { AddressInfo } from 'node:net'
 import { cborDecodeMulti, cborEncode } from '@atproto/common'
-import WebSocket, { WebSocketServer } from 'ws'
+import { type RelayProxy, startRelayProxy } from './ws-proxy.ts'
 
-export interface HostileRelay {
-  url: string
-  /** The `cursor` query parameter of each connection, in order ('' when absent). */
-  cursors: string[]
-  close(): Promise<void>
-}
+export type HostileRelay = Omit<RelayProxy, 'broadcast'>
 
 /** What to change in the frame of a given upstream seq: its seq, its time. */
 export type FrameRewrite = Map<number, { seq?: number; time?: string }>
@@ -21,28 +15,12 @@ export async function startHostileRelay(
   upstream: string,
   rewrite: FrameRewrite,
 ): Promise<HostileRelay> {
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
-  await new Promise<void>((r) => wss.once('listening', () => r()))
-  const cursors: string[] = []
-  wss.on('connection', (client, req) => {
-    const path = req.url ?? '/'
-    cursors.push(new URL(path, 'ws://x').searchParams.get('cursor') ?? '')
-    const up = new WebSocket(new URL(path, upstream))
-    up.on('message', (data: Buffer) => client.send(rewriteFrame(data, rewrite), { binary: true }))
-    up.on('close', () => client.close())
-    up.on('error', () => client.terminate())
-    client.on('close', () => up.terminate())
-  })
-  const { port } = wss.address() as AddressInfo
-  return {
-    url: `ws://127.0.0.1:${port}`,
-    cursors,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const c of wss.clients) c.terminate()
-        wss.close(() => resolve())
-      }),
-  }
+  return startRelayProxy(
+    upstream,
+    ({ client }) =>
+      (data) =>
+        client.send(rewriteFrame(data, rewrite), { binary: true }),
+  )
 }
 
 function rewriteFrame(data: Buffer, rewrite: FrameRewrite): Buffer {

@@ -26,7 +26,7 @@ export function startIndexer(
     collections: Object.values(NSIDS),
     logger: ctx.logger,
     metrics: ctx.metrics,
-    verifyHandle: async () => null,
+    verifyHandle: o.verifyHandle ?? (async () => null),
     backoffBaseMs: 20,
     backoffMaxMs: 100,
   }

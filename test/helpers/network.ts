@@ -1,11 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { AtpAgent } from '@atproto/api'
 import { Secp256k1Keypair } from '@atproto/crypto'
 import { PDS } from '@atproto/pds'
 import * as plc from '@did-plc/server'
+import { freePort } from '../../bench/lib/child.ts'
 
 // An offline atproto network for tests: a PLC directory in memory and the reference PDS,
 // both in this process on loopback, the way @atproto/dev-env starts them.
@@ -40,19 +40,6 @@ export interface TestNetwork {
   close(): Promise<void>
 }
 
-// The PDS bakes its own URL into DID documents, so its port must be known before it starts.
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address()
-      const port = typeof addr === 'object' && addr ? addr.port : 0
-      srv.close(() => resolve(port))
-    })
-  })
-}
-
 export async function startNetwork(): Promise<TestNetwork> {
   const plcServer = plc.PlcServer.create({ db: plc.Database.mock() })
   const plcListener = await plcServer.start()
@@ -64,6 +51,7 @@ export async function startNetwork(): Promise<TestNetwork> {
   const rotationKey = await Secp256k1Keypair.create({ exportable: true })
   const rotationHex = Buffer.from(await rotationKey.export()).toString('hex')
   const recoveryKey = await Secp256k1Keypair.create()
+  // The PDS bakes its own URL into DID documents, so its port must be known before it starts.
   const port = await freePort()
   const pdsUrl = `http://localhost:${port}`
 

@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process'
 import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
+import { freePort } from '../../bench/lib/child.ts'
 
 // A private, throwaway PostgreSQL cluster (initdb + pg_ctl from `pg_config --bindir`) in a
 // temp dir on a free port, so a test can stop it with `-m immediate` mid-write without
@@ -24,17 +24,6 @@ export interface PgCluster {
 async function binDir(): Promise<string> {
   const { stdout } = await run('pg_config', ['--bindir'])
   return stdout.trim()
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number }
-      s.close(() => resolve(port))
-    })
-  })
 }
 
 const asRoot = userInfo().uid === 0

@@ -3,10 +3,10 @@
 // (scripts/ci-system-deps.sh installs Debian's package).
 import { execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { freePort } from '../../bench/lib/child.ts'
 
 export { dashboardTargets } from './promql.ts'
 
@@ -33,18 +33,6 @@ export function requireBinary(name: 'prometheus' | 'promtool'): string {
     )
   }
   return path
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer()
-    srv.once('error', fail)
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address()
-      const port = typeof addr === 'object' && addr ? addr.port : 0
-      srv.close(() => ok(port))
-    })
-  })
 }
 
 export interface PrometheusOptions {

@@ -15,6 +15,8 @@ import type { TestAccount, TestNetwork } from './network.ts'
 
 export interface Rig {
   ctx: AppContext
+  /** The source's cursor key. */
+  key: string
   stop(): Promise<void>
 }
 
@@ -44,6 +46,7 @@ export function startIngest(
   const reader = source.run(pipeline, cursor, abort.signal).finally(() => pipeline.stop())
   return {
     ctx,
+    key: source.key,
     async stop() {
       abort.abort()
       await reader

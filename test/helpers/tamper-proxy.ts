@@ -1,6 +1,5 @@
-import type { AddressInfo } from 'node:net'
 import { cborDecodeMulti, cborEncode } from '@atproto/common'
-import WebSocket, { WebSocketServer } from 'ws'
+import { startRelayProxy } from './ws-proxy.ts'
 
 // A relay in front of the reference PDS that misbehaves on request, the way the indigo relay
 // passes broken commits through: it can drop a frame, send it twice, rewrite its body
@@ -40,47 +39,32 @@ export function decodeFrame(raw: Buffer): DecodedFrame {
 }
 
 export async function startTamperProxy(upstream: string): Promise<TamperProxy> {
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
-  await new Promise<void>((r) => wss.once('listening', () => r()))
   const rules: Array<TamperRule & { done: (f: DecodedFrame) => void }> = []
   const seen: DecodedFrame[] = []
-  wss.on('connection', (client, req) => {
-    const up = new WebSocket(new URL(req.url ?? '/', upstream))
-    up.on('message', (data: Buffer) => {
-      const f = decodeFrame(data)
-      const i = rules.findIndex((r) => r.match(f))
-      const rule = i >= 0 ? rules.splice(i, 1)[0] : null
-      let out: Buffer[] = [data]
-      if (rule?.action === 'drop') out = []
-      else if (rule?.action === 'twice') out = [data, data]
-      else if (rule) {
-        rule.action.rewrite(f.body)
-        out = [Buffer.concat([cborEncode(f.header), cborEncode(f.body)])]
-      }
-      rule?.done(f)
-      seen.push(f)
-      if (seen.length > 1000) seen.shift()
-      for (const o of out) client.send(o, { binary: true })
-    })
-    up.on('close', () => client.close())
-    up.on('error', () => client.terminate())
-    client.on('close', () => up.terminate())
+  const proxy = await startRelayProxy(upstream, ({ client }) => (data) => {
+    const f = decodeFrame(data)
+    const i = rules.findIndex((r) => r.match(f))
+    const rule = i >= 0 ? rules.splice(i, 1)[0] : null
+    let out: Buffer[] = [data]
+    if (rule?.action === 'drop') out = []
+    else if (rule?.action === 'twice') out = [data, data]
+    else if (rule) {
+      rule.action.rewrite(f.body)
+      out = [Buffer.concat([cborEncode(f.header), cborEncode(f.body)])]
+    }
+    rule?.done(f)
+    seen.push(f)
+    if (seen.length > 1000) seen.shift()
+    for (const o of out) client.send(o, { binary: true })
   })
-  const port = (wss.address() as AddressInfo).port
   return {
-    url: `ws://127.0.0.1:${port}`,
+    url: proxy.url,
     seen,
     once: (match, action) =>
       new Promise<DecodedFrame>((done) => {
         rules.push({ match, action, done })
       }),
-    inject(raw) {
-      for (const c of wss.clients) c.send(raw, { binary: true })
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const c of wss.clients) c.terminate()
-        wss.close(() => resolve())
-      }),
+    inject: proxy.broadcast,
+    close: proxy.close,
   }
 }

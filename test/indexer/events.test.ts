@@ -1,11 +1,11 @@
 import { sql } from 'drizzle-orm'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { getCursor, getStats } from '../../src/db/read/stats.ts'
 import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
-import { createTestDatabase } from '../helpers/db.ts'
-import { apply, indexerDeps, NSIDS, World } from '../helpers/events.ts'
+import { apply, NSIDS, type World } from '../helpers/events.ts'
 import { getPrompt } from '../helpers/get-prompt.ts'
+import { useIndexerDb } from '../helpers/indexer-db.ts'
 
 const { prompt: P, conversation: C, agent: A } = NSIDS
 let db: Database
@@ -13,17 +13,15 @@ let deps: IndexerDeps
 let w: World
 let n = 0
 let did: string
-
-beforeAll(async () => {
-  db = await createTestDatabase()
-  deps = indexerDeps(db)
-  w = new World()
-})
-afterAll(async () => db?.close())
-beforeEach(() => {
-  n++
-  did = `did:plc:events${n}aaaaaaaaaaaaaaa`
-})
+useIndexerDb(
+  (x) => {
+    ;({ db, deps, w } = x)
+  },
+  (i) => {
+    n = i
+    did = `did:plc:events${n}aaaaaaaaaaaaaaa`
+  },
+)
 
 const changeCount = async () =>
   Number((await db.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM changes`))[0].n)

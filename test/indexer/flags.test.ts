@@ -1,30 +1,25 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import type { IndexerDeps } from '../../src/indexer/apply.ts'
-import { createTestDatabase } from '../helpers/db.ts'
-import { apply, indexerDeps, NSIDS, sha256, World } from '../helpers/events.ts'
+import { apply, NSIDS, sha256, type World } from '../helpers/events.ts'
 import { getPrompt } from '../helpers/get-prompt.ts'
+import { useIndexerDb } from '../helpers/indexer-db.ts'
 
 const { prompt: P, conversation: C, agent: A } = NSIDS
 let db: Database
 let deps: IndexerDeps
 let w: World
-let n = 0
 let did: string
 let other: string
-
-beforeAll(async () => {
-  db = await createTestDatabase()
-  deps = indexerDeps(db)
-  w = new World()
-})
-afterAll(async () => db?.close())
-beforeEach(() => {
-  // Fresh repos per test: tests share one database but never each other's rows.
-  n++
-  did = `did:plc:flags${n}aaaaaaaaaaaaaaaa`
-  other = `did:plc:other${n}aaaaaaaaaaaaaaaa`
-})
+useIndexerDb(
+  (x) => {
+    ;({ db, deps, w } = x)
+  },
+  (n) => {
+    did = `did:plc:flags${n}aaaaaaaaaaaaaaaa`
+    other = `did:plc:other${n}aaaaaaaaaaaaaaaa`
+  },
+)
 
 const flagsOf = async (d: string, rkey: string) => (await getPrompt(db, NSIDS, d, rkey))?.flags
 

@@ -20,6 +20,8 @@ const handleOf = async (did: string) =>
 describe('handles of repos seen for the first time', () => {
   it('are looked up once, in the background, and stored when verified', async () => {
     const w = new World()
+    const conversation = (did: string) =>
+      w.conversation({ did, rkey: w.tid(), record: { $type: NSIDS.conversation } })
     const deps = indexerDeps(db)
     // A local resolver: alice's handle verifies, bob's does not.
     const known: Record<string, string> = { 'did:plc:alicehandleaaaaaaaaaaaa': 'alice.test' }
@@ -31,20 +33,8 @@ describe('handles of repos seen for the first time', () => {
     const first = await applyBatch(
       deps,
       [
-        w.conversation({
-          did: 'did:plc:alicehandleaaaaaaaaaaaa',
-          rkey: w.tid(),
-          record: {
-            $type: NSIDS.conversation,
-          },
-        }),
-        w.conversation({
-          did: 'did:plc:bobhandleaaaaaaaaaaaaa',
-          rkey: w.tid(),
-          record: {
-            $type: NSIDS.conversation,
-          },
-        }),
+        conversation('did:plc:alicehandleaaaaaaaaaaaa'),
+        conversation('did:plc:bobhandleaaaaaaaaaaaaa'),
       ],
       null,
     )
@@ -57,19 +47,7 @@ describe('handles of repos seen for the first time', () => {
     expect(await handleOf('did:plc:alicehandleaaaaaaaaaaaa')).toBe('alice.test')
     expect(await handleOf('did:plc:bobhandleaaaaaaaaaaaaa')).toBeNull()
     // Known repos are not new again.
-    const again = await applyBatch(
-      deps,
-      [
-        w.conversation({
-          did: 'did:plc:alicehandleaaaaaaaaaaaa',
-          rkey: w.tid(),
-          record: {
-            $type: NSIDS.conversation,
-          },
-        }),
-      ],
-      null,
-    )
+    const again = await applyBatch(deps, [conversation('did:plc:alicehandleaaaaaaaaaaaa')], null)
     expect(again.newDids).toEqual([])
     await lookups.stop()
     expect(asked.sort()).toEqual([

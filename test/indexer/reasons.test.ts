@@ -3,13 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { detachedReason } from '../../src/api/flag-reasons.ts'
 import { getPromptView } from '../../src/api/reads.ts'
 import type { Database } from '../../src/db/client.ts'
-import { createGenerator } from '../../src/demo/generator.ts'
 import { applyBatch } from '../../src/indexer/apply.ts'
 import { normalizeJetstreamEvent } from '../../src/ingest/jetstream-event.ts'
 import type { IndexEvent } from '../../src/model/events.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { indexerDeps, NSIDS } from '../helpers/events.ts'
-import { createReferenceModel } from '../helpers/reference-model.ts'
+import { createReferenceModel, FLAG_NAMES } from '../helpers/reference-model.ts'
+import { testTraffic } from '../helpers/traffic.ts'
 
 // `reasons` against the reference model on generated traffic: every visible prompt's
 // reasons have exactly the model's flags as keys, and each sentence names evidence that
@@ -46,12 +46,7 @@ interface Row {
 
 describe('reasons = flags, on the reference model traffic', () => {
   it('names real evidence for every flag of every visible prompt', async () => {
-    const gen = createGenerator({
-      seed: 5,
-      dids: 10,
-      contentBytes: { min: 1024, max: 2048 },
-      realCids: false,
-    })
+    const gen = testTraffic({ seed: 5, dids: 10 })
     const raw = gen.generate(2500)
     const model = createReferenceModel({
       promptNsid: NSIDS.prompt,
@@ -115,15 +110,7 @@ describe('reasons = flags, on the reference model traffic', () => {
       }
     }
     // The traffic exercises every flag, and both staleTemplate rules.
-    for (const flag of [
-      'orphaned',
-      'mismatched',
-      'staleTemplate',
-      'staleMemory',
-      'coreMemoryDetached',
-      'invalid',
-    ])
-      expect(seen.get(flag) ?? 0, flag).toBeGreaterThan(0)
+    for (const flag of FLAG_NAMES) expect(seen.get(flag) ?? 0, flag).toBeGreaterThan(0)
     const rules = new Set(details.map((d) => d.staleTemplateRule).filter(Boolean))
     expect([...rules].sort()).toEqual(['agentHash', 'inferred'])
   }, 120_000)

@@ -1,16 +1,17 @@
 import { readFileSync } from 'node:fs'
 import { sql } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { getStats } from '../../src/db/read/stats.ts'
-import { createGenerator } from '../../src/demo/generator.ts'
 import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
 import { normalizeJetstreamEvent } from '../../src/ingest/jetstream-event.ts'
 import type { IndexEvent } from '../../src/model/events.ts'
 import { flagsToNames } from '../../src/model/flags.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { indexerDeps, NSIDS } from '../helpers/events.ts'
+import { useIndexerDb } from '../helpers/indexer-db.ts'
 import { createReferenceModel } from '../helpers/reference-model.ts'
+import { testTraffic } from '../helpers/traffic.ts'
 
 // The SQL indexer against a deliberately naive in-memory model of SPEC section 3, on
 // generated traffic cut into batches of random sizes: same visible state, same flags.
@@ -66,11 +67,9 @@ const byKey = <T extends { did: string; rkey: string }>(xs: T[]) =>
 
 let db: Database
 let deps: IndexerDeps
-beforeAll(async () => {
-  db = await createTestDatabase()
-  deps = indexerDeps(db)
+useIndexerDb((x) => {
+  ;({ db, deps } = x)
 })
-afterAll(async () => db?.close())
 
 describe('indexer = reference model', () => {
   it('on the sample file, with the README figures', async () => {
@@ -104,12 +103,7 @@ describe('indexer = reference model', () => {
       const fresh = await createTestDatabase()
       const d = indexerDeps(fresh)
       try {
-        const gen = createGenerator({
-          seed,
-          dids: 12,
-          contentBytes: { min: 1024, max: 2048 },
-          realCids: false,
-        })
+        const gen = testTraffic({ seed, dids: 12 })
         const raw = gen.generate(2500)
         const model = createReferenceModel(MODEL_NSIDS)
         for (const e of raw) model.apply(e)

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import type { IndexerDeps } from '../../src/indexer/apply.ts'
 import { datetimeToMicros, PromptValidator } from '../../src/model/prompt-record.ts'
-import { createTestDatabase } from '../helpers/db.ts'
-import { apply, indexerDeps, NSIDS, World } from '../helpers/events.ts'
+import { apply, NSIDS, World } from '../helpers/events.ts'
 import { getPrompt } from '../helpers/get-prompt.ts'
+import { useIndexerDb } from '../helpers/indexer-db.ts'
 
 const validator = new PromptValidator(NSIDS.prompt)
 const w = new World()
@@ -120,11 +120,9 @@ describe('datetimes compare as instants below the millisecond', () => {
 describe('invalid prompts are stored, flagged and served, never dropped', () => {
   let db: Database
   let deps: IndexerDeps
-  beforeAll(async () => {
-    db = await createTestDatabase()
-    deps = indexerDeps(db)
+  useIndexerDb((x) => {
+    ;({ db, deps } = x)
   })
-  afterAll(async () => db?.close())
 
   it('stores the record with its validationError and computes the other flags', async () => {
     const r = w.tid()

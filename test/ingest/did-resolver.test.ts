@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { Secp256k1Keypair } from '@atproto/crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createDidResolver, createLimiter } from '../../src/ingest/did-resolver.ts'
+import { concurrencyProbe } from '../helpers/concurrency.ts'
 import { counterValue, testMetrics } from '../helpers/ingest-kit.ts'
 
 // A stand-in PLC directory that counts requests and can be slowed down or broken, to see
@@ -151,17 +152,10 @@ describe('DID resolver', () => {
 describe('limiter', () => {
   it('never runs more than its maximum, even with callers arriving as slots free up', async () => {
     const limit = createLimiter(2)
-    let active = 0
-    let peak = 0
-    const task = async () => {
-      active++
-      peak = Math.max(peak, active)
-      await new Promise((r) => setTimeout(r, 1))
-      active--
-    }
-    const waves = Array.from({ length: 10 }, () => limit(task).then(() => limit(task)))
+    const probe = concurrencyProbe(1)
+    const waves = Array.from({ length: 10 }, () => limit(probe.task).then(() => limit(probe.task)))
     await Promise.all(waves)
-    expect(peak).toBe(2)
+    expect(probe.peak).toBe(2)
   })
 })
 

@@ -30,13 +30,12 @@ let baseline: SourceItem[]
 let baselineMetrics: ReturnType<typeof testMetrics>
 let expected: ExpectedCommit[]
 
-async function runUntilSeq(
+/** A firehose source on the test network's PDS, with `metrics` (fresh ones by default). */
+function firehoseSource(
+  metrics: ReturnType<typeof testMetrics>,
   over: Partial<FirehoseSourceOptions> = {},
-  start: number | null = 0,
-  delayMs = 0,
 ) {
-  const metrics = over.metrics ?? testMetrics()
-  const source = createFirehoseSource({
+  return createFirehoseSource({
     url: net.pdsUrl,
     collections: COLLECTIONS,
     resolver,
@@ -46,6 +45,15 @@ async function runUntilSeq(
     allowPrivateNetwork: true,
     ...over,
   })
+}
+
+async function runUntilSeq(
+  over: Partial<FirehoseSourceOptions> = {},
+  start: number | null = 0,
+  delayMs = 0,
+) {
+  const metrics = over.metrics ?? testMetrics()
+  const source = firehoseSource(metrics, over)
   const sink = collectingSink(delayMs)
   const ac = new AbortController()
   const run = source.run(sink, start, ac.signal)
@@ -210,16 +218,7 @@ describe('firehose source against the reference PDS', () => {
 
   it('restarts at the live tip when its cursor is ahead of the upstream (FutureCursor)', async () => {
     const metrics = testMetrics()
-    const source = createFirehoseSource({
-      url: net.pdsUrl,
-      collections: COLLECTIONS,
-      resolver,
-      verifyHandle,
-      logger: silentLogger(),
-      metrics,
-      allowPrivateNetwork: true,
-      reconnectMinMs: 10,
-    })
+    const source = firehoseSource(metrics, { reconnectMinMs: 10 })
     const sink = collectingSink()
     const ac = new AbortController()
     const run = source.run(sink, 1_000_000_000, ac.signal)

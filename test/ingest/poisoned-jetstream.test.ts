@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Runtime, startIngest } from '../../src/cli/runtime.ts'
 import type { Database } from '../../src/db/client.ts'
 import { getStats } from '../../src/db/read/stats.ts'
-import { createGenerator, type JetstreamEvent } from '../../src/demo/generator.ts'
+import type { JetstreamEvent } from '../../src/demo/generator.ts'
 import {
   type JetstreamJson,
   type JetstreamServer,
@@ -18,6 +18,7 @@ import {
   storedCursor,
   testRuntime,
 } from '../helpers/restart-kit.ts'
+import { testTraffic } from '../helpers/traffic.ts'
 
 // Jetstream v1 with the issue's frame: `{"did":"not-a-did","time_us":9007199254740991}`
 // used to become the cursor; after a restart the indexer asked Jetstream for events after
@@ -30,13 +31,7 @@ const dbs: Database[] = []
 const servers: JetstreamServer[] = []
 
 beforeAll(() => {
-  const gen = createGenerator({
-    seed: 12,
-    dids: 6,
-    contentBytes: { min: 1024, max: 2048 },
-    realCids: false,
-    startTimeUs: Date.now() * 1000 - 600_000_000,
-  })
+  const gen = testTraffic({ seed: 12, dids: 6, agoSeconds: 600 })
   events = gen.generate(250)
   const json = events as unknown as JetstreamJson[]
   frames = [

@@ -5,7 +5,7 @@ import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { getStats } from '../../src/db/read/stats.ts'
-import { createGenerator, type JetstreamEvent } from '../../src/demo/generator.ts'
+import type { JetstreamEvent } from '../../src/demo/generator.ts'
 import { createReplaySource } from '../../src/ingest/replay.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { NSIDS } from '../helpers/events.ts'
@@ -13,10 +13,12 @@ import {
   expectSameEndState,
   ingestToEnd,
   refusals,
+  type StateDigest,
   stateDigest,
   storedCursor,
   testRuntime,
 } from '../helpers/restart-kit.ts'
+import { testTraffic } from '../helpers/traffic.ts'
 
 // The issue's reproduction: one refused replay line whose time_us is the largest safe
 // integer used to become the stored cursor, so a restart skipped every later line and the
@@ -39,13 +41,7 @@ async function freshDb(): Promise<Database> {
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'poisoned-replay-'))
-  const gen = createGenerator({
-    seed: 9,
-    dids: 6,
-    contentBytes: { min: 1024, max: 2048 },
-    realCids: false,
-    startTimeUs: Date.now() * 1000 - 600_000_000,
-  })
+  const gen = testTraffic({ seed: 9, dids: 6, agoSeconds: 600 })
   events = gen.generate(160)
   const good = events.map((e) => JSON.stringify(e))
   const firstPrompt = events.find(
@@ -80,13 +76,19 @@ const replay = (rt: ReturnType<typeof testRuntime>, file: string) =>
     metrics: rt.ctx.metrics,
   })
 
+/** The reference run: all of `file`, one event per batch, in a database of its own. */
+async function referenceRun(file: string): Promise<StateDigest> {
+  const db = await freshDb()
+  const rt = testRuntime(db, { BATCH_SIZE: '1' })
+  await ingestToEnd(rt, replay(rt, file))
+  return stateDigest(db)
+}
+
 describe('a poisoned replay line', () => {
   it('never becomes the cursor: a restart after it loses nothing, and the lag stays truthful', async () => {
     const whole = join(dir, 'whole.ndjson')
     await writeFile(whole, `${lines.join('\n')}\n`)
-    const dbA = await freshDb()
-    const rtA = testRuntime(dbA, { BATCH_SIZE: '1' })
-    await ingestToEnd(rtA, replay(rtA, whole))
+    const reference = await referenceRun(whole)
 
     // The same file, read up to line `cut`, stopped, then read to the end after a restart.
     const file = join(dir, 'restarted.ndjson')
@@ -105,7 +107,7 @@ describe('a poisoned replay line', () => {
     await writeFile(file, `${lines.join('\n')}\n`)
     const rt2 = testRuntime(dbB)
     await ingestToEnd(rt2, replay(rt2, file))
-    expectSameEndState(await stateDigest(dbB), await stateDigest(dbA))
+    expectSameEndState(await stateDigest(dbB), reference)
     // Every generated event of the restarted run is in: its last prompt, for one.
     const last = events.at(-1)!
     expect(await storedCursor(dbB, 'replay', first.key)).toMatchObject({ cursor: last.time_us })
@@ -119,9 +121,7 @@ describe('a poisoned replay line', () => {
   it('a future cursor stored by an earlier version is refused, counted and reset at start', async () => {
     const file = join(dir, 'stored.ndjson')
     await writeFile(file, `${lines.join('\n')}\n`)
-    const dbA = await freshDb()
-    const rtA = testRuntime(dbA, { BATCH_SIZE: '1' })
-    await ingestToEnd(rtA, replay(rtA, file))
+    const reference = await referenceRun(file)
 
     const dbB = await freshDb()
     await dbB.rows(sql`INSERT INTO ingest_cursors (source, key, cursor, last_event_us, updated_at)
@@ -129,7 +129,7 @@ describe('a poisoned replay line', () => {
     const rt = testRuntime(dbB)
     await ingestToEnd(rt, replay(rt, file))
     expect(await refusals(rt.ctx.metrics, 'replay', 'stored_cursor')).toBe(1)
-    expectSameEndState(await stateDigest(dbB), await stateDigest(dbA))
+    expectSameEndState(await stateDigest(dbB), reference)
     const last = events.at(-1)!.time_us
     expect(await storedCursor(dbB, 'replay', file)).toEqual({ cursor: last, lastEventUs: last })
   }, 240_000)

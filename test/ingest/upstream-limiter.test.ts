@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { UpstreamLimiter } from '../../src/ingest/upstream-limiter.ts'
+import { concurrencyProbe } from '../helpers/concurrency.ts'
 import { testMetrics } from '../helpers/ingest-kit.ts'
 
 // The per-host limiter on its own: concurrency held until the body is read, the host's
@@ -13,27 +14,20 @@ const answer =
 describe('UpstreamLimiter', () => {
   it('holds at most perHost requests to a host at once, each until its body is read', async () => {
     const limiter = new UpstreamLimiter({ perHost: 2 })
-    let active = 0
-    let peak = 0
-    const slowConsume = async () => {
-      active++
-      peak = Math.max(peak, active)
-      await new Promise((r) => setTimeout(r, 30))
-      active--
-    }
+    const probe = concurrencyProbe(30)
     const a = new URL('http://a.example/x')
     const b = new URL('http://b.example/x')
     let bDone = 0
     const runs = Array.from({ length: 6 }, () =>
-      limiter.run({ url: a, endpoint: 'm' }, answer(200), slowConsume),
+      limiter.run({ url: a, endpoint: 'm' }, answer(200), probe.task),
     )
     // Another host is not queued behind the first one.
     const other = limiter.run({ url: b, endpoint: 'm' }, answer(200), async () => void bDone++)
     await other
     expect(bDone).toBe(1)
-    expect(active).toBeGreaterThan(0)
+    expect(probe.active).toBeGreaterThan(0)
     await Promise.all(runs)
-    expect(peak).toBe(2)
+    expect(probe.peak).toBe(2)
   })
 
   it('ratelimit-remaining 0 with ratelimit-reset holds the next request until the reset', async () => {

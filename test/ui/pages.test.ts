@@ -1,10 +1,17 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
-import { AGENT_RKEY, ALICE, BOB, CAROL, makeApp, type Seeded, seed } from '../api/fixtures.ts'
-import { createTestDatabase } from '../helpers/db.ts'
+import {
+  AGENT_RKEY,
+  ALICE,
+  BOB,
+  CAROL,
+  makeApp,
+  type Seeded,
+  useSeededApp,
+} from '../api/fixtures.ts'
 import { NSIDS } from '../helpers/events.ts'
 
 // The browse UI's pages through Fastify's inject: status codes, headers and what the HTML
@@ -13,14 +20,8 @@ import { NSIDS } from '../helpers/events.ts'
 let db: Database
 let app: FastifyInstance
 let s: Seeded
-beforeAll(async () => {
-  db = await createTestDatabase()
-  s = await seed(db)
-  app = await makeApp(db)
-})
-afterAll(async () => {
-  await app?.close()
-  await db?.close()
+useSeededApp({}, (x) => {
+  ;({ db, app, s } = x)
 })
 
 const page = async (url: string, accept = 'text/html') => {

@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process'
 import { chownSync, existsSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
+import { freePort } from '../../../bench/lib/child.ts'
 import type { ChaosContext } from './context.ts'
 
 // A private Postgres cluster the suite may crash at will: Debian's initdb and pg_ctl
@@ -42,17 +42,6 @@ async function pg(cmd: string, args: string[]): Promise<string> {
       cause: err,
     })
   }
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number }
-      s.close(() => resolve(port))
-    })
-  })
 }
 
 export async function startCluster(ctx: ChaosContext): Promise<Cluster> {

@@ -33,11 +33,12 @@ export function hostileReplayScenario(driver: Driver): Scenario {
           .join(', ')}`,
       )
       const failures: string[] = []
-      const a = await runThrough(ctx, driver, file, h, base.set.lastTimeUs, failures)
+      const trial: Trial = { ctx, driver, file, h, last: base.set.lastTimeUs, failures }
+      const a = await runThrough(trial)
       failures.push(
         ...compareDigests(a, base.fine, base.fine.feed).problems.map((p) => `run A: ${p}`),
       )
-      const b = await killAfterPoison(ctx, driver, file, h, base.set.lastTimeUs, failures)
+      const b = await killAfterPoison(trial)
       const cmp = compareDigests(b, base.fine, base.fine.feed)
       ctx.note(`run B (killed after the poison line, restarted): ${cmp.summary}`)
       failures.push(...cmp.problems.map((p) => `run B: ${p}`))
@@ -64,14 +65,17 @@ function sane(name: string, d: Digest, last: number): string[] {
   return out
 }
 
-async function runThrough(
-  ctx: ChaosContext,
-  driver: Driver,
-  file: string,
-  h: HostileFile,
-  last: number,
-  failures: string[],
-): Promise<Digest> {
+/** What both runs read: the hostile file, its last clean time_us, and where they report. */
+interface Trial {
+  ctx: ChaosContext
+  driver: Driver
+  file: string
+  h: HostileFile
+  last: number
+  failures: string[]
+}
+
+async function runThrough({ ctx, driver, file, h, last, failures }: Trial): Promise<Digest> {
   const db = await freshDb(ctx, driver)
   const p = startCli(replayArgs(file), { ...COMMON_ENV, ...db.env })
   ctx.defer('stop run A', () => void p.kill9())
@@ -94,14 +98,7 @@ async function runThrough(
   return d
 }
 
-async function killAfterPoison(
-  ctx: ChaosContext,
-  driver: Driver,
-  file: string,
-  h: HostileFile,
-  last: number,
-  failures: string[],
-): Promise<Digest> {
+async function killAfterPoison({ ctx, driver, file, h, last, failures }: Trial): Promise<Digest> {
   const db = await freshDb(ctx, driver)
   // Small batches: the kill must land after the poison line and well before the end.
   const env = { ...COMMON_ENV, ...db.env, BATCH_SIZE: '10' }
