@@ -236,6 +236,9 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
   /** One session from the last seq, with the current dictionary when zstd is on. */
   async function connect(sink: Sink, signal: AbortSignal): Promise<SessionEnd> {
     await loadDictionary()
+    // A stop during the dictionary fetch fired before the session listened for it: unchecked,
+    // the session would run until the idle timeout (120 s) with nothing to stop it.
+    if (signal.aborted) return { kind: 'stopped', reason: 'aborted', received: 0 }
     const url = buildV2Url(
       opts.url,
       opts.wantedCollections,

@@ -204,6 +204,29 @@ describe('Jetstream v2 source: dictionary zstd', () => {
     expect(await bytes(t.metrics, 'decoded')).toBe(s.counters.textBytes)
   })
 
+  it('a stop during the dictionary fetch ends the source at once, without opening a session', async () => {
+    const s = await v2Server({ dictionary: DICTIONARY })
+    let fetching!: () => void
+    const fetchStarted = new Promise<void>((resolve) => {
+      fetching = resolve
+    })
+    const t = v2Setup(s.url, {
+      fetch: async (input, init) => {
+        fetching()
+        await new Promise((resolve) => setTimeout(resolve, 200))
+        return fetch(input, init)
+      },
+    })
+    const done = t.start(0)
+    await fetchStarted
+    t.ac.abort()
+    const t0 = Date.now()
+    await done
+    // Before, the session opened after the stop and ran out its 120 s idle timeout.
+    expect(Date.now() - t0).toBeLessThan(5_000)
+    expect(s.requests).toEqual([])
+  })
+
   it('UnknownZstdDictionary: one refetch, then the new dictionary', async () => {
     const s = await v2Server({ dictionary: DICTIONARY })
     const t = v2Setup(s.url)
