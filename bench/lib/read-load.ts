@@ -1,5 +1,6 @@
 import { autocannonLoad } from './http-load.ts'
-import { pacedLoad } from './paced.ts'
+import type { PacedResult } from './paced.ts'
+import { type PacedRun, pacedLoadInChild } from './paced-child.ts'
 
 // The read benchmark's measurements of one server, run the same way against the product,
 // the plain Fastify + postgres.js baseline and the bare constant route, so every ratio
@@ -44,25 +45,44 @@ export interface PathSets {
   lists: string[]
 }
 
+export interface ServerRuns {
+  uniform: Awaited<ReturnType<typeof autocannonLoad>>
+  zipf: Awaited<ReturnType<typeof autocannonLoad>>
+  lists: Awaited<ReturnType<typeof autocannonLoad>>
+  lookupsPaced: PacedResult
+  listsPaced: PacedResult
+}
+
+/** The paced runs with every request's timing and the client's own pauses (read-tail.ts). */
+export interface PacedTraces {
+  lookupsPaced: PacedRun
+  listsPaced: PacedRun
+}
+
 export async function measureServer(
   base: string,
   sets: PathSets,
   o: LoadOptions,
   log: (m: string) => void,
   name: string,
-  /** Gets each paced run's [due epoch ms, latency ms] of every request (read-tail.ts). */
-  traces?: { lookupsPaced: [number, number][]; listsPaced: [number, number][] },
-) {
+): Promise<{ runs: ServerRuns; paced: PacedTraces }> {
   await autocannonLoad(base, sets.uniform, { ...o, durationS: 3 })
   const uniform = await autocannonLoad(base, sets.uniform, o)
   const zipf = await autocannonLoad(base, sets.zipf, o)
   const lists = await autocannonLoad(base, sets.lists, o)
-  const lookupsPaced = await pacedLoad(base, sets.uniform, o, traces?.lookupsPaced)
-  const listsPaced = await pacedLoad(base, sets.lists, o, traces?.listsPaced)
+  const paced = {
+    lookupsPaced: await pacedLoadInChild(base, sets.uniform, o),
+    listsPaced: await pacedLoadInChild(base, sets.lists, o),
+  }
+  const runs = {
+    uniform,
+    zipf,
+    lists,
+    lookupsPaced: paced.lookupsPaced.result,
+    listsPaced: paced.listsPaced.result,
+  }
   log(
-    `${name}: lookups ${uniform.reqPerS.toFixed(0)} (zipf ${zipf.reqPerS.toFixed(0)}) req/s, lists ${lists.reqPerS.toFixed(0)} req/s; paced ${o.rate}/s p99 ${lookupsPaced.p99.toFixed(1)} / ${listsPaced.p99.toFixed(1)} ms`,
+    `${name}: lookups ${uniform.reqPerS.toFixed(0)} (zipf ${zipf.reqPerS.toFixed(0)}) req/s, lists ${lists.reqPerS.toFixed(0)} req/s; paced ${o.rate}/s p99 ${runs.lookupsPaced.p99.toFixed(1)} / ${runs.listsPaced.p99.toFixed(1)} ms`,
   )
-  return { uniform, zipf, lists, lookupsPaced, listsPaced }
+  return { runs, paced }
 }
-
-export type ServerRuns = Awaited<ReturnType<typeof measureServer>>

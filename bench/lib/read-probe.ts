@@ -4,9 +4,8 @@ import { monitorEventLoopDelay, PerformanceObserver, performance } from 'node:pe
 // Preloaded (`node --import`) into a process of the read benchmark when BENCH_PROBE_FILE is
 // set: records each GC pause and each stall of the event loop (a 5 ms timer firing late)
 // with its wall-clock time, and writes them to that file at exit, so the benchmark can say
-// which slow requests fell on a pause of the server. Also loaded in the benchmark's own
-// process (the load generator) through `startProbe`, whose stalls delay requests just as
-// much.
+// which slow requests fell on a pause of the server. Also run in the paced client's process
+// (paced-child.ts) through `startProbe`: its stalls delay requests just as much.
 
 /** [epoch ms at start, duration ms, kind]: V8's gc kinds, 1 minor, 2 major, 4 incremental. */
 export type GcEvent = [number, number, number]

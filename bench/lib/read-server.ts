@@ -2,13 +2,15 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort, type NodeChild, spawnNode, waitForHttp } from './child.ts'
+import type { PacedRun } from './paced-child.ts'
 import { type LoadOptions, measureServer, type PathSets, type ServerRuns } from './read-load.ts'
-import { type ProbeData, startProbe } from './read-probe.ts'
+import type { ProbeData } from './read-probe.ts'
 import { type TailReport, tailReport } from './read-tail.ts'
 
 // One server of the read benchmark in its own process (as a user runs it), probed: GC
-// pauses and event-loop stalls of the server (read-probe.ts, preloaded) and of this
-// process (the load generator), lined up with every paced request (read-tail.ts).
+// pauses and event-loop stalls of the server (read-probe.ts, preloaded) and of the paced
+// client (a process of its own, paced-child.ts), lined up with every paced request
+// (read-tail.ts).
 
 const PROBE = new URL('./read-probe.ts', import.meta.url).pathname
 
@@ -44,13 +46,10 @@ export async function measureChild(
     { ...spec.env, PORT: String(port), BENCH_PROBE_FILE: file },
     { execArgv: ['--import', PROBE, ...spec.execArgv] },
   )
-  const traces = { lookupsPaced: [] as [number, number][], listsPaced: [] as [number, number][] }
   try {
     await waitForHttp(`${base}/readyz`, child)
     await spec.before?.(base)
-    const stopClient = startProbe()
-    const runs = await measureServer(base, sets, o, log, name, traces)
-    const client = stopClient()
+    const { runs, paced } = await measureServer(base, sets, o, log, name)
     const rssMb = child.rssMb()
     await child.stop()
     const server = readProbe(file)
@@ -58,8 +57,8 @@ export async function measureChild(
       runs,
       rssMb,
       tail: {
-        lookupsPaced: tailReport(traces.lookupsPaced, server, client),
-        listsPaced: tailReport(traces.listsPaced, server, client),
+        lookupsPaced: tailOf(paced.lookupsPaced, server),
+        listsPaced: tailOf(paced.listsPaced, server),
       },
       serverDelay: server?.delay ?? null,
     }
@@ -68,6 +67,9 @@ export async function measureChild(
     rmSync(dir, { recursive: true, force: true })
   }
 }
+
+const tailOf = (run: PacedRun, server: ProbeData | null): TailReport =>
+  tailReport(run.trace, server, run.probe)
 
 function readProbe(file: string): ProbeData | null {
   try {
