@@ -21,21 +21,21 @@ export interface PacedRun {
   probe: ProbeData
 }
 
-interface PacedJob {
-  base: string
-  paths: string[]
+/** The pace of a run: what pacedLoad reads of the benchmark's options. */
+interface Pace {
   rate: number
   durationS: number
   connections: number
 }
 
+interface PacedJob extends Pace {
+  base: string
+  paths: string[]
+}
+
 const SELF = fileURLToPath(import.meta.url)
 
-export async function pacedLoadInChild(
-  base: string,
-  paths: string[],
-  o: { rate: number; durationS: number; connections: number },
-): Promise<PacedRun> {
+export async function pacedLoadInChild(base: string, paths: string[], o: Pace): Promise<PacedRun> {
   const dir = mkdtempSync(join(tmpdir(), 'paced-'))
   const job = join(dir, 'job.json')
   const out = join(dir, 'run.json')
@@ -53,15 +53,7 @@ export async function pacedLoadInChild(
   }
 }
 
-const pick = ({
-  rate,
-  durationS,
-  connections,
-}: PacedJob | Parameters<typeof pacedLoadInChild>[2]) => ({
-  rate,
-  durationS,
-  connections,
-})
+const pick = ({ rate, durationS, connections }: Pace): Pace => ({ rate, durationS, connections })
 
 async function runJob(jobFile: string, outFile: string): Promise<void> {
   const job = JSON.parse(readFileSync(jobFile, 'utf8')) as PacedJob
