@@ -11,17 +11,23 @@ const TTL_MS = 30_000
 /** Entries live 15 to 30 s, so those filled together do not all expire together. */
 const TTL_JITTER = 0.5
 
+/** The cache and what brings it up to date with the change log (change-watch.ts). */
+export interface Answers {
+  readonly cache: AnswerCache
+  /** Polls the change log (or joins the poll under way); resolves once it is applied. */
+  readonly revalidate: () => Promise<void>
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
-    answers: AnswerCache
+    answers: Answers
   }
 }
 
 export function installAnswerCache(app: FastifyInstance): void {
   const cache = new AnswerCache({ maxBytes: MAX_BYTES, ttlMs: TTL_MS, ttlJitter: TTL_JITTER })
   const watch = watchChanges(app.ctx.db, cache, app.ctx.logger)
-  cache.revalidate = watch.settled
-  app.decorate('answers', cache)
+  app.decorate('answers', { cache, revalidate: watch.settled } satisfies Answers)
   app.addHook('onClose', async () => watch.close())
 }
 
@@ -45,12 +51,15 @@ const REVALIDATE_WAIT_MS = 250
  * served: every request of the lapse shares that one cheap query, where each would
  * otherwise run its own lookup and pile onto the database just when it is slow.
  */
-async function hitOf(cache: AnswerCache, key: string): Promise<CachedAnswer | undefined> {
+async function hitOf(
+  { cache, revalidate }: Answers,
+  key: string,
+): Promise<CachedAnswer | undefined> {
   const hit = cache.get(key)
   if (hit || !cache.heldUntrusted(key)) return hit
   let timer: NodeJS.Timeout | undefined
   await Promise.race([
-    cache.revalidate(),
+    revalidate(),
     new Promise<void>((resolve) => {
       timer = setTimeout(resolve, REVALIDATE_WAIT_MS)
     }),
@@ -64,14 +73,15 @@ async function hitOf(cache: AnswerCache, key: string): Promise<CachedAnswer | un
  * stored), serialized by `serialize` and stored tagged with the repos `reposOf` names.
  */
 export async function cachedAnswer<T>(
-  cache: AnswerCache,
+  answers: Answers,
   key: string,
   load: () => Promise<T | null>,
   serialize: (value: T) => string,
   reposOf: (value: T) => readonly string[],
 ): Promise<CachedAnswer | null> {
-  const hit = await hitOf(cache, key)
+  const hit = await hitOf(answers, key)
   if (hit) return hit
+  const { cache } = answers
   const generation = cache.generation
   const value = await load()
   if (value === null) return null

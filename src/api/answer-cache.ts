@@ -23,7 +23,7 @@ interface Entry extends CachedAnswer {
 }
 
 /** An answer of `body`: its bytes and ETag, computed once. */
-export function answerOf(body: string): CachedAnswer {
+function answerOf(body: string): CachedAnswer {
   const payload = Buffer.from(body)
   return {
     payload,
@@ -67,8 +67,6 @@ export class AnswerCache {
   #generation = 0
   /** Until when the cache can vouch for freshness (see change-watch.ts); no hits after. */
   #trustedUntil = 0
-  /** Brings the cache up to date with the change log (change-watch.ts sets it). */
-  revalidate: () => Promise<void> = async () => {}
 
   constructor(opts: AnswerCacheOptions) {
     this.#opts = opts

@@ -9,11 +9,13 @@ import type { PromptView } from './prompt-views.ts'
 
 export type Reasons = Partial<Record<FlagName, string>>
 
-/** Flags whose evidence lives in other rows: only these need flagEvidenceQuery. */
-export const FLAGS_WITH_EVIDENCE: readonly FlagName[] = ['orphaned', 'staleTemplate', 'staleMemory']
+/** Flags whose sentence reads the record itself (the others read the row and its evidence). */
+export const FLAGS_WITH_RECORD: readonly FlagName[] = ['mismatched', 'coreMemoryDetached']
 
 const EXCERPT = 40
-// The prompt and its evidence are read by two statements; a write in between can move it.
+// The prompt and its evidence are read in one statement, but the flag was computed at the
+// last write that touched the prompt and the probes run now: a rule they do not share (or a
+// row changed by a later batch not yet re-flagged) can still leave a flag without a witness.
 const CHANGED_MEANWHILE =
   'the evidence that set this flag changed while this answer was read: ask again'
 const q = (s: string): string => JSON.stringify(s)

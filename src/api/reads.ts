@@ -1,14 +1,13 @@
 import type { Database } from '../db/client.ts'
-import { readFlagEvidence } from '../db/flag-evidence.ts'
 import { readDidOfHandle, readHandles } from '../db/read/accounts.ts'
 import { type ChangeRow, readRecentChanges } from '../db/read/changes.ts'
 import type { FlagCounts } from '../db/read/prompts.ts'
-import { type PromptListQuery, readPrompt, readPromptPage } from '../db/read/prompts.ts'
+import { type PromptListQuery, readPromptAnswer, readPromptPage } from '../db/read/prompts.ts'
 import { readAgent, readConversation } from '../db/read/records.ts'
 import { countReposBySyncState, listUnsynchronized } from '../db/repo-chain.ts'
 import { type FlagName, flagsToNames } from '../model/flags.ts'
 import type { Nsids } from '../model/nsids.ts'
-import { FLAGS_WITH_EVIDENCE, flagReasons, type Reasons } from './flag-reasons.ts'
+import { FLAGS_WITH_RECORD, flagReasons, type Reasons } from './flag-reasons.ts'
 import type { Actor } from './params.ts'
 import {
   type PromptListItem,
@@ -18,6 +17,7 @@ import {
   toListItem,
   toPromptView,
 } from './prompt-views.ts'
+import { RAW_RECORD, type RawRecordAnswer } from './raw-record.ts'
 
 // Calls the read functions of db/read/ and shapes their rows into the answers of SPEC
 // section 6 (prompts through prompt-views.ts, revisions in revision-reads.ts).
@@ -31,18 +31,36 @@ export async function resolveActor(db: Database, actor: Actor): Promise<string |
 /** A single prompt's answer: the view plus one sentence per flag (lists leave these out). */
 export type PromptAnswer = PromptView & { reasons: Reasons }
 
+/**
+ * A single prompt's answer with the record left as its stored JSON text, in one statement:
+ * the view holds RAW_RECORD where the record goes, and raw-record.ts splices the text in.
+ * Only the reasons of `mismatched` and `coreMemoryDetached` read the record, so only a
+ * prompt carrying one of those is parsed here.
+ */
+export async function getPromptAnswer(
+  db: Database,
+  nsids: Nsids,
+  did: string,
+  rkey: string,
+): Promise<RawRecordAnswer<PromptAnswer> | null> {
+  const row = await readPromptAnswer(db, did, rkey)
+  if (!row) return null
+  const view = toPromptView({ ...row, record: RAW_RECORD }, nsids)
+  const readsRecord = view.flags.some((f) => FLAGS_WITH_RECORD.includes(f as FlagName))
+  const withRecord = readsRecord ? { ...view, record: JSON.parse(row.recordJson) } : view
+  const answer = { ...view, reasons: flagReasons(withRecord, row, nsids) }
+  return { answer, recordJson: row.recordJson }
+}
+
+/** The same answer with the record parsed (what a caller that is not the route reads). */
 export async function getPromptView(
   db: Database,
   nsids: Nsids,
   did: string,
   rkey: string,
 ): Promise<PromptAnswer | null> {
-  const row = await readPrompt(db, did, rkey)
-  if (!row) return null
-  const view = toPromptView(row, nsids)
-  const needsEvidence = view.flags.some((f) => FLAGS_WITH_EVIDENCE.includes(f as FlagName))
-  const evidence = needsEvidence ? await readFlagEvidence(db, did, rkey) : null
-  return { ...view, reasons: flagReasons(view, evidence, nsids) }
+  const got = await getPromptAnswer(db, nsids, did, rkey)
+  return got && { ...got.answer, record: JSON.parse(got.recordJson) }
 }
 
 export async function listPrompts(

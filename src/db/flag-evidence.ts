@@ -1,14 +1,15 @@
-import { type SQL, sql } from 'drizzle-orm'
-import type { Database } from './client.ts'
+import { sql } from 'drizzle-orm'
+import { FLAG_BITS } from '../model/flags.ts'
 
-// The evidence behind a prompt's data-dependent flags, read only for a single prompt that
-// carries one of them (lists leave reasons out). Each probe mirrors the rule in
+// The evidence behind a prompt's data-dependent flags, read with a single prompt's lookup
+// in the same statement (db/read/prompts.ts; lists leave reasons out), so the sentence and
+// the flag come from one snapshot. Each probe mirrors the rule in
 // recompute-flags.ts exactly, so the sentence names what actually set the flag:
 // the agent record's template hash when the agent is indexed with a `system` (the direct
 // rule), else the newest later compile of the same repo and agent at-uri that differs.
 // The group probes walk prompts_agent_group_idx (did, agent_uri, compiled_us) from the
 // prompt's own compile time upwards, so they cost one index range per lookup. Raw `sql`:
-// LATERAL probes ordered by compile time are beyond the builder; prepared (db.read).
+// LATERAL probes ordered by compile time are beyond the builder.
 
 export interface FlagEvidenceRow {
   raw_system_hash: string | null
@@ -24,36 +25,35 @@ export interface FlagEvidenceRow {
   newer_memory_us: string | number | null
 }
 
-export function flagEvidenceQuery(did: string, rkey: string): SQL {
-  const later = sql.raw(`q.did = p.did AND q.agent_uri = p.agent_uri
-        AND q.compiled_us > p.compiled_us AND q.evidence AND NOT q.deleted`)
-  return sql`SELECT p.raw_system_hash, p.memfs_revision,
-      (SELECT c.deleted FROM conversations c WHERE c.did = p.did AND c.rkey = p.rkey) AS conversation_deleted,
-      a.template_hash AS agent_template_hash, a.hidden AS agent_hidden,
-      nt.rkey AS newer_template_rkey, nt.raw_system_hash AS newer_template_hash,
-      nt.compiled_us AS newer_template_us,
-      nm.rkey AS newer_memory_rkey, nm.memfs_revision AS newer_memory_revision,
-      nm.compiled_us AS newer_memory_us
-    FROM prompts p
-    LEFT JOIN agents a ON a.did = p.agent_did AND a.rkey = p.agent_rkey AND NOT a.deleted
+const { staleTemplate: STALE_TEMPLATE, staleMemory: STALE_MEMORY } = FLAG_BITS
+const later = sql.raw(`q.did = p.did AND q.agent_uri = p.agent_uri
+      AND q.compiled_us > p.compiled_us AND q.evidence AND NOT q.deleted`)
+
+/** The evidence columns of prompt `p`, from the joins of evidenceJoins. */
+export const evidenceColumns = sql`p.raw_system_hash, p.memfs_revision,
+    (SELECT c.deleted FROM conversations c WHERE c.did = p.did AND c.rkey = p.rkey) AS conversation_deleted,
+    ea.template_hash AS agent_template_hash, ea.hidden AS agent_hidden,
+    nt.rkey AS newer_template_rkey, nt.raw_system_hash AS newer_template_hash,
+    nt.compiled_us AS newer_template_us,
+    nm.rkey AS newer_memory_rkey, nm.memfs_revision AS newer_memory_revision,
+    nm.compiled_us AS newer_memory_us`
+
+/**
+ * The joins behind evidenceColumns. Each group probe first tests its flag on `p`, which
+ * Postgres runs as a one-time filter: a prompt without the flag costs no range scan, so a
+ * lookup can read its evidence in the same statement whether it needs it or not.
+ */
+export const evidenceJoins = sql`
+    LEFT JOIN agents ea ON ea.did = p.agent_did AND ea.rkey = p.agent_rkey AND NOT ea.deleted
     LEFT JOIN LATERAL (
       SELECT q.rkey, q.raw_system_hash, q.compiled_us FROM prompts q
-      WHERE ${later} AND q.raw_system_hash <> p.raw_system_hash
+      WHERE (p.flags & ${sql.raw(String(STALE_TEMPLATE))}) <> 0
+        AND ${later} AND q.raw_system_hash <> p.raw_system_hash
       ORDER BY q.compiled_us DESC LIMIT 1
     ) nt ON true
     LEFT JOIN LATERAL (
       SELECT q.rkey, q.memfs_revision, q.compiled_us FROM prompts q
-      WHERE ${later} AND q.memfs_revision <> p.memfs_revision
+      WHERE (p.flags & ${sql.raw(String(STALE_MEMORY))}) <> 0
+        AND ${later} AND q.memfs_revision <> p.memfs_revision
       ORDER BY q.compiled_us DESC LIMIT 1
-    ) nm ON true
-    WHERE p.did = ${did} AND p.rkey = ${rkey} AND NOT p.deleted AND NOT p.hidden`
-}
-
-export async function readFlagEvidence(
-  db: Database,
-  did: string,
-  rkey: string,
-): Promise<FlagEvidenceRow | null> {
-  const rows = await db.read<FlagEvidenceRow>(flagEvidenceQuery(did, rkey))
-  return rows[0] ?? null
-}
+    ) nm ON true`

@@ -3,7 +3,7 @@ import type { CursorPosition } from '../model/events.ts'
 import type { Role } from '../model/nsids.ts'
 import { type AccountRow, keyOf, type RecordRow, type StoredRecord } from '../model/rows.ts'
 import type { Database, Executor } from './client.ts'
-import { didSet, excludedSet, inDids, recordset } from './recordset.ts'
+import { didSet, excludedSet, inDids, JsonText, recordset } from './recordset.ts'
 import {
   accounts,
   agents,
@@ -117,6 +117,34 @@ const AGENT_SET = excludedSet(agents, [...RECORD_SET, 'templateHash'])
 const CONVERSATION_ROWS = recordset(conversations, RECORD_KEYS)
 const CONVERSATION_SET = excludedSet(conversations, RECORD_SET)
 
+/** What a prompt row stores beyond the record columns, from the facts found at analysis. */
+function promptFields(r: RecordRow) {
+  const f = r.facts
+  return {
+    // Serialized as the record was analyzed (see PromptFacts.recordJson).
+    record: f && !r.deleted ? new JsonText(f.recordJson) : r.record,
+    baseFlags: f?.baseFlags ?? 0,
+    validationError: f?.validationError ?? null,
+    contentBytes: f?.contentBytes ?? null,
+    agentUri: f?.agentUri ?? null,
+    agentDid: f?.agentDid ?? null,
+    agentRkey: f?.agentRkey ?? null,
+    rawSystemHash: f?.rawSystemHash ?? null,
+    memfsRevision: f?.memfsRevision ?? null,
+    contentHash: f?.contentHash ?? null,
+    compiledUs: f?.compiledUs ?? null,
+    // Evidence for other prompts: valid, and compiled no later than 5 minutes after
+    // the event that brought it (so replaying old data decides the same way).
+    evidence:
+      f !== null &&
+      f.validationError === null &&
+      f.compiledUs !== null &&
+      f.compiledUs <= r.timeUs + EVIDENCE_HORIZON_US,
+    recompiles: r.recompiles,
+    searchVector: tsvectorLiteral(f?.searchWords ?? []),
+  }
+}
+
 export async function upsertRecords(
   ex: Executor,
   role: Role,
@@ -141,31 +169,7 @@ export async function upsertRecords(
   // Raw, here and below: the builder inserts VALUES, not the rows of a jsonb_to_recordset,
   // and its onConflictDoUpdate has no WHERE over the conflicting row (the rev order).
   if (role === 'prompt') {
-    const data = rows.map((r) => {
-      const f = r.facts
-      return {
-        ...base(r),
-        baseFlags: f?.baseFlags ?? 0,
-        validationError: f?.validationError ?? null,
-        contentBytes: f?.contentBytes ?? null,
-        agentUri: f?.agentUri ?? null,
-        agentDid: f?.agentDid ?? null,
-        agentRkey: f?.agentRkey ?? null,
-        rawSystemHash: f?.rawSystemHash ?? null,
-        memfsRevision: f?.memfsRevision ?? null,
-        contentHash: f?.contentHash ?? null,
-        compiledUs: f?.compiledUs ?? null,
-        // Evidence for other prompts: valid, and compiled no later than 5 minutes after
-        // the event that brought it (so replaying old data decides the same way).
-        evidence:
-          f !== null &&
-          f.validationError === null &&
-          f.compiledUs !== null &&
-          f.compiledUs <= r.timeUs + EVIDENCE_HORIZON_US,
-        recompiles: r.recompiles,
-        searchVector: tsvectorLiteral(f?.searchWords ?? []),
-      }
-    })
+    const data = rows.map((r) => ({ ...base(r), ...promptFields(r) }))
     await ex.execute(sql`
       INSERT INTO prompts (${PROMPT_ROWS.names}, flags)
       SELECT ${PROMPT_ROWS.values}, x."baseFlags" FROM ${PROMPT_ROWS.from(data)}

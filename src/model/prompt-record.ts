@@ -97,6 +97,7 @@ export function analyzePrompt(
     compiledAt,
     compiledUs: compiledAt ? datetimeToMicros(compiledAt) : null,
     searchWords: contentWords(content),
+    recordJson: JSON.stringify(record ?? null),
   }
   validator.remember(record, { nsids, did, rkey, facts })
   return facts

@@ -69,6 +69,11 @@ export interface PromptFacts {
   compiledUs: number | null
   /** The distinct words of content, for search (see search-words.ts). */
   searchWords: string[]
+  /**
+   * The record as JSON text, serialized once as it is analyzed: before the batch's
+   * transaction when the pipeline prepares it, so the write only splices it in.
+   */
+  recordJson: string
 }
 
 /** One stored text of revision_texts (see db/schema.ts): whole, or a delta against `base`. */

@@ -1,10 +1,14 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
-import { flagEvidenceQuery } from '../../src/db/flag-evidence.ts'
 import { handleQuery } from '../../src/db/read/accounts.ts'
 import { changesQuery } from '../../src/db/read/changes.ts'
-import { type ListFlag, promptByKeyQuery, promptListQuery } from '../../src/db/read/prompts.ts'
+import {
+  type ListFlag,
+  promptAnswerQuery,
+  promptByKeyQuery,
+  promptListQuery,
+} from '../../src/db/read/prompts.ts'
 import {
   agentPromptCountsQuery,
   agentRecordQuery,
@@ -92,7 +96,7 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
         }
       }
     }
-    out.push(['flag evidence', flagEvidenceQuery(did(1234), rkey(1234))])
+    out.push(['prompt answer with its flag evidence', promptAnswerQuery(did(1234), rkey(1234))])
     out.push(['revision', revisionQuery(did(5), rkey(5), rkey(5))])
     out.push(['revision pair', revisionPairQuery(did(5), rkey(5), null)])
     out.push(['revision texts', textChainsQuery(did(5), ['h5', 'h2005'])])

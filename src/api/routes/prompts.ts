@@ -13,7 +13,8 @@ import {
   parseRecordUri,
   parseRkey,
 } from '../params.ts'
-import { getPromptView, listPrompts, type PromptAnswer, resolveActor } from '../reads.ts'
+import { spliceRecord } from '../raw-record.ts'
+import { getPromptAnswer, listPrompts, type PromptAnswer, resolveActor } from '../reads.ts'
 import { getRevisions } from '../revision-reads.ts'
 import { revisionPageSchema } from '../revision-schemas.ts'
 import {
@@ -51,9 +52,9 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
     const answer = await cachedAnswer(
       app.answers,
       `prompt ${did} ${rkey}`,
-      () => getPromptView(db, nsids, did, rkey),
-      serializerFor(reply, promptSchema),
-      promptRepos,
+      () => getPromptAnswer(db, nsids, did, rkey),
+      spliceRecord<PromptAnswer>(serializerFor(reply, promptSchema)),
+      ({ answer }) => promptRepos(answer),
     )
     if (!answer) throw notFound(`no prompt at at://${did}/${nsids.prompt}/${rkey}`)
     return sendAnswer(reply, answer)

@@ -1,6 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { FLAG_BITS, FLAG_NAMES, type FlagName } from '../../model/flags.ts'
 import type { Database } from '../client.ts'
+import { evidenceColumns, evidenceJoins, type FlagEvidenceRow } from '../flag-evidence.ts'
 import { prompts } from '../schema.ts'
 import { columnsOf, type RawRow } from './columns.ts'
 
@@ -51,11 +52,13 @@ export const VISIBLE = sql.raw('NOT p.deleted AND NOT p.hidden')
 // Lists leave out the bulky fields: the stored cut form (see schema.ts, prompts.listRecord).
 const LIST_RECORD = sql.raw('p.list_record AS record')
 
-/** Columns and joins that make a PromptRow; `p` is the prompts table. */
-export const promptSelect = (withRecord = true) => sql`
-  ${columnsOf(prompts, 'p', VIEW_KEYS)}, ${withRecord ? sql`p.record` : LIST_RECORD},
+const EXISTS_COLUMNS = sql`
   EXISTS (SELECT 1 FROM conversations c WHERE c.did = p.did AND c.rkey = p.rkey AND NOT c.deleted AND NOT c.hidden) AS "conversationExists",
   EXISTS (SELECT 1 FROM agents a WHERE a.did = p.agent_did AND a.rkey = p.agent_rkey AND NOT a.deleted AND NOT a.hidden) AS "agentExists"`
+
+/** Columns and joins that make a PromptRow; `p` is the prompts table. */
+export const promptSelect = (withRecord = true) => sql`
+  ${columnsOf(prompts, 'p', VIEW_KEYS)}, ${withRecord ? sql`p.record` : LIST_RECORD}, ${EXISTS_COLUMNS}`
 
 /** The predicate of a flag's partial index, for table alias `p`. */
 export function flagPredicate(flag: ListFlag): SQL {
@@ -84,6 +87,28 @@ export function promptByKeyQuery(did: string, rkey: string): SQL {
 
 export async function readPrompt(db: Database, did: string, rkey: string) {
   const rows = await db.read<PromptRow>(promptByKeyQuery(did, rkey))
+  return rows[0] ?? null
+}
+
+/**
+ * A prompt's row for its answer: the record as its stored JSON text (the API sends it as
+ * it is, see api/raw-record.ts), and its flags' evidence, in one statement.
+ */
+export type PromptAnswerRow = Omit<PromptRow, 'record'> & { recordJson: string } & FlagEvidenceRow
+
+export function promptAnswerQuery(did: string, rkey: string): SQL {
+  return sql`SELECT ${columnsOf(prompts, 'p', VIEW_KEYS)}, p.record::text AS "recordJson",
+    ${EXISTS_COLUMNS}, ${evidenceColumns}
+    FROM prompts p ${evidenceJoins}
+    WHERE p.did = ${did} AND p.rkey = ${rkey} AND ${VISIBLE}`
+}
+
+export async function readPromptAnswer(
+  db: Database,
+  did: string,
+  rkey: string,
+): Promise<PromptAnswerRow | null> {
+  const rows = await db.read<PromptAnswerRow>(promptAnswerQuery(did, rkey))
   return rows[0] ?? null
 }
 
