@@ -23,17 +23,19 @@ export class JsonText {
 const omitJsonText = (_key: string, v: unknown) => (v instanceof JsonText ? undefined : v)
 
 /** One flat row as a JSON object, its JsonText properties spliced in verbatim. */
-function rowJson(row: object): string {
+function rowJson(row: Record<string, unknown>): string {
   let spliced = ''
-  for (const [k, v] of Object.entries(row))
+  for (const k in row) {
+    const v = row[k]
     if (v instanceof JsonText) spliced += `,${JSON.stringify(k)}:${v.text}`
+  }
   if (spliced === '') return JSON.stringify(row)
   const rest = JSON.stringify(row, omitJsonText)
   return rest === '{}' ? `{${spliced.slice(1)}}` : `${rest.slice(0, -1)}${spliced}}`
 }
 
 /** Rows as one jsonb parameter (a JSON array), with JsonText values as they are. */
-export const jsonRows = (rows: ReadonlyArray<object>): SQL =>
+export const jsonRows = (rows: ReadonlyArray<Record<string, unknown>>): SQL =>
   sql`${`[${rows.map(rowJson).join(',')}]`}::jsonb`
 
 /**

@@ -3,12 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { handleQuery } from '../../src/db/read/accounts.ts'
 import { changesQuery } from '../../src/db/read/changes.ts'
-import {
-  type ListFlag,
-  promptAnswerQuery,
-  promptByKeyQuery,
-  promptListQuery,
-} from '../../src/db/read/prompts.ts'
+import { type ListFlag, promptAnswerQuery, promptListQuery } from '../../src/db/read/prompts.ts'
 import {
   agentPromptCountsQuery,
   agentRecordQuery,
@@ -78,7 +73,6 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
     const out: Array<[string, SQL]> = []
     const mid = 40_001
     const after = { rkey: rkey(mid), did: did(mid) }
-    out.push(['prompt by key', promptByKeyQuery(did(1234), rkey(1234))])
     for (const flag of [null, ...FILTER_NAMES] as Array<ListFlag | null>) {
       for (const withCursor of [false, true]) {
         for (const filter of ['none', 'did', 'agent', 'did+agent'] as const) {

@@ -1,10 +1,10 @@
-import { type PromptView, toPromptView } from '../../src/api/prompt-views.ts'
+import type { PromptView } from '../../src/api/prompt-views.ts'
+import { getPromptView } from '../../src/api/reads.ts'
 import type { Database } from '../../src/db/client.ts'
-import { readPrompt } from '../../src/db/read/prompts.ts'
 import type { Nsids } from '../../src/model/nsids.ts'
 
-// One visible prompt as the API shows it, read straight from the database: what the
-// indexer tests compare after applying events (the product reads prompts through api/).
+// One visible prompt as the API shows it, through the lookup's own read (without the
+// reasons): what the indexer tests compare after applying events.
 
 export async function getPrompt(
   db: Database,
@@ -12,6 +12,8 @@ export async function getPrompt(
   did: string,
   rkey: string,
 ): Promise<PromptView | null> {
-  const row = await readPrompt(db, did, rkey)
-  return row ? toPromptView(row, nsids) : null
+  const answer = await getPromptView(db, nsids, did, rkey)
+  if (!answer) return null
+  const { reasons: _reasons, ...view } = answer
+  return view
 }

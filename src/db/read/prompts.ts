@@ -56,9 +56,9 @@ const EXISTS_COLUMNS = sql`
   EXISTS (SELECT 1 FROM conversations c WHERE c.did = p.did AND c.rkey = p.rkey AND NOT c.deleted AND NOT c.hidden) AS "conversationExists",
   EXISTS (SELECT 1 FROM agents a WHERE a.did = p.agent_did AND a.rkey = p.agent_rkey AND NOT a.deleted AND NOT a.hidden) AS "agentExists"`
 
-/** Columns and joins that make a PromptRow; `p` is the prompts table. */
-export const promptSelect = (withRecord = true) => sql`
-  ${columnsOf(prompts, 'p', VIEW_KEYS)}, ${withRecord ? sql`p.record` : LIST_RECORD}, ${EXISTS_COLUMNS}`
+/** The columns that make a list's PromptRow (the record in its list form); `p` is prompts. */
+export const promptListSelect = sql`
+  ${columnsOf(prompts, 'p', VIEW_KEYS)}, ${LIST_RECORD}, ${EXISTS_COLUMNS}`
 
 /** The predicate of a flag's partial index, for table alias `p`. */
 export function flagPredicate(flag: ListFlag): SQL {
@@ -78,16 +78,6 @@ export function listWhere(q: Omit<PromptListQuery, 'take'>): SQL[] {
     where.push(sql`p.rkey <= ${rkey} AND (p.rkey < ${rkey} OR p.did > ${did})`)
   }
   return where
-}
-
-export function promptByKeyQuery(did: string, rkey: string): SQL {
-  return sql`SELECT ${promptSelect()} FROM prompts p
-    WHERE p.did = ${did} AND p.rkey = ${rkey} AND ${VISIBLE}`
-}
-
-export async function readPrompt(db: Database, did: string, rkey: string) {
-  const rows = await db.read<PromptRow>(promptByKeyQuery(did, rkey))
-  return rows[0] ?? null
 }
 
 /**
@@ -116,7 +106,7 @@ export function promptListQuery(q: PromptListQuery): SQL {
   // The page is cut first and the existence checks run on its rows only: left in the
   // outer query, the planner costs them for every row the scan might visit and hashes
   // the whole conversations and agents tables instead.
-  return sql`SELECT ${promptSelect(false)} FROM (
+  return sql`SELECT ${promptListSelect} FROM (
       SELECT * FROM prompts p
       WHERE ${sql.join(listWhere(q), sql` AND `)}
       ORDER BY p.rkey DESC NULLS LAST, p.did ASC

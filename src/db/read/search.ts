@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Database } from '../client.ts'
-import { listWhere, type PromptListQuery, type PromptRow, promptSelect } from './prompts.ts'
+import { listWhere, type PromptListQuery, type PromptRow, promptListSelect } from './prompts.ts'
 
 // /v1/search: the list query of prompts.ts with one more predicate, the words of the
 // query against prompts.search_vector (GIN, prompts_search_idx), and a snippet cut from
@@ -39,7 +39,7 @@ export function searchQuery(q: SearchQuery): SQL {
   const pattern = `\\m(${q.words.join('|')})\\M`
   // As in promptListQuery, the page is cut first; the snippet and existence checks run on
   // its rows only.
-  return sql`SELECT ${promptSelect(false)}, s.start AS snippet_start,
+  return sql`SELECT ${promptListSelect}, s.start AS snippet_start,
       substr(c.content, s.start, ${SNIPPET_CHARS}) AS snippet
     FROM (
       SELECT * FROM prompts p
