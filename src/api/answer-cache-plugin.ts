@@ -76,7 +76,7 @@ export async function cachedAnswer<T>(
   answers: Answers,
   key: string,
   load: () => Promise<T | null>,
-  serialize: (value: T) => string,
+  serialize: (value: T) => string | Buffer,
   reposOf: (value: T) => readonly string[],
 ): Promise<CachedAnswer | null> {
   const hit = await hitOf(answers, key)

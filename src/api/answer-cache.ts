@@ -22,9 +22,9 @@ interface Entry extends CachedAnswer {
   expiresAt: number
 }
 
-/** An answer of `body`: its bytes and ETag, computed once. */
-function answerOf(body: string): CachedAnswer {
-  const payload = Buffer.from(body)
+/** An answer of `body` (text, or its UTF-8 bytes): its bytes and ETag, computed once. */
+function answerOf(body: string | Buffer): CachedAnswer {
+  const payload = typeof body === 'string' ? Buffer.from(body) : body
   return {
     payload,
     etag: etagOf(payload),
@@ -122,7 +122,12 @@ export class AnswerCache {
   }
 
   /** Stores an answer built from `repos`' rows, unless something changed since `generation`. */
-  set(key: string, body: string, repos: readonly string[], generation: number): CachedAnswer {
+  set(
+    key: string,
+    body: string | Buffer,
+    repos: readonly string[],
+    generation: number,
+  ): CachedAnswer {
     const answer = answerOf(body)
     const size = answer.payload.length
     if (generation !== this.#generation || !this.#trusted() || size > this.#opts.maxBytes)

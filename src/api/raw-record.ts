@@ -1,16 +1,18 @@
 // A record goes into its answer as the JSON text Postgres stores (`record::text`), never
 // parsed into objects by the driver and serialized again: a prompt record is 2-200 KB, and
 // a parse plus a serialization of it was most of a lookup's CPU when the answer cache
-// misses. The view is serialized by the route's schema with RAW_RECORD in the record's
-// place, and the text replaces that one value.
+// misses. Nor is it decoded into a string: its bytes arrive undecoded (db/raw-rows.ts) and
+// are copied into the answer's bytes, so only the small view around them is encoded. The
+// view is serialized by the route's schema with RAW_RECORD in the record's place, and the
+// record's bytes replace that one value.
 
 /** Stands for the record in a view until its text is spliced in; no record holds it. */
 export const RAW_RECORD = '\u0000raw record\u0000'
 
-/** An answer whose `record` is RAW_RECORD, and the record's JSON text. */
+/** An answer whose `record` is RAW_RECORD, and the UTF-8 bytes of the record's JSON text. */
 export interface RawRecordAnswer<T> {
   answer: T
-  recordJson: string
+  recordJson: Buffer
 }
 
 const SLOT = `"record":${JSON.stringify(RAW_RECORD)}`
@@ -18,13 +20,17 @@ const SLOT = `"record":${JSON.stringify(RAW_RECORD)}`
 /** Serializes with `serialize`, then puts the record's text where RAW_RECORD went. */
 export function spliceRecord<T>(
   serialize: (value: T) => string,
-): (value: RawRecordAnswer<T>) => string {
+): (value: RawRecordAnswer<T>) => Buffer {
   return ({ answer, recordJson }) => {
     const body = serialize(answer)
     // The first match is the top-level key: earlier members are strings, numbers and flat
     // objects, and inside a string every quote is escaped, so none can spell SLOT.
     const at = body.indexOf(SLOT)
     if (at < 0) throw new Error('the serialized answer has no record slot to fill')
-    return `${body.slice(0, at)}"record":${recordJson}${body.slice(at + SLOT.length)}`
+    return Buffer.concat([
+      Buffer.from(`${body.slice(0, at)}"record":`),
+      recordJson,
+      Buffer.from(body.slice(at + SLOT.length)),
+    ])
   }
 }

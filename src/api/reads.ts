@@ -47,7 +47,7 @@ export async function getPromptAnswer(
   if (!row) return null
   const view = toPromptView({ ...row, record: RAW_RECORD }, nsids)
   const readsRecord = view.flags.some((f) => FLAGS_WITH_RECORD.includes(f as FlagName))
-  const withRecord = readsRecord ? { ...view, record: JSON.parse(row.recordJson) } : view
+  const withRecord = readsRecord ? { ...view, record: JSON.parse(row.recordJson.toString()) } : view
   const answer = { ...view, reasons: flagReasons(withRecord, row, nsids) }
   return { answer, recordJson: row.recordJson }
 }
@@ -60,7 +60,7 @@ export async function getPromptView(
   rkey: string,
 ): Promise<PromptAnswer | null> {
   const got = await getPromptAnswer(db, nsids, did, rkey)
-  return got && { ...got.answer, record: JSON.parse(got.recordJson) }
+  return got && { ...got.answer, record: JSON.parse(got.recordJson.toString()) }
 }
 
 export async function listPrompts(

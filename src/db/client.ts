@@ -10,7 +10,7 @@ import {
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
-import { type SQL, sql } from 'drizzle-orm'
+import { fillPlaceholders, type Query, type SQL, sql } from 'drizzle-orm'
 import { type PgDatabase, PgDialect, type PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
@@ -19,11 +19,26 @@ import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import { backoffMs } from '../backoff.ts'
 import { DataDirLockedError } from '../errors.ts'
+import { decodeRawRow, type RawColumn, type RawRow } from './raw-rows.ts'
 import * as schema from './schema.ts'
 
 export type Orm = PgDatabase<PgQueryResultHKT, typeof schema>
 /** The ORM or a transaction on it: anything that can run a statement. */
 export type Executor = Pick<Orm, 'execute' | 'select' | 'insert' | 'update' | 'delete'>
+
+export interface ReadOptions {
+  /**
+   * The values of the query's `sql.placeholder`s. A query with placeholders is built once
+   * (a module constant) and rendered to text once per database, not on every run: building
+   * and rendering the lookup's SQL was the largest allocation of a request.
+   */
+  values?: Record<string, unknown>
+  /**
+   * Columns that come back as the UTF-8 bytes of their text, never decoded to a string (see
+   * raw-rows.ts). On Postgres they view the driver's receive buffer: copy what you keep.
+   */
+  bytes?: ReadonlySet<string>
+}
 
 export interface Database {
   readonly kind: 'postgres' | 'pglite'
@@ -39,8 +54,9 @@ export interface Database {
    * parameter types, one for the rows); prepared, every later run is one round trip. Each
    * distinct SQL text is kept per connection, so only for statements whose text does not
    * vary with their input (values as parameters, no lists spliced in). PGlite: as `rows`.
+   * See ReadOptions for statements built once and for columns read as bytes.
    */
-  read<T = Record<string, unknown>>(query: SQL): Promise<T[]>
+  read<T = Record<string, unknown>>(query: SQL, o?: ReadOptions): Promise<T[]>
   /**
    * The ORM on a connection of its own (Postgres; PGlite has one), for the answer cache's
    * poll of the change log: queued behind a saturated pool, the poll would come too late and
@@ -101,6 +117,10 @@ async function appliedMigrations(executor: Executor, schema: string): Promise<nu
   }
 }
 
+/** PGlite's text of a `bytes` column, as the bytes Postgres would have sent. */
+const bytesOf = (v: unknown): Buffer | null =>
+  v === null || v === undefined ? null : Buffer.from(String(v))
+
 async function rowsOf<T>(executor: Executor, query: SQL): Promise<T[]> {
   const result = (await executor.execute(query)) as unknown
   // postgres.js returns the rows array; PGlite returns { rows }.
@@ -132,6 +152,14 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
   }
   const client = postgres(url, options)
   const orm = drizzlePostgres(client, { schema }) as unknown as Orm
+  const rendered = new WeakMap<SQL, Query>()
+  const renderOnce = (q: SQL): Query => {
+    const known = rendered.get(q)
+    if (known) return known
+    const r = dialect.sqlToQuery(q)
+    rendered.set(q, r)
+    return r
+  }
   // Idle until the first poll: postgres.js connects lazily.
   const monitorClient = postgres(url, { ...options, max: 1 })
   const monitor = drizzlePostgres(monitorClient, { schema }) as unknown as Orm
@@ -146,9 +174,14 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
         migrationsSchema: opts.searchPath ?? 'drizzle',
       }),
     rows: (q, ex) => rowsOf(ex ?? orm, q),
-    read: <T>(q: SQL) => {
-      const { sql: text, params } = dialect.sqlToQuery(q)
-      return client.unsafe(text, params as never[], { prepare: true }) as unknown as Promise<T[]>
+    read: async <T>(q: SQL, { values, bytes }: ReadOptions = {}) => {
+      const { sql: text, params } = values ? renderOnce(q) : dialect.sqlToQuery(q)
+      const args = values ? fillPlaceholders(params, values) : params
+      const query = client.unsafe(text, args as never[], { prepare: true })
+      if (!bytes) return (await query) as unknown as T[]
+      const rows = await query.raw()
+      const columns = rows.columns as unknown as RawColumn[]
+      return rows.map((row) => decodeRawRow<T>(row as unknown as RawRow, columns, bytes))
     },
     isMigrated: async () =>
       (await appliedMigrations(orm, opts.searchPath ?? 'drizzle')) >= MIGRATION_COUNT,
@@ -180,7 +213,17 @@ async function openPglite(dataDir: string | null): Promise<Database> {
     onCommit: signalTransactions(orm),
     migrate: () => migratePglite(orm as never, { migrationsFolder: MIGRATIONS_DIR }),
     rows: (q, ex) => rowsOf(ex ?? orm, q),
-    read: (q) => rowsOf(orm, q),
+    read: async <T>(q: SQL, { values, bytes }: ReadOptions = {}) => {
+      const rows = values
+        ? (
+            (await orm._.session
+              .prepareQuery(dialect.sqlToQuery(q), undefined, undefined, false)
+              .execute(values)) as { rows: Record<string, unknown>[] }
+          ).rows
+        : await rowsOf<Record<string, unknown>>(orm, q)
+      if (bytes) for (const row of rows) for (const c of bytes) row[c] = bytesOf(row[c])
+      return rows as T[]
+    },
     isMigrated: async () => (await appliedMigrations(orm, 'drizzle')) >= MIGRATION_COUNT,
     ping: async () => {
       await pg.query('select 1')

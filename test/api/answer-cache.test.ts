@@ -63,9 +63,9 @@ describe('the answer cache in the writing process', () => {
     let reads = 0
     const db: Database = {
       ...base,
-      read: (q) => {
+      read: (q, o) => {
         reads++
-        return base.read(q)
+        return base.read(q, o)
       },
     }
     const s = await seed(base)

@@ -1,4 +1,4 @@
-import { type SQL, sql } from 'drizzle-orm'
+import { type Placeholder, type SQL, sql } from 'drizzle-orm'
 import { FLAG_BITS, FLAG_NAMES, type FlagName } from '../../model/flags.ts'
 import type { Database } from '../client.ts'
 import { evidenceColumns, evidenceJoins, type FlagEvidenceRow } from '../flag-evidence.ts'
@@ -84,21 +84,30 @@ export function listWhere(q: Omit<PromptListQuery, 'take'>): SQL[] {
  * A prompt's row for its answer: the record as its stored JSON text (the API sends it as
  * it is, see api/raw-record.ts), and its flags' evidence, in one statement.
  */
-export type PromptAnswerRow = Omit<PromptRow, 'record'> & { recordJson: string } & FlagEvidenceRow
+export type PromptAnswerRow = Omit<PromptRow, 'record'> & { recordJson: Buffer } & FlagEvidenceRow
 
-export function promptAnswerQuery(did: string, rkey: string): SQL {
+/** The record's text stays bytes: it is copied into the answer as it is (db/raw-rows.ts). */
+const RECORD_BYTES: ReadonlySet<string> = new Set(['recordJson'])
+
+export function promptAnswerQuery(did: string | Placeholder, rkey: string | Placeholder): SQL {
   return sql`SELECT ${columnsOf(prompts, 'p', VIEW_KEYS)}, p.record::text AS "recordJson",
     ${EXISTS_COLUMNS}, ${evidenceColumns}
     FROM prompts p ${evidenceJoins}
     WHERE p.did = ${did} AND p.rkey = ${rkey} AND ${VISIBLE}`
 }
 
+/** The lookup's statement, built once: only its two values change per request. */
+const PROMPT_ANSWER = promptAnswerQuery(sql.placeholder('did'), sql.placeholder('rkey'))
+
 export async function readPromptAnswer(
   db: Database,
   did: string,
   rkey: string,
 ): Promise<PromptAnswerRow | null> {
-  const rows = await db.read<PromptAnswerRow>(promptAnswerQuery(did, rkey))
+  const rows = await db.read<PromptAnswerRow>(PROMPT_ANSWER, {
+    values: { did, rkey },
+    bytes: RECORD_BYTES,
+  })
   return rows[0] ?? null
 }
 
