@@ -19,7 +19,7 @@ import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import { backoffMs } from '../backoff.ts'
 import { DataDirLockedError } from '../errors.ts'
-import { decodeRawRow, type RawColumn, type RawRow } from './raw-rows.ts'
+import { decodeRawRow, type RawColumn } from './raw-rows.ts'
 import * as schema from './schema.ts'
 
 export type Orm = PgDatabase<PgQueryResultHKT, typeof schema>
@@ -134,6 +134,18 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
 /** Renders `sql` objects to text and parameters, as drizzle's own session does. */
 const dialect = new PgDialect()
 
+/** Renders each statement built once (ReadOptions.values) a single time per database. */
+function renderCache(): (q: SQL) => Query {
+  const rendered = new WeakMap<SQL, Query>()
+  return (q) => {
+    const known = rendered.get(q)
+    if (known) return known
+    const r = dialect.sqlToQuery(q)
+    rendered.set(q, r)
+    return r
+  }
+}
+
 async function openPostgres(url: string, opts: DatabaseOptions): Promise<Database> {
   const options = {
     max: opts.maxConnections ?? 10,
@@ -152,14 +164,7 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
   }
   const client = postgres(url, options)
   const orm = drizzlePostgres(client, { schema }) as unknown as Orm
-  const rendered = new WeakMap<SQL, Query>()
-  const renderOnce = (q: SQL): Query => {
-    const known = rendered.get(q)
-    if (known) return known
-    const r = dialect.sqlToQuery(q)
-    rendered.set(q, r)
-    return r
-  }
+  const renderOnce = renderCache()
   // Idle until the first poll: postgres.js connects lazily.
   const monitorClient = postgres(url, { ...options, max: 1 })
   const monitor = drizzlePostgres(monitorClient, { schema }) as unknown as Orm
@@ -181,7 +186,7 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
       if (!bytes) return (await query) as unknown as T[]
       const rows = await query.raw()
       const columns = rows.columns as unknown as RawColumn[]
-      return rows.map((row) => decodeRawRow<T>(row as unknown as RawRow, columns, bytes))
+      return rows.map((row) => decodeRawRow<T>(row, columns, bytes))
     },
     isMigrated: async () =>
       (await appliedMigrations(orm, opts.searchPath ?? 'drizzle')) >= MIGRATION_COUNT,
@@ -206,6 +211,7 @@ async function openPglite(dataDir: string | null): Promise<Database> {
     throw err
   }
   const orm = drizzlePglite(pg, { schema }) as unknown as Orm
+  const renderOnce = renderCache()
   return {
     kind: 'pglite',
     orm,
@@ -217,7 +223,7 @@ async function openPglite(dataDir: string | null): Promise<Database> {
       const rows = values
         ? (
             (await orm._.session
-              .prepareQuery(dialect.sqlToQuery(q), undefined, undefined, false)
+              .prepareQuery(renderOnce(q), undefined, undefined, false)
               .execute(values)) as { rows: Record<string, unknown>[] }
           ).rows
         : await rowsOf<Record<string, unknown>>(orm, q)

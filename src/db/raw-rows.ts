@@ -11,9 +11,8 @@ export interface RawColumn {
   parser?: ((raw: string) => unknown) & { array?: boolean }
 }
 
-export type RawRow = readonly (Uint8Array | null)[]
-
-const asBuffer = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffset, b.byteLength)
+/** postgres.js's raw row: each column a Buffer (a view of the message it came in), or null. */
+export type RawRow = readonly (Buffer | null)[]
 
 /** One raw row as an object: `bytes` columns as Buffers, the rest parsed by their type. */
 export function decodeRawRow<T>(
@@ -26,16 +25,15 @@ export function decodeRawRow<T>(
     const { name, parser } = columns[i]
     const raw = row[i]
     if (raw === null || raw === undefined) out[name] = null
-    else if (bytes.has(name)) out[name] = asBuffer(raw)
+    else if (bytes.has(name)) out[name] = raw
     else {
-      const buf = asBuffer(raw)
       // The driver hands array parsers the text after the opening brace (connection.js).
       out[name] =
         parser === undefined
-          ? buf.toString('utf8')
+          ? raw.toString('utf8')
           : parser.array === true
-            ? parser(buf.toString('utf8', 1))
-            : parser(buf.toString('utf8'))
+            ? parser(raw.toString('utf8', 1))
+            : parser(raw.toString('utf8'))
     }
   }
   return out as T
