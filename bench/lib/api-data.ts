@@ -35,7 +35,10 @@ const RECORD_COLUMNS = [
   'emitted_visible',
 ]
 
-const COPY_COLUMNS: Record<string, { cols: string[]; did: string[]; text: string[] }> = {
+const COPY_COLUMNS: Record<
+  string,
+  { cols: string[]; did: string[]; text: string[]; json?: string[] }
+> = {
   prompts: {
     cols: [
       ...RECORD_COLUMNS,
@@ -54,6 +57,7 @@ const COPY_COLUMNS: Record<string, { cols: string[]; did: string[]; text: string
     ],
     did: ['agent_did'],
     text: ['agent_uri'],
+    json: ['list_record'],
   },
   conversations: {
     cols: RECORD_COLUMNS,
@@ -69,10 +73,11 @@ const COPY_COLUMNS: Record<string, { cols: string[]; did: string[]; text: string
 
 function copySql(table: string, part: number, parts: number): string {
   const c = COPY_COLUMNS[table]
-  const cols = ['did', 'record', ...c.cols, ...c.did, ...c.text]
+  const json = ['record', ...(c.json ?? [])]
+  const cols = ['did', ...json, ...c.cols, ...c.did, ...c.text]
   const values = [
     'm.new_did',
-    'replace(t.record::text, m.old_did, m.new_did)::jsonb',
+    ...json.map((x) => `replace(t.${x}::text, m.old_did, m.new_did)::jsonb`),
     ...c.cols.map((x) => `t.${x}`),
     ...c.did.map((x) => `CASE WHEN t.${x} = m.old_did THEN m.new_did ELSE t.${x} END`),
     ...c.text.map((x) => `replace(t.${x}, m.old_did, m.new_did)`),

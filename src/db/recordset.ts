@@ -1,4 +1,4 @@
-import { getTableColumns, type SQL, sql } from 'drizzle-orm'
+import { getTableColumns, SQL, StringChunk, sql } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 
 // Rows as one JSON parameter expanded with jsonb_to_recordset: one round trip per statement
@@ -34,6 +34,50 @@ function rowJson(row: Record<string, unknown>): string {
   return rest === '{}' ? `{${spliced.slice(1)}}` : `${rest.slice(0, -1)}${spliced}}`
 }
 
+/**
+ * Long texts of rows as bind parameters, `(VALUES ($1::text, ...), ...) AS alias(columns)`:
+ * a text parameter reaches Postgres as it is, while a string inside the jsonb parameter
+ * goes through the JSON lexer (see model/record-parts.ts). Callers keep a statement under
+ * the protocol's 65,535 parameters with TEXT_ROWS_PER_STATEMENT.
+ */
+export function textValues(
+  alias: string,
+  columns: readonly string[],
+  rows: ReadonlyArray<ReadonlyArray<string | null>>,
+): SQL {
+  const as = sql.identifier(alias)
+  if (rows.length === 0) {
+    // An empty VALUES is not SQL: no rows of the same columns.
+    const nulls = sql.join(
+      columns.map((c) => sql`NULL::text AS ${sql.identifier(c)}`),
+      sql`, `,
+    )
+    return sql`(SELECT ${nulls} WHERE false) AS ${as}`
+  }
+  // One flat list of chunks: nested sql`` fragments per value made drizzle's rendering of
+  // a batch's thousands of parameters cost as much as the parse they save.
+  const chunks: unknown[] = []
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]
+    for (let j = 0; j < row.length; j++) {
+      chunks.push(new StringChunk(j > 0 ? '::text, ' : i > 0 ? '::text), (' : '(VALUES ('), row[j])
+    }
+  }
+  chunks.push(new StringChunk('::text)) AS '))
+  const names = sql.join(
+    columns.map((c) => sql.identifier(c)),
+    sql`, `,
+  )
+  return sql`${new SQL(chunks as SQL['queryChunks'])}${as}(${names})`
+}
+
+/** Rows per statement that sends texts as parameters (up to 6 each; a batch may be 100,000). */
+export const TEXT_ROWS_PER_STATEMENT = 10_000
+
+export function* chunked<T>(items: readonly T[], size: number): Generator<T[]> {
+  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size)
+}
+
 /** Rows as one jsonb parameter (a JSON array), with JsonText values as they are. */
 export const jsonRows = (rows: ReadonlyArray<Record<string, unknown>>): SQL =>
   sql`${`[${rows.map(rowJson).join(',')}]`}::jsonb`
@@ -61,20 +105,22 @@ type Key<T extends PgTable> = keyof T['_']['columns'] & string
 export interface Recordset<T extends PgTable, K extends Key<T>> {
   /** The table's column names, for `INSERT INTO t (...)`. */
   readonly names: SQL
-  /** `x."prop", ...`: the expanded values, in the order of `names`. */
+  /** `x."prop", ...` (or its override): the expanded values, in the order of `names`. */
   readonly values: SQL
   /** `jsonb_to_recordset($1) AS x("prop" type, ...)` of the given rows. */
   from(rows: ReadonlyArray<Pick<T['$inferInsert'], K & keyof T['$inferInsert']>>): SQL
 }
 
+/** `overrides`: what `values` says instead of `x."prop"` for those keys. */
 export function recordset<T extends PgTable, K extends Key<T>>(
   table: T,
   keys: readonly K[],
+  overrides: Partial<Record<K, SQL>> = {},
 ): Recordset<T, K> {
   const columns = getTableColumns(table)
   const list = (f: (k: K) => SQL) => sql.join(keys.map(f), sql`, `)
   const names = list((k) => sql`${sql.identifier(columns[k].name)}`)
-  const values = list((k) => sql`x.${sql.identifier(k)}`)
+  const values = list((k) => overrides[k] ?? sql`x.${sql.identifier(k)}`)
   const defs = list((k) => sql`${sql.identifier(k)} ${sql.raw(columns[k].getSQLType())}`)
   return {
     names,

@@ -1,7 +1,7 @@
 import { getTableColumns, type SQL, sql } from 'drizzle-orm'
 import { keyOf, type PreviousText, type TextRow } from '../model/rows.ts'
 import type { Database, Executor } from './client.ts'
-import { json, recordset } from './recordset.ts'
+import { chunked, json, recordset, TEXT_ROWS_PER_STATEMENT, textValues } from './recordset.ts'
 import {
   type PromptRecord,
   promptRevisions,
@@ -45,18 +45,30 @@ export async function loadPreviousTexts(
   return out
 }
 
+// The body (a whole content or a delta, the bulk of the row) goes as a text parameter, the
+// rest in the jsonb parameter: see model/record-parts.ts for why.
 const TEXT_ROWS = recordset(
   revisionTexts,
   Object.keys(getTableColumns(revisionTexts)) as Array<keyof TextRow>,
+  { body: sql`b.body` },
 )
 
 export async function insertRevisionTexts(ex: Executor, rows: TextRow[]): Promise<void> {
-  if (rows.length === 0) return
-  // Raw: the builder inserts VALUES, not the rows of a jsonb_to_recordset.
-  // Never replaced on conflict: a stored row may be the base of others.
-  await ex.execute(sql`
-    INSERT INTO revision_texts (${TEXT_ROWS.names}) SELECT ${TEXT_ROWS.values} FROM ${TEXT_ROWS.from(rows)}
-    ON CONFLICT DO NOTHING`)
+  for (const part of chunked(rows, TEXT_ROWS_PER_STATEMENT)) {
+    // Keyed (did, hash) within a batch (indexer/revision-texts.ts), so the join pairs each once.
+    const heads = part.map((r) => ({ ...r, body: '' }))
+    const bodies = textValues(
+      'b',
+      ['did', 'hash', 'body'],
+      part.map((r) => [r.did, r.hash, r.body]),
+    )
+    // Raw: the builder inserts VALUES, not the rows of a jsonb_to_recordset.
+    // Never replaced on conflict: a stored row may be the base of others.
+    await ex.execute(sql`
+      INSERT INTO revision_texts (${TEXT_ROWS.names}) SELECT ${TEXT_ROWS.values}
+      FROM ${TEXT_ROWS.from(heads)} JOIN ${bodies} ON b.did = x.did AND b.hash = x.hash
+      ON CONFLICT DO NOTHING`)
+  }
 }
 
 /** A stored revision of one prompt, as the raw reads below return it (column names). */

@@ -83,13 +83,13 @@ export const prompts = pgTable(
     evidence: boolean('evidence').notNull().default(false),
     recompiles: integer('recompiles').notNull().default(0),
     /**
-     * The record as lists show it, without content and coreMemory (the bulk of it), kept
-     * by Postgres on every write: a list page then never detoasts and cuts 50 full records.
-     * The guard keeps a non-object record (never valid, stored all the same) as it is.
+     * The record as lists show it, without content and coreMemory (the bulk of it): a list
+     * page then never detoasts and cuts 50 full records. A non-object record (never valid,
+     * stored all the same) is kept as it is. Written with the record from the part of it
+     * that came without its texts (db/writes.ts): as a generated column, Postgres cut the
+     * texts out of the whole record again on every write, an eighth of a prompt batch.
      */
-    listRecord: jsonb('list_record').generatedAlwaysAs(
-      sql`CASE WHEN jsonb_typeof(record) = 'object' THEN record - 'content' - 'coreMemory' ELSE record END`,
-    ),
+    listRecord: jsonb('list_record'),
     /**
      * The words of content for /v1/search (see db/read/search.ts, searchVectorOf): written
      * with the record, and only then. Not a generated column: Postgres recomputes those on

@@ -3,7 +3,16 @@ import type { CursorPosition } from '../model/events.ts'
 import type { Role } from '../model/nsids.ts'
 import { type AccountRow, keyOf, type RecordRow, type StoredRecord } from '../model/rows.ts'
 import type { Database, Executor } from './client.ts'
-import { didSet, excludedSet, inDids, JsonText, recordset } from './recordset.ts'
+import {
+  chunked,
+  didSet,
+  excludedSet,
+  inDids,
+  JsonText,
+  recordset,
+  TEXT_ROWS_PER_STATEMENT,
+  textValues,
+} from './recordset.ts'
 import {
   accounts,
   agents,
@@ -109,8 +118,24 @@ const PROMPT_FACT_KEYS = [
   'evidence',
   'recompiles',
   'searchVector',
+  'listRecord',
 ] as const
-const PROMPT_ROWS = recordset(prompts, [...RECORD_KEYS, ...PROMPT_FACT_KEYS])
+/**
+ * A prompt's record from its parts (model/record-parts.ts): the rest came in the jsonb
+ * parameter, content and coreMemory as text parameters in `t`, when they were taken out.
+ */
+const PROMPT_RECORD = sql`CASE WHEN t.did IS NULL THEN x.record ELSE x.record
+  || CASE WHEN t.content IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('content', t.content) END
+  || CASE WHEN t.core_memory IS NULL THEN '{}'::jsonb
+    ELSE jsonb_build_object('coreMemory', t.core_memory) END END`
+const PROMPT_TEXT_COLUMNS = ['did', 'rkey', 'content', 'core_memory']
+/** schema.ts, prompts.listRecord: cut from the part that came without the texts. */
+const LIST_RECORD = sql`CASE WHEN jsonb_typeof(x.record) = 'object'
+  THEN x.record - 'content' - 'coreMemory' ELSE x.record END`
+const PROMPT_ROWS = recordset(prompts, [...RECORD_KEYS, ...PROMPT_FACT_KEYS], {
+  record: PROMPT_RECORD,
+  listRecord: LIST_RECORD,
+})
 const PROMPT_SET = excludedSet(prompts, [...RECORD_SET, ...PROMPT_FACT_KEYS])
 const AGENT_ROWS = recordset(agents, [...RECORD_KEYS, 'templateHash'])
 const AGENT_SET = excludedSet(agents, [...RECORD_SET, 'templateHash'])
@@ -121,8 +146,8 @@ const CONVERSATION_SET = excludedSet(conversations, RECORD_SET)
 function promptFields(r: RecordRow) {
   const f = r.facts
   return {
-    // Serialized as the record was analyzed (see PromptFacts.recordJson).
-    record: f && !r.deleted ? new JsonText(f.recordJson) : r.record,
+    // Serialized as the record was analyzed, without its texts (see PromptFacts.recordParts).
+    record: f && !r.deleted ? new JsonText(f.recordParts.rest) : r.record,
     baseFlags: f?.baseFlags ?? 0,
     validationError: f?.validationError ?? null,
     contentBytes: f?.contentBytes ?? null,
@@ -143,6 +168,13 @@ function promptFields(r: RecordRow) {
     recompiles: r.recompiles,
     searchVector: tsvectorLiteral(f?.searchWords ?? []),
   }
+}
+
+/** The texts taken out of a live prompt's record, as a row of PROMPT_TEXT_COLUMNS. */
+function promptTexts(r: RecordRow): Array<Array<string | null>> {
+  const p = r.facts?.recordParts
+  if (!p || r.deleted || (p.content === null && p.coreMemory === null)) return []
+  return [[r.did, r.rkey, p.content, p.coreMemory]]
 }
 
 export async function upsertRecords(
@@ -169,14 +201,18 @@ export async function upsertRecords(
   // Raw, here and below: the builder inserts VALUES, not the rows of a jsonb_to_recordset,
   // and its onConflictDoUpdate has no WHERE over the conflicting row (the rev order).
   if (role === 'prompt') {
-    const data = rows.map((r) => ({ ...base(r), ...promptFields(r) }))
-    await ex.execute(sql`
-      INSERT INTO prompts (${PROMPT_ROWS.names}, flags)
-      SELECT ${PROMPT_ROWS.values}, x."baseFlags" FROM ${PROMPT_ROWS.from(data)}
-      ON CONFLICT (did, rkey) DO UPDATE SET ${PROMPT_SET},
-        -- A tombstone has no flags; live rows get theirs from recomputeFlags.
-        flags = CASE WHEN excluded.deleted THEN 0 ELSE prompts.flags END
-      WHERE prompts.rev <= excluded.rev`)
+    for (const part of chunked(rows, TEXT_ROWS_PER_STATEMENT)) {
+      const data = part.map((r) => ({ ...base(r), ...promptFields(r) }))
+      const texts = textValues('t', PROMPT_TEXT_COLUMNS, part.flatMap(promptTexts))
+      await ex.execute(sql`
+        INSERT INTO prompts (${PROMPT_ROWS.names}, flags)
+        SELECT ${PROMPT_ROWS.values}, x."baseFlags" FROM ${PROMPT_ROWS.from(data)}
+          LEFT JOIN ${texts} ON t.did = x.did AND t.rkey = x.rkey
+        ON CONFLICT (did, rkey) DO UPDATE SET ${PROMPT_SET},
+          -- A tombstone has no flags; live rows get theirs from recomputeFlags.
+          flags = CASE WHEN excluded.deleted THEN 0 ELSE prompts.flags END
+        WHERE prompts.rev <= excluded.rev`)
+    }
   } else if (role === 'agent') {
     const data = rows.map((r) => ({ ...base(r), templateHash: r.templateHash }))
     await ex.execute(sql`
@@ -230,7 +266,7 @@ export async function upsertAccounts(ex: Executor, rows: AccountRow[], now: Date
 
 /** What a tombstone keeps of each record table's row: nothing of the record. */
 const PURGED = {
-  prompt: { flags: 0, searchVector: null, contentHash: null },
+  prompt: { flags: 0, searchVector: null, contentHash: null, listRecord: null },
   conversation: {},
   agent: { templateHash: null },
 } as const

@@ -4,6 +4,7 @@ import { type LexiconDoc, Lexicons } from '@atproto/lexicon'
 import { AtUri, ensureValidDatetime, isValidTid } from '@atproto/syntax'
 import { FLAG_BITS, normalizeHash } from './flags.ts'
 import type { Nsids } from './nsids.ts'
+import { splitRecord } from './record-parts.ts'
 import type { PromptFacts } from './rows.ts'
 import { contentWords } from './search-words.ts'
 
@@ -97,7 +98,7 @@ export function analyzePrompt(
     compiledAt,
     compiledUs: compiledAt ? datetimeToMicros(compiledAt) : null,
     searchWords: contentWords(content),
-    recordJson: JSON.stringify(record ?? null),
+    recordParts: splitRecord(record),
   }
   validator.remember(record, { nsids, did, rkey, facts })
   return facts

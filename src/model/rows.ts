@@ -1,4 +1,5 @@
 import type { Provenance } from './events.ts'
+import type { RecordParts } from './record-parts.ts'
 
 // The rows the indexer plans and db/ stores, and the key they are grouped by. Types only,
 // plus the few one-line rules both sides apply to them.
@@ -70,10 +71,10 @@ export interface PromptFacts {
   /** The distinct words of content, for search (see search-words.ts). */
   searchWords: string[]
   /**
-   * The record as JSON text, serialized once as it is analyzed: before the batch's
-   * transaction when the pipeline prepares it, so the write only splices it in.
+   * The record as the write sends it (see record-parts.ts), serialized once as it is
+   * analyzed: before the batch's transaction when the pipeline prepares it.
    */
-  recordJson: string
+  recordParts: RecordParts
 }
 
 /** One stored text of revision_texts (see db/schema.ts): whole, or a delta against `base`. */

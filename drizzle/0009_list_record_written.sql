@@ -1,0 +1,1 @@
+ALTER TABLE "prompts" ALTER COLUMN "list_record" DROP EXPRESSION;

@@ -1,0 +1,41 @@
+// A prompt record as the write path sends it: its long texts apart from the rest. A string
+// inside a JSON parameter goes through Postgres's JSON lexer, which on Postgres 15 copies it
+// one character at a time: parsing the batch's jsonb parameter was most of a prompt batch's
+// statement (see bench/README.md, "The write path"). A text parameter arrives as it is, and
+// `rest || jsonb_build_object('content', content)` makes the same jsonb value without
+// lexing the text (jsonb keeps keys sorted and unique, so where they were makes no
+// difference), which db/writes.ts does.
+
+export interface RecordParts {
+  /** The record as JSON text without the fields below (all of it when nothing was taken). */
+  rest: string
+  /** `content`, when the record is an object whose content is a string; else left in rest. */
+  content: string | null
+  /** `coreMemory`, likewise. */
+  coreMemory: string | null
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/**
+ * Takes content and coreMemory (nearly all of a prompt record's bytes) out of a record;
+ * `rest` is JSON.stringify of the whole when nothing is taken.
+ */
+export function splitRecord(record: unknown): RecordParts {
+  if (!isPlainObject(record))
+    return { rest: JSON.stringify(record ?? null), content: null, coreMemory: null }
+  const content = typeof record.content === 'string' ? record.content : null
+  const coreMemory = typeof record.coreMemory === 'string' ? record.coreMemory : null
+  if (content === null && coreMemory === null)
+    return { rest: JSON.stringify(record), content, coreMemory }
+  // No prototype: a record's own "__proto__" key stays a key here, as in JSON.parse's output.
+  const rest: Record<string, unknown> = Object.create(null)
+  for (const k in record) {
+    if (!Object.hasOwn(record, k)) continue
+    if ((k === 'content' && content !== null) || (k === 'coreMemory' && coreMemory !== null))
+      continue
+    rest[k] = record[k]
+  }
+  return { rest: JSON.stringify(rest), content, coreMemory }
+}
