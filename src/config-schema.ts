@@ -37,6 +37,7 @@ export interface Config {
   batchSize: number
   batchDelayMs: number
   queueSize: number
+  analysisThreads: number
   firehoseUnauthenticated: boolean
   verifyThreads: number
   allowPrivateNetwork: boolean
@@ -191,6 +192,13 @@ export const SETTINGS = [
     false,
     bool,
     'Skip signature and MST verification of firehose commits',
+  ),
+  setting(
+    'analysisThreads',
+    'ANALYSIS_THREADS',
+    0,
+    int(0, 16),
+    'Worker threads analyzing prompts as they are queued (0: on the main thread); worth it with cores to spare',
   ),
   setting(
     'verifyThreads',

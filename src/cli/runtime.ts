@@ -6,6 +6,7 @@ import { type AppContext, createContext } from '../context.ts'
 import { openDatabase } from '../db/client.ts'
 import { countPromptsByFlag } from '../db/read/prompts.ts'
 import { countReposBySyncState } from '../db/repo-chain.ts'
+import { createAnalysisPool } from '../indexer/analysis-pool.ts'
 import { applyBatch } from '../indexer/apply.ts'
 import { countOutcomes, IngestPipeline } from '../indexer/pipeline.ts'
 import { resolverFor } from '../ingest/create-source.ts'
@@ -199,6 +200,7 @@ function runIngest(
   },
 ): IngestHandle {
   const { config, logger } = rt.ctx
+  const analysis = createAnalysisPool({ ...rt.ctx, threads: config.analysisThreads })
   const pipeline = new IngestPipeline(rt.ctx, {
     source: source.name,
     key: o.key,
@@ -207,13 +209,16 @@ function runIngest(
     queueSize: config.queueSize,
     partition: config.partition,
     onNewDids: o.onNewDids,
+    analysis,
   })
   logger.info({ source: source.name, key: o.key, startCursor: o.startCursor }, 'ingest starting')
   const writer = pipeline.run()
   const reader = source.run(pipeline, o.startCursor, o.abort.signal).finally(() => pipeline.stop())
-  const done = Promise.all([reader, writer]).then(() => {
-    logger.info({ source: source.name, events: pipeline.committedEvents }, 'ingest stopped')
-  })
+  const done = Promise.all([reader, writer])
+    .finally(() => analysis.close())
+    .then(() => {
+      logger.info({ source: source.name, events: pipeline.committedEvents }, 'ingest stopped')
+    })
   const stop = async () => {
     pipeline.stop({ drain: false })
     o.abort.abort()

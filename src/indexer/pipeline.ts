@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.ts'
 import type { CursorPosition, Provenance, Sink, SourceItem } from '../model/events.ts'
+import type { AnalysisPool } from './analysis-pool.ts'
 import type { BatchResult, IndexerDeps } from './apply.ts'
 import { applyWithRetry } from './apply-retry.ts'
 import type { BatchEvent } from './plan.ts'
@@ -26,6 +27,8 @@ export interface PipelineOptions {
   partition?: { index: number; count: number } | null
   /** Called after each commit with the repos it indexed for the first time. */
   onNewDids?: ((dids: string[]) => void) | null
+  /** Where prompts are analyzed as they are queued; default: on this thread (prepare.ts). */
+  analysis?: AnalysisPool | null
 }
 
 /** What the pipeline needs of the process's dependency bag (AppContext). */
@@ -45,6 +48,8 @@ export class IngestPipeline implements Sink {
   #newestUs: number | null = null
   #reached: number | null = null
   #committed = 0
+  /** Queued items whose analysis is still running on a worker (see AnalysisPool). */
+  readonly #analyzing = new WeakMap<SourceItem, Promise<void>>()
 
   constructor(ctx: PipelineDeps, opts: PipelineOptions) {
     this.#ctx = ctx
@@ -54,6 +59,7 @@ export class IngestPipeline implements Sink {
       batchBytes: 8 << 20,
       partition: null,
       onNewDids: null,
+      analysis: null,
       ...opts,
     }
   }
@@ -85,11 +91,22 @@ export class IngestPipeline implements Sink {
     if (ev?.kind === 'commit' && !ev.provenance) {
       item = { ...item, event: { ...ev, provenance: unverifiedFrom(this.#opts.source) } }
     }
-    // Validation and hashing now, while the batch before this one is in its transaction.
-    if (item.event) prepareEvent(this.#ctx, item.event)
+    this.#prepare(item)
     this.#queue.push(item)
     this.#queuedBytes += item.bytes ?? 0
     this.#wakeWriter?.()
+  }
+
+  /** Validation and hashing now, while the batch before this one is in its transaction. */
+  #prepare(item: SourceItem): void {
+    if (!item.event) return
+    const analysis = this.#opts.analysis
+    if (analysis === null) {
+      prepareEvent(this.#ctx, item.event)
+      return
+    }
+    const pending = analysis.prepare(item.event)
+    if (pending) this.#analyzing.set(item, pending)
   }
 
   #isFull(): boolean {
@@ -141,7 +158,14 @@ export class IngestPipeline implements Sink {
   async #writeBatch(items: SourceItem[]): Promise<void> {
     for (const wake of this.#wakeReaders.splice(0)) wake()
     const events: BatchEvent[] = []
-    for (const it of items) if (it.event) events.push(it.event)
+    const analyzing: Array<Promise<void>> = []
+    for (const it of items) {
+      if (it.event) events.push(it.event)
+      const pending = this.#analyzing.get(it)
+      if (pending) analyzing.push(pending)
+    }
+    // Never rejects (AnalysisPool.prepare); what is not analyzed by now, the batch analyzes.
+    await Promise.all(analyzing)
     this.#advance(items)
     if (events.length > 0) await this.#commit(events)
     else await this.#flushCursor(false)

@@ -18,17 +18,23 @@ export interface RecordParts {
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v)
 
+/** The texts splitRecord takes out of `record`, without serializing the rest. */
+export function textsOf(record: unknown): Pick<RecordParts, 'content' | 'coreMemory'> {
+  if (!isPlainObject(record)) return { content: null, coreMemory: null }
+  return {
+    content: typeof record.content === 'string' ? record.content : null,
+    coreMemory: typeof record.coreMemory === 'string' ? record.coreMemory : null,
+  }
+}
+
 /**
  * Takes content and coreMemory (nearly all of a prompt record's bytes) out of a record;
  * `rest` is JSON.stringify of the whole when nothing is taken.
  */
 export function splitRecord(record: unknown): RecordParts {
-  if (!isPlainObject(record))
-    return { rest: JSON.stringify(record ?? null), content: null, coreMemory: null }
-  const content = typeof record.content === 'string' ? record.content : null
-  const coreMemory = typeof record.coreMemory === 'string' ? record.coreMemory : null
-  if (content === null && coreMemory === null)
-    return { rest: JSON.stringify(record), content, coreMemory }
+  const { content, coreMemory } = textsOf(record)
+  if (!isPlainObject(record) || (content === null && coreMemory === null))
+    return { rest: JSON.stringify(record ?? null), content, coreMemory }
   // No prototype: a record's own "__proto__" key stays a key here, as in JSON.parse's output.
   const rest: Record<string, unknown> = Object.create(null)
   for (const k in record) {
