@@ -71,7 +71,7 @@ export function textValues(
   return sql`${new SQL(chunks as SQL['queryChunks'])}${as}(${names})`
 }
 
-/** Rows per statement that sends texts as parameters (up to 6 each; a batch may be 100,000). */
+/** Rows per statement that sends texts as parameters (up to 4 each; a batch may be 100,000). */
 export const TEXT_ROWS_PER_STATEMENT = 10_000
 
 export function* chunked<T>(items: readonly T[], size: number): Generator<T[]> {

@@ -80,7 +80,6 @@ export function createAnalysisPool(opts: AnalysisPoolOptions): AnalysisPool {
   const slots: Slot[] = []
   /** Deaths since the last reply: a worker that cannot even start would respawn forever. */
   let deaths = 0
-  let inline = false
 
   const settle = (p: Pending, reply: AnalysisReply) => {
     if ('error' in reply) {
@@ -128,7 +127,7 @@ export function createAnalysisPool(opts: AnalysisPoolOptions): AnalysisPool {
       slot.outbox = []
       if (++deaths < MAX_DEATHS) slots[i] = spawn()
       else {
-        inline = true
+        // No slots left: prepare() analyzes here from now on.
         slots.splice(i, 1)
         logger.error(
           { deaths },
@@ -165,7 +164,7 @@ export function createAnalysisPool(opts: AnalysisPoolOptions): AnalysisPool {
     prepare(ev) {
       if (closed || ev.kind !== 'commit' || ev.collection !== nsids.prompt || ev.op === 'delete')
         return null
-      if (inline || slots.length === 0) {
+      if (slots.length === 0) {
         prepareEvent({ nsids, validator }, ev)
         return null
       }
