@@ -3,12 +3,12 @@
 //   cli  ->  ingest | api | demo  ->  indexer  ->  context  ->  db  ->  bottom  ->  model
 //
 // model (src/model/) is pure and imports nothing of the project. "bottom" is the top-level
-// src/*.ts a process is configured and observed with (config and its schema, backoff, logger, metrics, errors,
-// version); it may import model only. context.ts is the dependency bag the layers above
+// src/*.ts a process is configured and observed with (config and its schema, backoff, the worker
+// pool, logger, metrics, errors, version); it may import model only. context.ts is the dependency bag the layers above
 // db/ are handed. ingest/ and api/ never import each other. Nothing imports cli/ but cli/.
 // `npm run deps` runs this; .ci/run fails on any error.
 
-const BOTTOM = '^src/(config|config-schema|config-parse|backoff|logger|metrics|chain-metrics|errors|version)[.]ts$'
+const BOTTOM = '^src/(config|config-schema|config-parse|backoff|worker-pool|logger|metrics|chain-metrics|errors|version)[.]ts$'
 
 /** A forbidden import from modules matching `from` to modules matching `to`. */
 const forbid = (name, comment, from, to) => ({ name, comment, severity: 'error', from, to })

@@ -1,9 +1,9 @@
-import { Worker } from 'node:worker_threads'
 import type { Logger } from 'pino'
 import type { Nsids } from '../model/nsids.ts'
 import type { PromptValidator } from '../model/prompt-record.ts'
 import { textsOf } from '../model/record-parts.ts'
 import type { PromptFacts } from '../model/rows.ts'
+import { createWorkerPool, type WorkerReply } from '../worker-pool.ts'
 import type { BatchEvent } from './plan.ts'
 import { prepareEvent } from './prepare.ts'
 
@@ -16,15 +16,16 @@ import { prepareEvent } from './prepare.ts'
 // died) is analyzed by the batch itself, on this thread, exactly as without a pool.
 
 export interface AnalysisRequest {
-  id: number
   did: string
   rkey: string
   record: unknown
 }
 
-export type AnalysisReply =
-  | { id: number; facts: Omit<PromptFacts, 'recordParts'>; rest: string }
-  | { id: number; error: string }
+/** What a worker finds: the facts, and the record's JSON without its texts. */
+export interface AnalysisResult {
+  facts: Omit<PromptFacts, 'recordParts'>
+  rest: string
+}
 
 export interface AnalysisPool {
   /**
@@ -46,149 +47,58 @@ export interface AnalysisPoolOptions {
   workerUrl?: URL
 }
 
-interface Pending {
-  ev: BatchEvent & { kind: 'commit' }
-  done: () => void
-}
-
-interface Slot {
-  worker: Worker
-  pending: Map<number, Pending>
-  outbox: AnalysisRequest[]
-}
-
 const WORKER_URL = new URL('./analysis-worker.ts', import.meta.url)
-/** Deaths in a row (no reply between them) after which the pool stops starting workers. */
-const MAX_DEATHS = 5
 /** The worker's heap: records pass through it one batch at a time. */
 const WORKER_LIMITS = { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 32 }
 
 export function createAnalysisPool(opts: AnalysisPoolOptions): AnalysisPool {
   const { nsids, validator, logger } = opts
-  if (opts.threads <= 0) {
-    return {
-      prepare: (ev) => {
-        prepareEvent({ nsids, validator }, ev)
-        return null
-      },
-      close: async () => {},
-    }
+  const inline = (ev: BatchEvent) => {
+    prepareEvent({ nsids, validator }, ev)
+    return null
   }
-  let nextId = 0
+  if (opts.threads <= 0) return { prepare: inline, close: async () => {} }
+  const pool = createWorkerPool<AnalysisRequest, AnalysisResult>({
+    name: 'analysis',
+    threads: opts.threads,
+    workerUrl: opts.workerUrl ?? WORKER_URL,
+    workerOptions: { workerData: { nsids }, resourceLimits: WORKER_LIMITS },
+    logger,
+  })
   let closed = false
-  let flushScheduled = false
-  const slots: Slot[] = []
-  /** Deaths since the last reply: a worker that cannot even start would respawn forever. */
-  let deaths = 0
 
-  const settle = (p: Pending, reply: AnalysisReply) => {
+  const settle = (
+    ev: BatchEvent & { kind: 'commit' },
+    reply: WorkerReply<AnalysisResult> | null,
+  ) => {
+    // No reply: the batch analyzes the prompt on the main thread, as without a pool.
+    if (reply === null) return
     if ('error' in reply) {
-      // The batch analyzes it again on the main thread, where the same error is handled as
-      // any analysis error is; logged here so a worker-only failure is never silent.
-      logger.warn({ did: p.ev.did, rkey: p.ev.rkey, err: reply.error }, 'analysis worker failed')
-    } else {
-      const { ev } = p
-      const facts: PromptFacts = {
-        ...reply.facts,
-        recordParts: { rest: reply.rest, ...textsOf(ev.record) },
-      }
-      validator.remember(ev.record, { nsids, did: ev.did, rkey: ev.rkey, facts })
+      // The batch analyzes it again, where the same error is handled as any analysis error
+      // is; logged here so a worker-only failure is never silent.
+      logger.warn({ did: ev.did, rkey: ev.rkey, err: reply.error }, 'analysis worker failed')
+      return
     }
-    p.done()
-  }
-
-  const spawn = (): Slot => {
-    const worker = new Worker(opts.workerUrl ?? WORKER_URL, {
-      workerData: { nsids },
-      resourceLimits: WORKER_LIMITS,
-    })
-    // An idle pool never holds the process open; close() is what ends the workers.
-    worker.unref()
-    const slot: Slot = { worker, pending: new Map(), outbox: [] }
-    worker.on('message', (replies: AnalysisReply[]) => {
-      deaths = 0
-      for (const r of replies) {
-        const p = slot.pending.get(r.id)
-        if (!p) continue
-        slot.pending.delete(r.id)
-        settle(p, r)
-      }
-    })
-    const fail = (reason: unknown) => {
-      if (closed) return
-      const i = slots.indexOf(slot)
-      if (i === -1) return
-      logger.error(
-        { err: reason, pending: slot.pending.size },
-        'analysis worker died; its prompts are analyzed by their batches and a new worker starts',
-      )
-      for (const p of slot.pending.values()) p.done()
-      slot.pending.clear()
-      slot.outbox = []
-      if (++deaths < MAX_DEATHS) slots[i] = spawn()
-      else {
-        // No slots left: prepare() analyzes here from now on.
-        slots.splice(i, 1)
-        logger.error(
-          { deaths },
-          'analysis workers keep dying; prompts are analyzed on the main thread',
-        )
-      }
+    const facts: PromptFacts = {
+      ...reply.facts,
+      recordParts: { rest: reply.rest, ...textsOf(ev.record) },
     }
-    worker.on('error', fail)
-    worker.on('exit', (code) => fail(new Error(`worker exited with code ${code}`)))
-    return slot
-  }
-  for (let i = 0; i < opts.threads; i++) slots.push(spawn())
-
-  const flush = () => {
-    flushScheduled = false
-    for (const slot of slots) {
-      if (slot.outbox.length === 0) continue
-      const sent = slot.outbox
-      slot.outbox = []
-      try {
-        slot.worker.postMessage(sent)
-      } catch (err) {
-        // A record the structured clone refuses: its batch analyzes it on this thread.
-        logger.warn({ err, prompts: sent.length }, 'analysis requests not sent to the worker')
-        for (const r of sent) {
-          slot.pending.get(r.id)?.done()
-          slot.pending.delete(r.id)
-        }
-      }
-    }
+    validator.remember(ev.record, { nsids, did: ev.did, rkey: ev.rkey, facts })
   }
 
   return {
     prepare(ev) {
       if (closed || ev.kind !== 'commit' || ev.collection !== nsids.prompt || ev.op === 'delete')
         return null
-      if (slots.length === 0) {
-        prepareEvent({ nsids, validator }, ev)
-        return null
-      }
-      let slot = slots[0]
-      for (const s of slots) if (s.pending.size < slot.pending.size) slot = s
-      const id = nextId++
-      return new Promise<void>((done) => {
-        slot.pending.set(id, { ev, done })
-        slot.outbox.push({ id, did: ev.did, rkey: ev.rkey, record: ev.record })
-        if (!flushScheduled) {
-          flushScheduled = true
-          setImmediate(flush)
-        }
-      })
+      // Every worker gave up: analyzed here from now on.
+      if (pool.live === 0) return inline(ev)
+      return pool
+        .request({ did: ev.did, rkey: ev.rkey, record: ev.record })
+        .then((reply) => settle(ev, reply))
     },
     async close() {
-      if (closed) return
       closed = true
-      // Nothing waits on a closed pool: its prompts are analyzed by their batches.
-      for (const slot of slots) {
-        for (const p of slot.pending.values()) p.done()
-        slot.pending.clear()
-      }
-      await Promise.all(slots.map((s) => s.worker.terminate()))
+      await pool.close()
     },
   }
 }

@@ -1,19 +1,10 @@
-import { parentPort } from 'node:worker_threads'
+import { answerRequests } from '../worker-pool.ts'
 import { verifySignatureNative } from './native-verify.ts'
-import type { VerifyReply, VerifyRequest } from './verify-pool.ts'
+import type { VerifyRequest } from './verify-pool.ts'
 
 // One verification thread of the pool: a request in, a verdict (or the error's message,
 // thrown again on the other side) out. Its did:key cache is its own.
 
-const port = parentPort
-if (!port) throw new Error('verify-worker.ts runs as a worker thread')
-port.on('message', (batch: VerifyRequest[]) => {
-  const replies: VerifyReply[] = batch.map(({ id, didKey, data, sig }) => {
-    try {
-      return { id, ok: verifySignatureNative(didKey, data, sig) }
-    } catch (err) {
-      return { id, error: err instanceof Error ? err.message : String(err) }
-    }
-  })
-  port.postMessage(replies)
-})
+answerRequests(({ didKey, data, sig }: VerifyRequest) => ({
+  ok: verifySignatureNative(didKey, data, sig),
+}))

@@ -91,7 +91,7 @@ describe('the analysis pool', () => {
       nsids: NSIDS,
       validator,
       logger,
-      workerUrl: new URL('../fixtures/broken-analysis-worker.ts', import.meta.url),
+      workerUrl: new URL('../fixtures/broken-worker.ts', import.meta.url),
     })
     try {
       await vi.waitFor(

@@ -1,6 +1,6 @@
 import { P256Keypair, Secp256k1Keypair } from '@atproto/crypto'
 import pino from 'pino'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { verifySignatureNative } from '../../src/ingest/native-verify.ts'
 import { createVerifyPool, type VerifyPool } from '../../src/ingest/verify-pool.ts'
 
@@ -90,6 +90,28 @@ describe('createVerifyPool', () => {
       expect(got).toEqual(want)
     }
     expect(logs.join('')).toMatch(/signature worker died/)
+  })
+
+  it('stops starting workers that die as they load, and checks every signature here', async () => {
+    const logs: string[] = []
+    pool = createVerifyPool({
+      threads: 1,
+      logger: pino({ level: 'error' }, { write: (l: string) => logs.push(l) }),
+      workerUrl: new URL('../fixtures/broken-worker.ts', import.meta.url),
+    })
+    await vi.waitFor(() => expect(logs.join('')).toMatch(/signature workers keep dying/), {
+      timeout: 20_000,
+      interval: 50,
+    })
+    const all = await cases()
+    const got = await Promise.all(
+      all.map((c) => verdictOf(() => (pool as VerifyPool).check(c.key, c.data, c.sig))),
+    )
+    const want = await Promise.all(
+      all.map((c) => verdictOf(() => verifySignatureNative(c.key, c.data, c.sig))),
+    )
+    expect(got).toEqual(want)
+    expect(logs.filter((l) => /signature worker died/.test(l)).length).toBe(5)
   })
 
   it('refuses checks once closed', async () => {
