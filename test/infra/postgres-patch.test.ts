@@ -1,12 +1,17 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import postgres from 'postgres'
 import { describe, expect, it } from 'vitest'
+import { usingPostgres } from '../helpers/db.ts'
 
 // postgres.js 3.4.9 kills the process when a deferred write runs after the socket closed
 // (test/cli/db-outage.test.ts shows it end to end). The fix is patches/postgres+3.4.9.patch,
 // applied by `postinstall` on every npm install; this says at once, by name, if an install
-// skipped it (--ignore-scripts) or a version bump left the patch behind.
+// skipped it (--ignore-scripts) or a version bump left the patch behind. The same patch
+// writes each string parameter in one pass, reserving 3 bytes a UTF-16 unit instead of
+// measuring it first, and stops copying each message once more before it is sent: every
+// string must still reach the server as exactly its UTF-8 bytes.
 
 // The package exports no package.json, so it is read from where npm installs it.
 const root = fileURLToPath(new URL('../../node_modules/postgres', import.meta.url))
@@ -19,11 +24,45 @@ describe('postgres.js driver patch', () => {
       const code = readFileSync(join(root, build, 'connection.js'), 'utf8')
       const nextWrite = code.slice(code.indexOf('function nextWrite'))
       expect(nextWrite, build).toMatch(/^function nextWrite\(fn\) \{[^}]*if \(!socket\) \{/)
+      const bytes = readFileSync(join(root, build, 'bytes.js'), 'utf8')
+      const str = bytes.slice(bytes.indexOf('  str(x) {'), bytes.indexOf('  i16(x) {'))
+      expect(str, build).toContain('fit(x.length * 3)')
+      expect(str, build).not.toContain('Buffer.byteLength(x)')
     }
   })
 
   it('is applied by postinstall', () => {
     const own = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'))
     expect(own.scripts.postinstall).toMatch(/^patch-package/)
+  })
+})
+
+describe.skipIf(!usingPostgres())('string parameters through the patched driver (Postgres)', () => {
+  it('reach the server as their exact UTF-8 bytes, whatever their length and width', async () => {
+    const sql = postgres(process.env.TEST_DATABASE_URL as string, { max: 1, onnotice: () => {} })
+    try {
+      const strings = [
+        '',
+        'a',
+        'plain ascii '.repeat(5000),
+        'é',
+        'You are an agent — kind.\n'.repeat(2000),
+        '😀'.repeat(30_000),
+        'mixed ∑ 中文 😀 tab\there',
+        'a\ud800b', // a lone surrogate becomes U+FFFD, as Buffer.from gives it
+        'x'.repeat(255) + 'é', // across the builder's first 256-byte buffer
+      ]
+      // Several in one statement, so later parameters land after earlier, larger ones.
+      const rows = await sql.unsafe<{ t: string; n: number }[]>(
+        strings
+          .map((_, i) => `SELECT $${i + 1}::text AS t, octet_length($${i + 1}::text) AS n`)
+          .join(' UNION ALL '),
+        strings,
+      )
+      expect(rows.map((r) => r.t)).toEqual(strings.map((s) => Buffer.from(s).toString()))
+      expect(rows.map((r) => r.n)).toEqual(strings.map((s) => Buffer.byteLength(s)))
+    } finally {
+      await sql.end()
+    }
   })
 })
