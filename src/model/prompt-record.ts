@@ -13,6 +13,8 @@ const LEXICON_PATH = new URL(
   import.meta.url,
 )
 const PUBLISHED_ID = 'xyz.quasigod.lab.letta.compiledPrompt'
+/** The largest encoding buffer a validator keeps: room for any valid prompt's content. */
+const SCRATCH_MAX = 1 << 20
 
 interface Analyzed {
   nsids: Nsids
@@ -32,6 +34,8 @@ export class PromptValidator {
   readonly #lexicons: Lexicons
   readonly #nsid: string
   readonly #analyzed = new WeakMap<object, Analyzed>()
+  /** Where a content's UTF-8 is written to be counted and hashed (see utf8). */
+  #scratch = Buffer.allocUnsafeSlow(64 * 1024)
   constructor(promptNsid: string) {
     const doc = JSON.parse(readFileSync(LEXICON_PATH, 'utf8')) as LexiconDoc
     if (doc.id !== PUBLISHED_ID) throw new Error(`unexpected lexicon id ${doc.id}`)
@@ -67,6 +71,20 @@ export class PromptValidator {
   remember(record: unknown, analyzed: Analyzed): void {
     if (typeof record === 'object' && record !== null) this.#analyzed.set(record, analyzed)
   }
+
+  /**
+   * The UTF-8 bytes of `text`, valid until the next call: a content is encoded once to be
+   * both counted and hashed, into a buffer kept for it (an allocation per prompt, or
+   * Buffer.byteLength and then the hash's own encoding, cost half as much again).
+   */
+  utf8(text: string): Buffer {
+    // A UTF-16 unit is at most 3 bytes of UTF-8. An outsized text (no valid prompt is over
+    // 200,000 bytes) is encoded on its own, so the kept buffer stays small.
+    const room = text.length * 3
+    if (room > SCRATCH_MAX) return Buffer.from(text, 'utf8')
+    if (this.#scratch.length < room) this.#scratch = Buffer.allocUnsafeSlow(room)
+    return this.#scratch.subarray(0, this.#scratch.write(text, 0, 'utf8'))
+  }
 }
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null)
@@ -87,11 +105,12 @@ export function analyzePrompt(
   const compiledAt = str(r.compiledAt)
   const hash = str(r.rawSystemHash)
   const sameSlot = isSameSlot(str(r.conversation), did, nsids.conversation, rkey)
+  const bytes = content === null ? null : validator.utf8(content)
   const facts: PromptFacts = {
     validationError,
     baseFlags: baseFlagsOf(sameSlot, content, str(r.coreMemory), validationError),
-    contentBytes: content === null ? null : Buffer.byteLength(content, 'utf8'),
-    contentHash: content === null ? null : createHash('sha256').update(content).digest('hex'),
+    contentBytes: bytes === null ? null : bytes.length,
+    contentHash: bytes === null ? null : createHash('sha256').update(bytes).digest('hex'),
     ...agentOf(str(r.agent), nsids),
     rawSystemHash: hash === null ? null : normalizeHash(hash),
     memfsRevision: str(r.memfsRevision),

@@ -1,8 +1,9 @@
+import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import type { IndexerDeps } from '../../src/indexer/apply.ts'
-import { datetimeToMicros, PromptValidator } from '../../src/model/prompt-record.ts'
+import { analyzePrompt, datetimeToMicros, PromptValidator } from '../../src/model/prompt-record.ts'
 import { apply, NSIDS, World } from '../helpers/events.ts'
 import { getPrompt } from '../helpers/get-prompt.ts'
 import { useIndexerDb } from '../helpers/indexer-db.ts'
@@ -147,5 +148,26 @@ describe('invalid prompts are stored, flagged and served, never dropped', () => 
     const p = await getPrompt(db, NSIDS, did, r)
     expect(p?.flags).toEqual(['orphaned', 'mismatched', 'invalid'])
     expect(p?.validationError).toBeTruthy()
+  })
+})
+
+describe('content size and hash', () => {
+  it('are of the UTF-8 bytes, for every content of a run (the encoding buffer is reused)', () => {
+    const validator = new PromptValidator(NSIDS.prompt)
+    const contents = [
+      'plain',
+      'You are an agent — kind. 😀 é 中',
+      '', // empty: zero bytes, the hash of nothing
+      '€'.repeat(40_000), // 120,000 bytes: past the first buffer
+      'short again',
+      'a\ud800b', // a lone surrogate is U+FFFD's three bytes, as Buffer.from gives
+      'x'.repeat(400_000), // beyond the kept buffer's bound: encoded on its own
+    ]
+    for (const [i, content] of contents.entries()) {
+      const facts = analyzePrompt(validator, NSIDS, 'did:plc:a', `3lb2xv7kdqc2${i}`, { content })
+      const bytes = Buffer.from(content, 'utf8')
+      expect(facts.contentBytes).toBe(bytes.length)
+      expect(facts.contentHash).toBe(createHash('sha256').update(bytes).digest('hex'))
+    }
   })
 })
