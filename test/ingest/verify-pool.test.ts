@@ -39,18 +39,22 @@ async function cases() {
   return out
 }
 
+/** Checks every case through `p`, all at once (batched, spread over the workers), and
+ * expects the verdicts the inline check gives; returns those. */
+async function expectInlineVerdicts(p: VerifyPool) {
+  const all = await cases()
+  const got = await Promise.all(all.map((c) => verdictOf(() => p.check(c.key, c.data, c.sig))))
+  const want = await Promise.all(
+    all.map((c) => verdictOf(() => verifySignatureNative(c.key, c.data, c.sig))),
+  )
+  expect(got).toEqual(want)
+  return want
+}
+
 describe('createVerifyPool', () => {
   it.each([0, 1, 2])('gives the inline verdict on every input, %i threads', async (threads) => {
     pool = createVerifyPool({ threads, logger })
-    const all = await cases()
-    // All at once: the checks are batched and spread over the workers.
-    const got = await Promise.all(
-      all.map((c) => verdictOf(() => (pool as VerifyPool).check(c.key, c.data, c.sig))),
-    )
-    const want = await Promise.all(
-      all.map((c) => verdictOf(() => verifySignatureNative(c.key, c.data, c.sig))),
-    )
-    expect(got).toEqual(want)
+    const want = await expectInlineVerdicts(pool)
     expect(want.filter((v) => v === true).length).toBe(40)
     expect(want.filter((v) => typeof v === 'string').length).toBe(3)
   })
@@ -103,14 +107,7 @@ describe('createVerifyPool', () => {
       timeout: 20_000,
       interval: 50,
     })
-    const all = await cases()
-    const got = await Promise.all(
-      all.map((c) => verdictOf(() => (pool as VerifyPool).check(c.key, c.data, c.sig))),
-    )
-    const want = await Promise.all(
-      all.map((c) => verdictOf(() => verifySignatureNative(c.key, c.data, c.sig))),
-    )
-    expect(got).toEqual(want)
+    await expectInlineVerdicts(pool)
     expect(logs.filter((l) => /signature worker died/.test(l)).length).toBe(5)
   })
 
