@@ -1,4 +1,5 @@
 import {
+  autoOrInt,
   bool,
   int,
   nsid,
@@ -37,7 +38,7 @@ export interface Config {
   batchSize: number
   batchDelayMs: number
   queueSize: number
-  analysisThreads: number
+  analysisThreads: number | 'auto'
   firehoseUnauthenticated: boolean
   verifyThreads: number
   allowPrivateNetwork: boolean
@@ -196,9 +197,9 @@ export const SETTINGS = [
   setting(
     'analysisThreads',
     'ANALYSIS_THREADS',
-    0,
-    int(0, 16),
-    'Worker threads analyzing prompts as they are queued (0: on the main thread); worth it with cores to spare',
+    'auto',
+    autoOrInt(0, 16),
+    'Worker threads analyzing prompts as they are queued (0: on the main thread; auto: 1 on embedded PGlite with a second core, else 0)',
   ),
   setting(
     'verifyThreads',

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { type ApiOptions, buildApp } from '../api/app.ts'
@@ -6,7 +7,7 @@ import { type AppContext, createContext } from '../context.ts'
 import { openDatabase } from '../db/client.ts'
 import { countPromptsByFlag } from '../db/read/prompts.ts'
 import { countReposBySyncState } from '../db/repo-chain.ts'
-import { createAnalysisPool } from '../indexer/analysis-pool.ts'
+import { analysisThreadsFor, createAnalysisPool } from '../indexer/analysis-pool.ts'
 import { applyBatch } from '../indexer/apply.ts'
 import { countOutcomes, IngestPipeline } from '../indexer/pipeline.ts'
 import { resolverFor } from '../ingest/create-source.ts'
@@ -200,7 +201,8 @@ function runIngest(
   },
 ): IngestHandle {
   const { config, logger } = rt.ctx
-  const analysis = createAnalysisPool({ ...rt.ctx, threads: config.analysisThreads })
+  const threads = analysisThreadsFor(config.analysisThreads, rt.ctx.db.kind, availableParallelism())
+  const analysis = createAnalysisPool({ ...rt.ctx, threads })
   const pipeline = new IngestPipeline(rt.ctx, {
     source: source.name,
     key: o.key,
@@ -211,7 +213,10 @@ function runIngest(
     onNewDids: o.onNewDids,
     analysis,
   })
-  logger.info({ source: source.name, key: o.key, startCursor: o.startCursor }, 'ingest starting')
+  logger.info(
+    { source: source.name, key: o.key, startCursor: o.startCursor, analysisThreads: threads },
+    'ingest starting',
+  )
   const writer = pipeline.run()
   const reader = source.run(pipeline, o.startCursor, o.abort.signal).finally(() => pipeline.stop())
   const done = Promise.all([reader, writer])

@@ -49,6 +49,16 @@ describe('configuration', () => {
     }
   })
 
+  it('takes ANALYSIS_THREADS as auto (the default) or a count, and says what else it takes', () => {
+    expect(loadConfig({}, {}).analysisThreads).toBe('auto')
+    expect(loadConfig({}, { ANALYSIS_THREADS: '2' }).analysisThreads).toBe(2)
+    expect(loadConfig({ 'analysis-threads': '0' }, {}).analysisThreads).toBe(0)
+    for (const bad of ['many', '-1', '17', '1.5', 'Auto'])
+      expect(() => loadConfig({}, { ANALYSIS_THREADS: bad })).toThrow(
+        /ANALYSIS_THREADS.*must be auto or an integer from 0 to 16/,
+      )
+  })
+
   it('replay needs a file', () => {
     expect(() => loadConfig({ source: 'replay' }, {})).toThrow(/REPLAY_FILE/)
   })

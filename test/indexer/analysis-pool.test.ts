@@ -6,7 +6,11 @@ import { sql } from 'drizzle-orm'
 import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
-import { type AnalysisPool, createAnalysisPool } from '../../src/indexer/analysis-pool.ts'
+import {
+  type AnalysisPool,
+  analysisThreadsFor,
+  createAnalysisPool,
+} from '../../src/indexer/analysis-pool.ts'
 import { IngestPipeline } from '../../src/indexer/pipeline.ts'
 import { createReplaySource } from '../../src/ingest/replay.ts'
 import type { CommitEvent, IndexEvent, SourceItem } from '../../src/model/events.ts'
@@ -197,6 +201,19 @@ describe('a pipeline analyzing on a worker', () => {
     expect(failed.lines.filter((l) => l.msg === 'analysis worker failed').length).toBe(
       events.filter(isPromptWrite).length,
     )
+  })
+})
+
+describe('ANALYSIS_THREADS=auto', () => {
+  it('is one worker on embedded PGlite with a second core, and none otherwise', () => {
+    expect(analysisThreadsFor('auto', 'pglite', 2)).toBe(1)
+    expect(analysisThreadsFor('auto', 'pglite', 64)).toBe(1)
+    expect(analysisThreadsFor('auto', 'pglite', 1)).toBe(0)
+    expect(analysisThreadsFor('auto', 'postgres', 2)).toBe(0)
+    expect(analysisThreadsFor('auto', 'postgres', 64)).toBe(0)
+    // A number is taken as it is.
+    expect(analysisThreadsFor(0, 'pglite', 8)).toBe(0)
+    expect(analysisThreadsFor(3, 'postgres', 1)).toBe(3)
   })
 })
 
