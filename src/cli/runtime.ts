@@ -133,8 +133,18 @@ export async function startServer(
       await indexSnapshot(rt, snapshot)
     },
   })
-  rt.shutdown.add('http server', () => app.close())
-  await app.listen({ host: config.host, port: config.port })
+  // A Fastify app closed before or while it listens goes on listening (and a second close
+  // does nothing), so the close waits for the listen under way, and a signal that came
+  // earlier in start-up (add() then closes at once) means no listen at all: either way a
+  // stopped process used to keep serving, with its database already closed.
+  let listening: Promise<unknown> = Promise.resolve()
+  rt.shutdown.add('http server', async () => {
+    await listening.catch(() => {})
+    await app.close()
+  })
+  if (rt.shutdown.closing) return app
+  listening = app.listen({ host: config.host, port: config.port })
+  await listening
   if (opts.readApi)
     rt.ctx.logger.info(
       { ui: uiAddress(app, config.host) },
