@@ -2,7 +2,13 @@ import type { Database } from '../db/client.ts'
 import { readDidOfHandle, readHandles } from '../db/read/accounts.ts'
 import { type ChangeRow, readRecentChanges } from '../db/read/changes.ts'
 import type { FlagCounts } from '../db/read/prompts.ts'
-import { type PromptListQuery, readPromptAnswer, readPromptPage } from '../db/read/prompts.ts'
+import {
+  type PromptAnswerRow,
+  type PromptKey,
+  type PromptListQuery,
+  readPromptAnswer,
+  readPromptPage,
+} from '../db/read/prompts.ts'
 import { readAgent, readConversation } from '../db/read/records.ts'
 import { countReposBySyncState, listUnsynchronized } from '../db/repo-chain.ts'
 import { type FlagName, flagsToNames } from '../model/flags.ts'
@@ -28,6 +34,9 @@ export async function resolveActor(db: Database, actor: Actor): Promise<string |
   return readDidOfHandle(db, actor.handle)
 }
 
+/** Reads a prompt's answer row: the routes' batched reader (db/read/batch.ts), or one read. */
+export type PromptAnswerReader = (key: PromptKey) => Promise<PromptAnswerRow | null>
+
 /** A single prompt's answer: the view plus one sentence per flag (lists leave these out). */
 export type PromptAnswer = PromptView & { reasons: Reasons }
 
@@ -38,12 +47,12 @@ export type PromptAnswer = PromptView & { reasons: Reasons }
  * prompt carrying one of those is parsed here.
  */
 export async function getPromptAnswer(
-  db: Database,
+  readRow: PromptAnswerReader,
   nsids: Nsids,
   did: string,
   rkey: string,
 ): Promise<RawRecordAnswer<PromptAnswer> | null> {
-  const row = await readPromptAnswer(db, did, rkey)
+  const row = await readRow({ did, rkey })
   if (!row) return null
   const view = toPromptView({ ...row, record: RAW_RECORD }, nsids)
   const readsRecord = view.flags.some((f) => FLAGS_WITH_RECORD.includes(f as FlagName))
@@ -59,7 +68,7 @@ export async function getPromptView(
   did: string,
   rkey: string,
 ): Promise<PromptAnswer | null> {
-  const got = await getPromptAnswer(db, nsids, did, rkey)
+  const got = await getPromptAnswer((k) => readPromptAnswer(db, k.did, k.rkey), nsids, did, rkey)
   return got && { ...got.answer, record: JSON.parse(got.recordJson.toString()) }
 }
 

@@ -31,7 +31,7 @@ const later = sql.raw(`q.did = p.did AND q.agent_uri = p.agent_uri
 
 /** The evidence columns of prompt `p`, from the joins of evidenceJoins. */
 export const evidenceColumns = sql`p.raw_system_hash, p.memfs_revision,
-    (SELECT c.deleted FROM conversations c WHERE c.did = p.did AND c.rkey = p.rkey) AS conversation_deleted,
+    ec.deleted AS conversation_deleted,
     ea.template_hash AS agent_template_hash, ea.hidden AS agent_hidden,
     nt.rkey AS newer_template_rkey, nt.raw_system_hash AS newer_template_hash,
     nt.compiled_us AS newer_template_us,
@@ -39,11 +39,14 @@ export const evidenceColumns = sql`p.raw_system_hash, p.memfs_revision,
     nm.compiled_us AS newer_memory_us`
 
 /**
- * The joins behind evidenceColumns. Each group probe first tests its flag on `p`, which
- * Postgres runs as a one-time filter: a prompt without the flag costs no range scan, so a
- * lookup can read its evidence in the same statement whether it needs it or not.
+ * The joins behind evidenceColumns: the prompt's conversation row (`ec`, deleted or not)
+ * and its agent's live row (`ea`), each one primary-key probe that the lookup's
+ * existence flags read too (db/read/prompts.ts). Each group probe first tests its flag on
+ * `p`, which Postgres runs as a one-time filter: a prompt without the flag costs no range
+ * scan, so a lookup can read its evidence in the same statement whether it needs it or not.
  */
 export const evidenceJoins = sql`
+    LEFT JOIN conversations ec ON ec.did = p.did AND ec.rkey = p.rkey
     LEFT JOIN agents ea ON ea.did = p.agent_did AND ea.rkey = p.agent_rkey AND NOT ea.deleted
     LEFT JOIN LATERAL (
       SELECT q.rkey, q.raw_system_hash, q.compiled_us FROM prompts q

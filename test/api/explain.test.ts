@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { handleQuery } from '../../src/db/read/accounts.ts'
 import { changesQuery } from '../../src/db/read/changes.ts'
-import { type ListFlag, promptAnswerQuery, promptListQuery } from '../../src/db/read/prompts.ts'
+import { type ListFlag, promptAnswersQuery, promptListQuery } from '../../src/db/read/prompts.ts'
 import {
   agentPromptCountsQuery,
   agentRecordQuery,
@@ -90,7 +90,14 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
         }
       }
     }
-    out.push(['prompt answer with its flag evidence', promptAnswerQuery(did(1234), rkey(1234))])
+    // A lone lookup and a full batch (db/read/prompts.ts, ANSWER_BATCH: 16 keys).
+    for (const n of [1, 16]) {
+      const ids = Array.from({ length: n }, (_, j) => 1234 + j * 997)
+      out.push([
+        `prompt answers with their flag evidence, ${n} keys`,
+        promptAnswersQuery(sql`${sql.param(ids.map(did))}`, sql`${sql.param(ids.map(rkey))}`),
+      ])
+    }
     out.push(['revision', revisionQuery(did(5), rkey(5), rkey(5))])
     out.push(['revision pair', revisionPairQuery(did(5), rkey(5), null)])
     out.push(['revision texts', textChainsQuery(did(5), ['h5', 'h2005'])])

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
 import { nsidsOf } from '../../config.ts'
+import { batchedPromptAnswers } from '../../db/read/prompts.ts'
 import { ANY_REPO, type CachedAnswer } from '../answer-cache.ts'
 import { cachedAnswer, sendAnswer, serializerFor } from '../answer-cache-plugin.ts'
 import { LIST_CACHE } from '../http-cache.ts'
@@ -35,6 +36,7 @@ const tags = ['prompts']
 export const promptRoutes: FastifyPluginAsync = async (app) => {
   const { db, config } = app.ctx
   const nsids = nsidsOf(config)
+  const readAnswerRow = batchedPromptAnswers(db)
 
   /** A lookup's repo: a handle the index does not know is as absent as a missing record. */
   const repoOf = async (actor: Actor, what: string): Promise<string> => {
@@ -52,7 +54,7 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
     const answer = await cachedAnswer(
       app.answers,
       `prompt ${did} ${rkey}`,
-      () => getPromptAnswer(db, nsids, did, rkey),
+      () => getPromptAnswer(readAnswerRow, nsids, did, rkey),
       spliceRecord<PromptAnswer>(serializerFor(reply, promptSchema)),
       ({ answer }) => promptRepos(answer),
     )
