@@ -37,6 +37,13 @@ export interface LoadOptions {
   connections: number
   durationS: number
   rate: number
+  /**
+   * Reads the lookup keys' rows before each server's lookups: the servers are measured one
+   * after another, and this machine's page cache is reclaimed within a minute or so, so
+   * without it the server measured first finds the rows the dataset load left hot and the
+   * next one finds them on disk.
+   */
+  prewarm?: () => Promise<void>
 }
 
 export interface PathSets {
@@ -46,9 +53,9 @@ export interface PathSets {
 }
 
 export interface ServerRuns {
-  uniform: Awaited<ReturnType<typeof autocannonLoad>>
-  zipf: Awaited<ReturnType<typeof autocannonLoad>>
-  lists: Awaited<ReturnType<typeof autocannonLoad>>
+  uniform: Load
+  zipf: Load
+  lists: Load
   lookupsPaced: PacedResult
   listsPaced: PacedResult
 }
@@ -59,30 +66,100 @@ export interface PacedTraces {
   listsPaced: PacedRun
 }
 
-export async function measureServer(
-  base: string,
+type Load = Awaited<ReturnType<typeof autocannonLoad>>
+type Kind = 'uniform' | 'zipf' | 'lists'
+
+/** Several short runs of one load as one: their mean rate, median percentiles, worst max. */
+function combined(runs: Load[]): Load {
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]
+  const sum = (f: (r: Load) => number) => runs.reduce((t, r) => t + f(r), 0)
+  return {
+    reqPerS: sum((r) => r.reqPerS) / runs.length,
+    p50: median(runs.map((r) => r.p50)),
+    p90: median(runs.map((r) => r.p90)),
+    p99: median(runs.map((r) => r.p99)),
+    max: Math.max(...runs.map((r) => r.max)),
+    total: sum((r) => r.total),
+    non2xx: sum((r) => r.non2xx),
+    errors: sum((r) => r.errors),
+    timeouts: sum((r) => r.timeouts),
+  }
+}
+
+/** One server's measurements, and the rate of each part of its loads (req/s, in order). */
+export interface Measured {
+  runs: ServerRuns
+  paced: PacedTraces
+  rounds: Record<Kind, number[]>
+}
+
+export interface Target {
+  name: string
+  base: string
+}
+
+/**
+ * Every measurement of every server, interleaved: each load runs in `rounds` parts of
+ * `durationS / rounds`, the servers in turn and in reverse order every other round (A B,
+ * B A), so the servers being compared see the same stretch of this shared machine and
+ * neither always goes first. On this machine the same server's rate moved by a third from
+ * one run to the next; measured one whole server after another, that drift landed on the
+ * ratio. The paced runs go once each, lookups in the servers' order and lists in reverse.
+ */
+export async function measureServers(
+  targets: Target[],
   sets: PathSets,
-  o: LoadOptions,
+  o: LoadOptions & { rounds: number },
   log: (m: string) => void,
-  name: string,
-): Promise<{ runs: ServerRuns; paced: PacedTraces }> {
-  await autocannonLoad(base, sets.uniform, { ...o, durationS: 3 })
-  const uniform = await autocannonLoad(base, sets.uniform, o)
-  const zipf = await autocannonLoad(base, sets.zipf, o)
-  const lists = await autocannonLoad(base, sets.lists, o)
-  const paced = {
-    lookupsPaced: await pacedLoadInChild(base, sets.uniform, o),
-    listsPaced: await pacedLoadInChild(base, sets.lists, o),
+): Promise<Record<string, Measured>> {
+  const part = { ...o, durationS: Math.max(1, o.durationS / o.rounds) }
+  const order = (r: number) => (r % 2 === 0 ? targets : [...targets].reverse())
+  for (const t of targets) {
+    await o.prewarm?.()
+    await autocannonLoad(t.base, sets.uniform, { ...o, durationS: 3 })
   }
-  const runs = {
-    uniform,
-    zipf,
-    lists,
-    lookupsPaced: paced.lookupsPaced.result,
-    listsPaced: paced.listsPaced.result,
-  }
-  log(
-    `${name}: lookups ${uniform.reqPerS.toFixed(0)} (zipf ${zipf.reqPerS.toFixed(0)}) req/s, lists ${lists.reqPerS.toFixed(0)} req/s; paced ${o.rate}/s p99 ${runs.lookupsPaced.p99.toFixed(1)} / ${runs.listsPaced.p99.toFixed(1)} ms`,
+  const loads = new Map<string, Record<Kind, Load[]>>(
+    targets.map((t) => [t.name, { uniform: [], zipf: [], lists: [] }]),
   )
-  return { runs, paced }
+  for (let r = 0; r < o.rounds; r++)
+    for (const kind of ['uniform', 'zipf', 'lists'] as const)
+      for (const t of order(r)) {
+        if (kind === 'uniform') await o.prewarm?.()
+        loads.get(t.name)?.[kind].push(await autocannonLoad(t.base, sets[kind], part))
+      }
+  const pacedOf = async (kind: 'uniform' | 'lists', ts: Target[]) => {
+    const out = new Map<string, PacedRun>()
+    for (const t of ts) {
+      await o.prewarm?.()
+      out.set(t.name, await pacedLoadInChild(t.base, sets[kind], o))
+    }
+    return out
+  }
+  const lookupsPaced = await pacedOf('uniform', order(0))
+  const listsPaced = await pacedOf('lists', order(1))
+  const out: Record<string, Measured> = {}
+  for (const t of targets) {
+    const l = loads.get(t.name) as Record<Kind, Load[]>
+    const paced = {
+      lookupsPaced: lookupsPaced.get(t.name) as PacedRun,
+      listsPaced: listsPaced.get(t.name) as PacedRun,
+    }
+    const runs: ServerRuns = {
+      uniform: combined(l.uniform),
+      zipf: combined(l.zipf),
+      lists: combined(l.lists),
+      lookupsPaced: paced.lookupsPaced.result,
+      listsPaced: paced.listsPaced.result,
+    }
+    log(
+      `${t.name}: lookups ${runs.uniform.reqPerS.toFixed(0)} (zipf ${runs.zipf.reqPerS.toFixed(0)}) req/s, lists ${runs.lists.reqPerS.toFixed(0)} req/s; paced ${o.rate}/s p99 ${runs.lookupsPaced.p99.toFixed(1)} / ${runs.listsPaced.p99.toFixed(1)} ms; uniform by round ${l.uniform.map((u) => u.reqPerS.toFixed(0)).join(', ')}`,
+    )
+    const rate = (kind: Kind) => l[kind].map((x) => x.reqPerS)
+    out[t.name] = {
+      runs,
+      paced,
+      rounds: { uniform: rate('uniform'), zipf: rate('zipf'), lists: rate('lists') },
+    }
+  }
+  return out
 }

@@ -68,9 +68,17 @@ describe('benchmark scenarios at tiny scale', () => {
         durationS: 1,
         connections: 10,
         rate: 100,
+        rounds: 2,
       })
       expectSane(r)
       expect(r.details.visiblePrompts as number).toBeGreaterThan(1000)
+      // Each load ran in two parts for every server, the servers taking turns.
+      const rounds = r.details.rounds as Record<string, Record<string, number[]>>
+      for (const server of ['product', 'plain', 'bare'])
+        for (const kind of ['uniform', 'zipf', 'lists']) {
+          expect(rounds[server][kind], `${server} ${kind}`).toHaveLength(2)
+          for (const rate of rounds[server][kind]) expect(rate).toBeGreaterThan(0)
+        }
     },
     180_000,
   )
