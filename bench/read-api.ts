@@ -154,7 +154,7 @@ export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
     title: `Read API at ${o.prompts.toLocaleString('en-US')} prompts`,
     params: { ...o, log: undefined, reuseUrl: undefined, contentBytes: benchEnv.contentBytes },
     notes: [
-      `autocannon in the benchmark process and the paced client in a process of its own (bench/lib/paced-child.ts), ${o.connections} connections, ${o.durationS} s per measurement in ${o.rounds} parts, the three servers taking turns (A B C, then C B A); the API (\`prompt-appview serve\`), Postgres and autocannon share the machine`,
+      `autocannon in the benchmark process and the paced client in a process of its own (bench/lib/paced-child.ts), ${o.connections} connections, ${o.durationS} s per measurement in ${o.rounds} parts, the three servers taking turns (A B C, then C B A), each part after an uncounted second of the same load; the API (\`prompt-appview serve\`), Postgres and autocannon share the machine`,
       'lookups are visible prompts (full record in the answer), picked uniformly from a 5% sample or by Zipf rank (s = 1) over it; list pages mix every flag filter, did and agent filters, first pages and cursors up to 4 pages deep',
       "each server's lookups (and its paced runs) start right after one statement read every lookup key's record, so the servers measured one after another all meet those rows in the page cache, which this machine reclaims within about a minute",
       `"plain" is a Fastify + postgres.js server running one indexed SELECT per request with no features (bench/lib/plain-server.ts); "bare" answers a constant. "paced" sends one request every ${(1000 / o.rate).toFixed(1)} ms over ${o.connections} keep-alive connections and times each from when it was due`,

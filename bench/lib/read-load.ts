@@ -101,10 +101,11 @@ export interface Target {
 /**
  * Every measurement of every server, interleaved: each load runs in `rounds` parts of
  * `durationS / rounds`, the servers in turn and in reverse order every other round (A B,
- * B A), so the servers being compared see the same stretch of this shared machine and
- * neither always goes first. On this machine the same server's rate moved by a third from
- * one run to the next; measured one whole server after another, that drift landed on the
- * ratio. The paced runs go once each, lookups in the servers' order and lists in reverse.
+ * B A), each part after a second of the same load, so the servers being compared see the
+ * same stretch of this shared machine and neither always goes first. On this machine the
+ * same server's rate moved by a third from one run to the next; measured one whole server
+ * after another, that drift landed on the ratio. The paced runs go once each, lookups in
+ * the servers' order and lists in reverse.
  */
 export async function measureServers(
   targets: Target[],
@@ -125,6 +126,10 @@ export async function measureServers(
     for (const kind of ['uniform', 'zipf', 'lists'] as const)
       for (const t of order(r)) {
         if (kind === 'uniform') await o.prewarm?.()
+        // A second of the same load first, not counted: while the other servers had their
+        // turns this one's answer cache aged (entries live 15-30 s), which a server that is
+        // never left idle would not see.
+        await autocannonLoad(t.base, sets[kind], { ...o, durationS: 1 })
         loads.get(t.name)?.[kind].push(await autocannonLoad(t.base, sets[kind], part))
       }
   const pacedOf = async (kind: 'uniform' | 'lists', ts: Target[]) => {
