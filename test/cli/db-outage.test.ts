@@ -95,11 +95,19 @@ async function timed(url: string) {
   return { status: res.status, body: await res.json(), ms: performance.now() - t0 }
 }
 
-/** `wait`, failing at once with the process's last words if it dies meanwhile. */
+/**
+ * `wait`, failing at once if a process dies meanwhile, with its error and fatal log lines
+ * (pino levels 50 and 60: why it died, which the tail alone can miss behind the lines its
+ * shutdown logs) and its last words.
+ */
 async function whileAlive<T>(procs: ServingCli[], wait: Promise<T>): Promise<T> {
   const died = procs.map((p) =>
     p.exited.then((code): never => {
-      throw new Error(`a process exited (${code}) during the outages:\n${p.output().slice(-3000)}`)
+      const out = p.output()
+      const errors = out.split('\n').filter((l) => /"level":(50|60)\b/.test(l))
+      throw new Error(
+        `a process exited (${code}) during the outages; its errors:\n${errors.join('\n').slice(-6000)}\nits last words:\n${out.slice(-3000)}`,
+      )
     }),
   )
   return Promise.race([wait, ...died])
