@@ -97,7 +97,7 @@ const RECORD_BYTES: ReadonlySet<string> = new Set(['recordJson'])
 
 // The existence flags read the rows the evidence joins already probe (flag-evidence.ts):
 // (did, rkey) is each table's primary key, so a joined row is the only row the EXISTS of
-// a list's select (EXISTS_COLUMNS) could find. Four probes a lookup would be two.
+// a list's select (EXISTS_COLUMNS) could find: two probes a lookup instead of four.
 const JOINED_EXISTS = sql.raw(`
   COALESCE(NOT ec.deleted AND NOT ec.hidden, false) AS "conversationExists",
   COALESCE(NOT ea.hidden, false) AS "agentExists"`)
