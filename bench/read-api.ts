@@ -63,7 +63,8 @@ export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
   const db = o.reuseUrl
     ? { url: o.reuseUrl, drop: async () => {} }
     : await createTempDatabase(o.serverUrl, 'read')
-  let client: ReturnType<typeof rawClient> | undefined
+  // postgres.js connects lazily: this client opens once the dataset is there.
+  const sql = rawClient(db.url)
   try {
     if (!o.reuseUrl) {
       const rt = await openBenchRuntime({ kind: 'postgres', url: db.url })
@@ -73,8 +74,6 @@ export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
         await rt.close()
       }
     }
-    const sql = rawClient(db.url)
-    client = sql
     const keys = await sql<{ did: string; rkey: string; agent_uri: string | null }[]>`
       SELECT did, rkey, CASE WHEN agent_did IS NOT NULL THEN agent_uri END AS agent_uri
       FROM prompts TABLESAMPLE SYSTEM (5)
@@ -146,7 +145,7 @@ export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
         checks.push(...answerCheck(`${server} ${name}`, r))
     rows.push(...readRows(product.runs, plain.runs, bare.runs, o.rate))
   } finally {
-    await client?.end()
+    await sql.end()
     await db.drop()
   }
   return scenarioResult(run, o, {
