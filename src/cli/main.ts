@@ -8,6 +8,7 @@ import { parseArgs, takeOptions } from './args.ts'
 import { backfillCommand } from './backfill.ts'
 import { demoCommand } from './demo.ts'
 import { COMMAND_NAMES, helpText } from './help.ts'
+import { applyServeHeapGrowing } from './node-flags.ts'
 import { openRuntime, prepareIngest, type Runtime, startServer } from './runtime.ts'
 import { createShutdown, onShutdownSignal } from './shutdown.ts'
 
@@ -57,6 +58,10 @@ async function main(argv: string[]): Promise<number> {
  */
 async function runCommand(command: 'run' | 'ingest' | 'serve', config: Config): Promise<number> {
   const logger = createLogger(config.logLevel)
+  if (command === 'serve') {
+    const flag = applyServeHeapGrowing()
+    if (flag) logger.info({ flag }, 'V8 heap growing set for a reader')
+  }
   const shutdown = createShutdown(logger)
   onShutdownSignal(logger, shutdown)
   try {

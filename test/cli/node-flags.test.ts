@@ -1,6 +1,7 @@
+import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { RUNTIME_NODE_FLAGS } from '../../src/cli/node-flags.ts'
+import { RUNTIME_NODE_FLAGS, serveHeapGrowingFlag } from '../../src/cli/node-flags.ts'
 
 const read = (p: string) => readFileSync(new URL(`../../${p}`, import.meta.url), 'utf8')
 
@@ -15,4 +16,41 @@ describe('the heap flags the product ships with', () => {
   it('are the Docker image NODE_OPTIONS', () => {
     expect(read('Dockerfile')).toContain(`NODE_OPTIONS="${flags}"`)
   })
+})
+
+describe('the heap growing factor of `serve`', () => {
+  const MiB = 1024 * 1024
+  it('is set under a small cap and left to V8 above 2 GiB', () => {
+    expect(serveHeapGrowingFlag(256 * MiB + 12 * MiB)).toBe('--heap-growing-percent=100')
+    expect(serveHeapGrowingFlag(2047 * MiB)).toBe('--heap-growing-percent=100')
+    expect(serveHeapGrowingFlag(2048 * MiB)).toBeNull()
+    expect(serveHeapGrowingFlag(4144 * MiB)).toBeNull()
+  })
+
+  // What the change relies on, pinned against the Node it runs on: under the shipped cap V8
+  // allows 1.3x live before a full collection, and the flag set at run time (NODE_OPTIONS
+  // refuses it) moves that to 2x. Full collections are forced by keeping ~40 MB live.
+  const factors = (apply: boolean): string[] => {
+    const module = new URL('../../src/cli/node-flags.ts', import.meta.url).href
+    const code = `${apply ? `(await import(${JSON.stringify(module)})).applyServeHeapGrowing();` : ''}
+      const keep = []; let batch = []
+      for (let i = 0; i < 3e6; i++) {
+        batch.push({ i, s: 'x' + i })
+        if (batch.length === 2e5) { keep.push(batch); batch = []; if (keep.length > 2) keep.shift() }
+      }`
+    const out = execFileSync(
+      process.execPath,
+      [...RUNTIME_NODE_FLAGS, '--trace-gc-verbose', '--input-type=module', '-e', code],
+      { encoding: 'utf8', maxBuffer: 64 * MiB },
+    )
+    return [...out.matchAll(/\[HeapController\] factor ([\d.]+)/g)].map((m) => m[1])
+  }
+  it('is 1.3 under the shipped cap and 2.0 once applied', () => {
+    const shipped = factors(false)
+    const applied = factors(true)
+    expect(shipped.length).toBeGreaterThan(0)
+    expect(new Set(shipped)).toEqual(new Set(['1.3']))
+    expect(applied.length).toBeGreaterThan(0)
+    expect(new Set(applied)).toEqual(new Set(['2.0']))
+  }, 60_000)
 })
