@@ -19,7 +19,7 @@ export const RUNTIME_NODE_FLAGS = ['--max-semi-space-size=4', '--max-old-space-s
  * 356 against 316 MB. The writer is left at V8's choice: there 2x gave +10% events/s for
  * +56 MB of peak RSS and broke the memory scenario's growth target (bench/README.md).
  */
-export const SERVE_HEAP_GROWING_PERCENT = 100
+const SERVE_HEAP_GROWING_PERCENT = 100
 
 /** Above this cap V8 already allows 2x or more (its factor scales up to 4x at 2 GiB). */
 const SMALL_HEAP_BYTES = 2048 * 1024 * 1024
