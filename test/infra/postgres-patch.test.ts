@@ -6,12 +6,13 @@ import { describe, expect, it } from 'vitest'
 import { usingPostgres } from '../helpers/db.ts'
 
 // postgres.js 3.4.9 kills the process when a deferred write runs after the socket closed
-// (test/cli/db-outage.test.ts shows it end to end). The fix is patches/postgres+3.4.9.patch,
-// applied by `postinstall` on every npm install; this says at once, by name, if an install
-// skipped it (--ignore-scripts) or a version bump left the patch behind. The same patch
-// writes each string parameter in one pass, reserving 3 bytes a UTF-16 unit instead of
-// measuring it first, and stops copying each message once more before it is sent: every
-// string must still reach the server as exactly its UTF-8 bytes.
+// (test/cli/db-outage.test.ts shows it end to end), or when a new connection's types query
+// fails. The fix is patches/postgres+3.4.9.patch, applied by `postinstall` on every npm
+// install; this says at once, by name, if an install skipped it (--ignore-scripts) or a
+// version bump left the patch behind. The same patch writes each string parameter in one
+// pass, reserving 3 bytes a UTF-16 unit instead of measuring it first, and stops copying
+// each message once more before it is sent: every string must still reach the server as
+// exactly its UTF-8 bytes.
 
 // The package exports no package.json, so it is read from where npm installs it.
 const root = fileURLToPath(new URL('../../node_modules/postgres', import.meta.url))
@@ -24,6 +25,12 @@ describe('postgres.js driver patch', () => {
       const code = readFileSync(join(root, build, 'connection.js'), 'utf8')
       const nextWrite = code.slice(code.indexOf('function nextWrite'))
       expect(nextWrite, build).toMatch(/^function nextWrite\(fn\) \{[^}]*if \(!socket\) \{/)
+      // A failed startup types query neither escapes as an unhandled rejection nor
+      // carries over to the next socket (test/infra/postgres-startup.test.ts).
+      expect(code, build).toContain('return fetchArrayTypes().catch(noop)')
+      expect(code, build).toMatch(
+        /if \(initial\) \{\n[^}]*query = errorResponse = null\n\s*return reconnect\(\)/,
+      )
       const bytes = readFileSync(join(root, build, 'bytes.js'), 'utf8')
       const str = bytes.slice(bytes.indexOf('  str(x) {'), bytes.indexOf('  i16(x) {'))
       expect(str, build).toContain('fit(x.length * 3)')

@@ -1,0 +1,135 @@
+import { createConnection, createServer, type Server, type Socket } from 'node:net'
+import postgres from 'postgres'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { usingPostgres } from '../helpers/db.ts'
+
+// postgres.js runs one query of its own on every new connection before the one waiting for
+// it: the array types (`fetch_types`). Unpatched 3.4.9 drops that query's promise, so when
+// the connection dies under it (a reset, a terminated backend: what `pg_ctl stop -m
+// immediate` did to `run` in test/cli/db-outage.test.ts) the process gets an unhandled
+// rejection and exits (porsager/postgres#1192, #1205); and a backend terminated under it
+// replays its error onto the query after the reconnect (#1223). Both are fixed in
+// patches/postgres+3.4.9.patch. A proxy on loopback stands between the driver and the real
+// server and does to the first connection, as the types query passes, what an outage does.
+
+const TYPES_QUERY = "typcategory = 'A'"
+
+type Fault = 'reset' | 'terminate'
+
+interface Proxy {
+  url: string
+  /** Done to the next connection whose types query passes, then disarmed. */
+  arm(fault: Fault): void
+  /** How many types queries met a fault since the last `arm`. */
+  faults: number
+  close(): Promise<void>
+}
+
+async function startProxy(target: URL, admin: postgres.Sql): Promise<Proxy> {
+  let armed: Fault | null = null
+  let faults = 0
+  const sockets = new Set<Socket>()
+  const server: Server = createServer((client) => {
+    const upstream = createConnection(Number(target.port || 5432), target.hostname)
+    for (const s of [client, upstream]) {
+      sockets.add(s)
+      s.on('close', () => sockets.delete(s))
+      s.on('error', () => {}) // the faults below are the point; each side just closes
+    }
+    upstream.pipe(client)
+    // end, not destroy: what the server said last (its ErrorResponse) still reaches the driver.
+    upstream.on('close', () => client.end())
+    client.on('close', () => upstream.destroy())
+    client.on('data', (chunk) => {
+      const fault = armed
+      if (!fault || !chunk.includes(TYPES_QUERY)) return void upstream.write(chunk)
+      armed = null
+      faults++
+      // A reset: the kernel's RST, so the driver reads ECONNRESET.
+      if (fault === 'reset') return void client.resetAndDestroy()
+      // The real server's own: its backend says 57P01 and closes. The query is held back,
+      // so the backend dies with it unanswered, as under pg_terminate_backend mid-query.
+      admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE client_port = ${upstream.localPort as number}`.then(
+        (rows) => rows.length === 1 || client.destroy(new Error('no backend to terminate')),
+        (err) => client.destroy(err),
+      )
+    })
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  const port = (server.address() as { port: number }).port
+  const url = new URL(target)
+  url.hostname = '127.0.0.1'
+  url.port = String(port)
+  return {
+    url: url.toString(),
+    arm: (fault) => {
+      armed = fault
+      faults = 0
+    },
+    get faults() {
+      return faults
+    },
+    close: async () => {
+      for (const s of sockets) s.destroy()
+      await new Promise<void>((r) => server.close(() => r()))
+    },
+  }
+}
+
+describe.skipIf(!usingPostgres())('a connection lost during its startup types query', () => {
+  const target = new URL(process.env.TEST_DATABASE_URL ?? 'postgres://unused')
+  let admin: postgres.Sql
+  let proxy: Proxy
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown) => unhandled.push(reason)
+
+  beforeAll(async () => {
+    admin = postgres(target.toString(), { max: 1, onnotice: () => {} })
+    proxy = await startProxy(target, admin)
+    process.on('unhandledRejection', onUnhandled)
+  })
+  afterAll(async () => {
+    process.off('unhandledRejection', onUnhandled)
+    await proxy?.close()
+    await admin?.end()
+  })
+  afterEach(() => {
+    unhandled.length = 0
+  })
+
+  /** Long enough for a dropped promise's rejection to be reported. */
+  const settle = () => new Promise((r) => setTimeout(r, 200))
+
+  it('reset: the waiting query fails with ECONNRESET (retryable), nothing escapes, the next query works', async () => {
+    const sql = postgres(proxy.url, { max: 1, onnotice: () => {}, connect_timeout: 5 })
+    try {
+      proxy.arm('reset')
+      const first = await sql`SELECT 1 AS x`.then(
+        () => null,
+        (err: NodeJS.ErrnoException) => err,
+      )
+      expect(proxy.faults).toBe(1)
+      expect(first).toMatchObject({ code: 'ECONNRESET', syscall: 'read' })
+      await settle()
+      expect(unhandled).toEqual([])
+      // A fresh connection, whose types query went through: arrays are parsed.
+      expect(await sql`SELECT ARRAY[1, 2]::int[] AS a`).toEqual([{ a: [1, 2] }])
+    } finally {
+      await sql.end({ timeout: 5 })
+    }
+  })
+
+  it('terminated backend: the waiting query runs on the reconnect, not failed with the old 57P01', async () => {
+    const sql = postgres(proxy.url, { max: 1, onnotice: () => {}, connect_timeout: 5 })
+    try {
+      proxy.arm('terminate')
+      expect(await sql`SELECT ARRAY[1, 2]::int[] AS a`).toEqual([{ a: [1, 2] }])
+      expect(proxy.faults).toBe(1)
+      await settle()
+      expect(unhandled).toEqual([])
+    } finally {
+      await sql.end({ timeout: 5 })
+    }
+  })
+})
