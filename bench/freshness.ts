@@ -1,8 +1,9 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { startJetstreamServer } from '../src/demo/jetstream-server.ts'
+import { type JetstreamServer, startJetstreamServer } from '../src/demo/jetstream-server.ts'
 import { nodeFlagsFromEnv } from './lib/child.ts'
 import { type BenchOptions, benchOptionsFromEnv, count, setting } from './lib/env.ts'
+import { type FeedChange, FeedTally } from './lib/feed-tally.ts'
 import { checkpoint, createTempDatabase } from './lib/pg.ts'
 import { productReady, spawnRun } from './lib/product.ts'
 import { row, type ScenarioResult } from './lib/report.ts'
@@ -22,8 +23,8 @@ export interface FreshnessOptions extends BenchOptions {
   seconds: number
   warmupS: number
   pollMs: number
-  /** After the stream stops: how long the feed must stay quiet before giving up on the rest. */
-  quietMs: number
+  /** After the stream stops: how long the indexer gets to commit the last event sent. */
+  drainMs: number
   dids: number
 }
 
@@ -34,7 +35,7 @@ export function freshnessOptionsFromEnv(): FreshnessOptions {
     seconds: count('BENCH_FRESHNESS_SECONDS', 30),
     warmupS: setting('BENCH_FRESHNESS_WARMUP_S', 5),
     pollMs: setting('BENCH_FRESHNESS_POLL_MS', 5),
-    quietMs: 3000,
+    drainMs: 60_000,
     dids: count('BENCH_FRESHNESS_DIDS', 1000),
   }
 }
@@ -50,13 +51,6 @@ async function startEmptyPlc(): Promise<{ url: string; close: () => Promise<void
     url: `http://127.0.0.1:${port}`,
     close: () => new Promise((r) => server.close(() => r())),
   }
-}
-
-interface ChangeLine {
-  seq: number
-  op: string
-  uri: string
-  cid: string | null
 }
 
 export async function runFreshness(o: FreshnessOptions): Promise<ScenarioResult> {
@@ -80,80 +74,33 @@ export async function runFreshness(o: FreshnessOptions): Promise<ScenarioResult>
   try {
     await productReady(product)
     await until(() => jetstream.connections > 0, 30_000, 'the indexer to connect')
-    // Keys of events in flight -> when they left the source (ms, this process's clock).
-    const inflight = new Map<string, { at: number; counted: boolean }>()
-    const latencies: number[] = []
-    let sent = 0
-    let matching = 0
-    let observed = 0
-    let running = true
-    let since = 0
-    let polls = 0
-    let lastSeen = performance.now()
-    const observer = (async () => {
-      // After the stream stops, stragglers get until the feed has been quiet for a while:
-      // events superseded within a batch never show up and must not hold this forever.
-      while (running || (inflight.size > 0 && performance.now() - lastSeen < o.quietMs)) {
-        const res = await fetch(`${base}/v1/changes?since=${since}&limit=10000`)
-        const now = performance.now()
-        polls++
-        if (res.status !== 200) throw new Error(`/v1/changes: HTTP ${res.status}`)
-        const text = await res.text()
-        for (const line of text.split('\n')) {
-          if (!line) continue
-          const c = JSON.parse(line) as ChangeLine
-          since = Math.max(since, c.seq)
-          const key = `${c.uri} ${c.op === 'delete' ? 'delete' : c.cid}`
-          const hit = inflight.get(key)
-          if (!hit) continue
-          inflight.delete(key)
-          observed++
-          lastSeen = now
-          if (hit.counted) latencies.push(now - hit.at)
-        }
-        await sleep(o.pollMs)
-      }
-    })()
-    const gen = liveGenerator(o.dids, o.rate)
-    const start = performance.now()
-    const end = start + (o.warmupS + o.seconds) * 1000
-    const measureFrom = start + o.warmupS * 1000
-    while (performance.now() < end) {
-      const now = performance.now()
-      const due = Math.floor(((now - start) / 1000) * o.rate)
-      const batch: string[] = []
-      while (sent < due) {
-        const ev = gen.next()
-        if (!isSent(ev)) continue
-        sent++
-        batch.push(JSON.stringify(ev))
-        if (isMatching(ev) && ev.kind === 'commit') {
-          matching++
-          const c = ev.commit
-          const key = `at://${ev.did}/${c.collection}/${c.rkey} ${c.operation === 'delete' ? 'delete' : c.cid}`
-          inflight.set(key, { at: now, counted: now >= measureFrom })
-        }
-      }
-      jetstream.append(batch)
-      await sleep(2)
-    }
-    const elapsedS = (performance.now() - start) / 1000
-    running = false
+    const tally = new FeedTally()
+    const feed = { running: true, lastUs: 0, polls: 0 }
+    const observer = observeFeed(base, tally, feed, o)
+    const { sent, elapsedS } = await sendPaced(jetstream, tally, feed, o)
+    feed.running = false
     log(`sent ${sent} events (${(sent / elapsedS).toFixed(0)}/s), waiting for the last changes`)
     await observer
-    const s = summarize(latencies)
-    details.latencyMs = s
-    details.sent = sent
-    details.sentPerS = sent / elapsedS
-    details.matching = matching
-    details.observed = observed
-    details.unobserved = inflight.size
-    details.polls = polls
-    details.appRssMb = app.rssMb()
+    const s = summarize(tally.latencies)
+    const { matching } = tally
+    Object.assign(details, {
+      latencyMs: s,
+      sent,
+      sentPerS: sent / elapsedS,
+      matching,
+      observed: tally.observed,
+      superseded: tally.superseded,
+      cancelled: tally.cancelled,
+      hidden: tally.hidden,
+      unobserved: tally.unobserved,
+      missing: tally.missing(20),
+      polls: feed.polls,
+      appRssMb: app.rssMb(),
+    })
     checks.push({
-      name: 'changes of the events sent show up in the feed',
-      ok: latencies.length > 0 && observed >= matching * 0.8,
-      detail: `${observed} of ${matching} matching events seen as a change (the rest were superseded within a batch, ignored as replays or hidden)`,
+      name: 'every matching event sent shows up in the feed, or a later write of its record does',
+      ok: tally.latencies.length > 0 && tally.unobserved === 0,
+      detail: `of ${matching} matching events, ${tally.observed} seen as a change, ${tally.superseded} superseded by a later write of the same record seen in its batch, ${tally.cancelled} cancelled by a delete in their batch (created and deleted there), ${tally.hidden} hidden with their account (inactive at the end), ${tally.unobserved} missing`,
     })
     rows.push(
       row('p50 source -> API', s.p50, 'ms', '(none)', null),
@@ -177,3 +124,93 @@ export async function runFreshness(o: FreshnessOptions): Promise<ScenarioResult>
 }
 
 if (isMain(import.meta.url)) await runAsMain(() => runFreshness(freshnessOptionsFromEnv()))
+
+interface FeedState {
+  running: boolean
+  /** time_us of the last event sent. */
+  lastUs: number
+  polls: number
+}
+
+/** Feeds the Jetstream server at o.rate for the warm-up and the measured seconds. */
+async function sendPaced(
+  jetstream: JetstreamServer,
+  tally: FeedTally,
+  feed: FeedState,
+  o: FreshnessOptions,
+): Promise<{ sent: number; elapsedS: number }> {
+  const gen = liveGenerator(o.dids, o.rate)
+  let sent = 0
+  const start = performance.now()
+  const end = start + (o.warmupS + o.seconds) * 1000
+  const measureFrom = start + o.warmupS * 1000
+  while (performance.now() < end) {
+    const now = performance.now()
+    const due = Math.floor(((now - start) / 1000) * o.rate)
+    const batch: string[] = []
+    while (sent < due) {
+      const ev = gen.next()
+      if (!isSent(ev)) continue
+      sent++
+      feed.lastUs = ev.time_us
+      batch.push(JSON.stringify(ev))
+      if (ev.kind === 'account') tally.account(ev.did, ev.account.active)
+      if (isMatching(ev) && ev.kind === 'commit') {
+        const c = ev.commit
+        tally.sent(
+          `at://${ev.did}/${c.collection}/${c.rkey}`,
+          c.operation,
+          c.cid,
+          now,
+          now >= measureFrom,
+        )
+      }
+    }
+    jetstream.append(batch)
+    await sleep(2)
+  }
+  return { sent, elapsedS: (performance.now() - start) / 1000 }
+}
+
+/**
+ * Polls the change feed every o.pollMs while events are sent, and after that until one
+ * poll began once the indexer had committed the last event sent (its cursor, /v1/stats):
+ * that poll has every change there will be. Waiting for quiet instead gave up early
+ * whenever the indexer stalled longer than the quiet period (a loaded machine), and
+ * counted what it had not yet committed as missing. Only then can writes that cancelled out
+ * within a batch be told from lost ones. o.drainMs bounds the wait.
+ */
+async function observeFeed(
+  base: string,
+  tally: FeedTally,
+  feed: FeedState,
+  o: FreshnessOptions,
+): Promise<void> {
+  let since = 0
+  let stoppedAt: number | null = null
+  for (;;) {
+    if (!feed.running) stoppedAt ??= performance.now()
+    const last =
+      stoppedAt !== null && (tally.unobserved === 0 || (await cursorOf(base)) >= feed.lastUs)
+    const res = await fetch(`${base}/v1/changes?since=${since}&limit=10000`)
+    const now = performance.now()
+    feed.polls++
+    if (res.status !== 200) throw new Error(`/v1/changes: HTTP ${res.status}`)
+    for (const line of (await res.text()).split('\n')) {
+      if (!line) continue
+      const c = JSON.parse(line) as FeedChange
+      since = Math.max(since, c.seq)
+      tally.seen(c, now)
+    }
+    if (last) return tally.settleEnd()
+    if (stoppedAt !== null && now - stoppedAt > o.drainMs) return
+    await sleep(o.pollMs)
+  }
+}
+
+async function cursorOf(base: string): Promise<number> {
+  const res = await fetch(`${base}/v1/stats`)
+  if (res.status !== 200) throw new Error(`/v1/stats: HTTP ${res.status}`)
+  const stats = (await res.json()) as { ingest: { cursor: number | null } }
+  return stats.ingest.cursor ?? 0
+}

@@ -92,7 +92,7 @@ describe('benchmark scenarios at tiny scale', () => {
         seconds: 3,
         warmupS: 1,
         pollMs: 5,
-        quietMs: 1000,
+        drainMs: 60_000,
         dids: 30,
       })
       expectSane(r)
