@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { isZombie, openDatabase } from '../../src/db/client.ts'
+import { openDatabase } from '../../src/db/client.ts'
+import { isZombie } from '../../src/db/data-dir-lock.ts'
 import { DataDirLockedError } from '../../src/errors.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'pav-lock-'))
