@@ -22,7 +22,8 @@ export interface ReadOptions {
   /**
    * The values of the query's `sql.placeholder`s. A query with placeholders is built once
    * (a module constant) and rendered to text once per database, not on every run: building
-   * and rendering the lookup's SQL was the largest allocation of a request.
+   * and rendering the lookup's SQL was the largest allocation of a request. On Postgres
+   * such a statement is also planned once, generically (see openPostgres).
    */
   values?: Record<string, unknown>
   /**
@@ -138,6 +139,9 @@ function renderCache(): (q: SQL) => Query {
   }
 }
 
+/** Connections for statements built once; db/read/batch.ts runs at most 4 at a time. */
+const BUILT_ONCE_CONNECTIONS = 4
+
 async function openPostgres(url: string, opts: DatabaseOptions): Promise<Database> {
   const options = {
     max: opts.maxConnections ?? 10,
@@ -156,6 +160,18 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
   }
   const client = postgres(url, options)
   const orm = drizzlePostgres(client, { schema }) as unknown as Orm
+  // Statements built once (ReadOptions.values) are also planned once. Left to choose,
+  // Postgres planned the prompt lookup afresh on every run: it estimates an unnest of a
+  // parameter array at 100 keys, so the generic plan never looks cheaper than a custom one.
+  // That planning (six relations, prompts' partial indexes three times) cost a backend
+  // ~750 us of CPU a one-key lookup, against ~150 us to run it (bench/README.md). The plan
+  // is the same index probes whatever the keys. Its own few connections (the lookups'
+  // batches run at most 4 statements at once), idle until the first such read.
+  const builtOnce = postgres(url, {
+    ...options,
+    max: Math.min(BUILT_ONCE_CONNECTIONS, options.max),
+    connection: { ...options.connection, plan_cache_mode: 'force_generic_plan' },
+  })
   const renderOnce = renderCache()
   // Idle until the first poll: postgres.js connects lazily.
   const monitorClient = postgres(url, { ...options, max: 1 })
@@ -174,7 +190,7 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
     read: async <T>(q: SQL, { values, bytes }: ReadOptions = {}) => {
       const { sql: text, params } = values ? renderOnce(q) : dialect.sqlToQuery(q)
       const args = values ? fillPlaceholders(params, values) : params
-      const query = client.unsafe(text, args as never[], { prepare: true })
+      const query = (values ? builtOnce : client).unsafe(text, args as never[], { prepare: true })
       if (!bytes) return (await query) as unknown as T[]
       const rows = await query.raw()
       const columns = rows.columns as unknown as RawColumn[]
@@ -187,7 +203,7 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
       return true
     },
     close: async () => {
-      await Promise.all([client.end({ timeout: 5 }), monitorClient.end({ timeout: 5 })])
+      await Promise.all([client, monitorClient, builtOnce].map((c) => c.end({ timeout: 5 })))
     },
   }
 }

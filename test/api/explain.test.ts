@@ -1,4 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
+import { PgDialect } from 'drizzle-orm/pg-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { handleQuery } from '../../src/db/read/accounts.ts'
@@ -140,6 +141,28 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
         failures.push(`${name}:\n${p}`)
     }
     expect(failures, failures.join('\n\n')).toEqual([])
+  })
+
+  it('the lookup runs with a generic plan (db/client.ts) that still only probes indexes', async () => {
+    // As db.read runs it: prepared once with its two arrays as parameters, planned once.
+    const { sql: text } = new PgDialect().sqlToQuery(
+      promptAnswersQuery(sql.placeholder('dids'), sql.placeholder('rkeys')),
+    )
+    const ids = [1234, 5678, 9012]
+    const array = (xs: string[]) => sql.raw(`ARRAY[${xs.map((x) => `'${x}'`).join(',')}]`)
+    const p = await db.orm.transaction(async (tx) => {
+      await db.rows(sql`SET LOCAL plan_cache_mode = force_generic_plan`, tx)
+      await db.rows(sql`PREPARE pav_answers(text[], text[]) AS ${sql.raw(text)}`, tx)
+      const rows = await db.rows<Record<string, string>>(
+        sql`EXPLAIN EXECUTE pav_answers(${array(ids.map(did))}, ${array(ids.map(rkey))})`,
+        tx,
+      )
+      await db.rows(sql`DEALLOCATE pav_answers`, tx)
+      return rows.map((r) => Object.values(r)[0]).join('\n')
+    })
+    if (process.env.SHOW_PLANS) console.log(p)
+    expect(p, p).toMatch(/Index Scan using \w+ on prompts p\b/)
+    expect(p, p).not.toMatch(/Seq Scan|Hash Join|Sort\b/)
   })
 
   it('flag lists use their own partial index', async () => {
