@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { AnswerCache } from '../../src/api/answer-cache.ts'
 import type { Database } from '../../src/db/client.ts'
+import { getStats } from '../../src/db/read/stats.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { apply } from '../helpers/events.ts'
 import { ALICE, makeApp, seed } from './fixtures.ts'
@@ -108,6 +109,54 @@ describe('the answer cache in the writing process', () => {
       ])
       expect((await app.inject(url)).statusCode).toBe(404)
       expect((await app.inject(`/v1/prompts?did=${ALICE}`)).json().items).toEqual([])
+    } finally {
+      await app.close()
+      await base.close()
+    }
+  }, 120_000)
+
+  it('keeps /v1/stats counts until a change drops them', async () => {
+    const base = await createTestDatabase()
+    // The stats route's one `rows` statement is the prompts' scan (countPromptsByFlag).
+    let scans = 0
+    const db: Database = {
+      ...base,
+      rows: (q, ex) => {
+        scans++
+        return base.rows(q, ex)
+      },
+    }
+    const s = await seed(base)
+    const app = await makeApp(db)
+    const counts = async () => {
+      const { ingest, ...rest } = (await app.inject('/v1/stats')).json()
+      expect(ingest).toMatchObject({ cursor: null })
+      return rest
+    }
+    try {
+      const first = await counts()
+      expect(first.prompts).toBeGreaterThan(0)
+      // Hits start once the first poll of the change log vouched for the cache.
+      await expect
+        .poll(
+          async () => {
+            const n = scans
+            expect(await counts()).toEqual(first)
+            return scans - n
+          },
+          { timeout: 30_000, interval: 100 },
+        )
+        .toBe(0)
+      // A takedown through the indexer: the next request scans again, no wait.
+      await apply(s.deps, [
+        s.w.account({ did: ALICE, active: false, status: 'takendown', seq: 50 }),
+      ])
+      const n = scans
+      const after = await counts()
+      expect(scans - n).toBe(1)
+      expect(after.prompts).toBeLessThan(first.prompts)
+      const { ingest: _, ...stored } = await getStats(base, { source: null, key: null })
+      expect(after).toEqual(stored)
     } finally {
       await app.close()
       await base.close()

@@ -47,23 +47,32 @@ async function countVisible(db: Database, t: typeof conversations | typeof agent
   return Number(r?.n ?? 0)
 }
 
-export async function getStats(
-  db: Database,
-  ingest: { source: string | null; key: string | null },
-) {
-  const [prompts, conversationCount, agentCount, status] = await Promise.all([
+/** The counts of /v1/stats: visible records and prompts by flag (each scans its table). */
+export async function countRecords(db: Database) {
+  const [prompts, conversationCount, agentCount] = await Promise.all([
     countPromptsByFlag(db),
     countVisible(db, conversations),
     countVisible(db, agents),
-    getIngestStatus(db, ingest.source, ingest.key),
   ])
   return {
     prompts: prompts.total,
     conversations: conversationCount,
     agents: agentCount,
     flags: prompts.flags,
-    ingest: status,
   }
+}
+
+export type RecordCounts = Awaited<ReturnType<typeof countRecords>>
+
+export async function getStats(
+  db: Database,
+  ingest: { source: string | null; key: string | null },
+) {
+  const [counts, status] = await Promise.all([
+    countRecords(db),
+    getIngestStatus(db, ingest.source, ingest.key),
+  ])
+  return { ...counts, ingest: status }
 }
 
 /** The stored position of a source, as the last run left it. */
