@@ -162,7 +162,7 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
   const orm = drizzlePostgres(client, { schema }) as unknown as Orm
   // Statements built once (ReadOptions.values) are also planned once. Left to choose,
   // Postgres planned the prompt lookup afresh on every run: it estimates an unnest of a
-  // parameter array at 100 keys, so the generic plan never looks cheaper than a custom one.
+  // parameter array at 10 keys, so the generic plan never looks cheaper than a custom one.
   // That planning (six relations, prompts' partial indexes three times) cost a backend
   // ~750 us of CPU a one-key lookup, against ~150 us to run it (bench/README.md). The plan
   // is the same index probes whatever the keys. Its own few connections (the lookups'

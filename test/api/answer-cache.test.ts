@@ -58,34 +58,45 @@ describe('AnswerCache', () => {
   })
 })
 
+/** `base` with the calls of one of its statement methods counted. */
+function counting(base: Database, method: 'read' | 'rows'): { db: Database; calls: () => number } {
+  let calls = 0
+  const original = base[method] as (...args: unknown[]) => Promise<unknown>
+  const db = {
+    ...base,
+    [method]: (...args: unknown[]) => {
+      calls++
+      return original(...args)
+    },
+  } as Database
+  return { db, calls: () => calls }
+}
+
+/** Hits start once the first poll of the change log vouched for the cache. */
+async function untilServedWithout(calls: () => number, request: () => Promise<unknown>) {
+  await expect
+    .poll(
+      async () => {
+        const n = calls()
+        await request()
+        return calls() - n
+      },
+      { timeout: 30_000, interval: 100 },
+    )
+    .toBe(0)
+}
+
 describe('the answer cache in the writing process', () => {
   it('serves a repeated lookup without a query, and a commit on the very next request', async () => {
     const base = await createTestDatabase()
-    let reads = 0
-    const db: Database = {
-      ...base,
-      read: (q, o) => {
-        reads++
-        return base.read(q, o)
-      },
-    }
+    const { db, calls: reads } = counting(base, 'read')
     const s = await seed(base)
     const app = await makeApp(db)
     try {
       const url = `/v1/prompts/${ALICE}/${s.alice.ok}`
       const first = await app.inject(url)
       expect(first.statusCode).toBe(200)
-      // Hits start once the first poll of the change log vouched for the cache.
-      await expect
-        .poll(
-          async () => {
-            const n = reads
-            await app.inject(url)
-            return reads - n
-          },
-          { timeout: 30_000, interval: 100 },
-        )
-        .toBe(0)
+      await untilServedWithout(reads, () => app.inject(url))
       const hit = await app.inject(url)
       expect(hit.body).toBe(first.body)
       expect(hit.headers.etag).toBe(first.headers.etag)
@@ -118,14 +129,7 @@ describe('the answer cache in the writing process', () => {
   it('keeps /v1/stats counts until a change drops them', async () => {
     const base = await createTestDatabase()
     // The stats route's one `rows` statement is the prompts' scan (countPromptsByFlag).
-    let scans = 0
-    const db: Database = {
-      ...base,
-      rows: (q, ex) => {
-        scans++
-        return base.rows(q, ex)
-      },
-    }
+    const { db, calls: scans } = counting(base, 'rows')
     const s = await seed(base)
     const app = await makeApp(db)
     const counts = async () => {
@@ -136,24 +140,14 @@ describe('the answer cache in the writing process', () => {
     try {
       const first = await counts()
       expect(first.prompts).toBeGreaterThan(0)
-      // Hits start once the first poll of the change log vouched for the cache.
-      await expect
-        .poll(
-          async () => {
-            const n = scans
-            expect(await counts()).toEqual(first)
-            return scans - n
-          },
-          { timeout: 30_000, interval: 100 },
-        )
-        .toBe(0)
+      await untilServedWithout(scans, async () => expect(await counts()).toEqual(first))
       // A takedown through the indexer: the next request scans again, no wait.
       await apply(s.deps, [
         s.w.account({ did: ALICE, active: false, status: 'takendown', seq: 50 }),
       ])
-      const n = scans
+      const n = scans()
       const after = await counts()
-      expect(scans - n).toBe(1)
+      expect(scans() - n).toBe(1)
       expect(after.prompts).toBeLessThan(first.prompts)
       const { ingest: _, ...stored } = await getStats(base, { source: null, key: null })
       expect(after).toEqual(stored)

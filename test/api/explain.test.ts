@@ -65,10 +65,10 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
   })
   afterAll(async () => db?.close())
 
-  const plan = async (q: SQL): Promise<string> => {
-    const rows = await db.rows<Record<string, string>>(sql`EXPLAIN ${q}`)
-    return rows.map((r) => Object.values(r)[0]).join('\n')
-  }
+  const planText = (rows: Record<string, string>[]) =>
+    rows.map((r) => Object.values(r)[0]).join('\n')
+  const plan = async (q: SQL): Promise<string> =>
+    planText(await db.rows<Record<string, string>>(sql`EXPLAIN ${q}`))
 
   const queries = (): Array<[string, SQL]> => {
     const out: Array<[string, SQL]> = []
@@ -158,7 +158,7 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
         tx,
       )
       await db.rows(sql`DEALLOCATE pav_answers`, tx)
-      return rows.map((r) => Object.values(r)[0]).join('\n')
+      return planText(rows)
     })
     if (process.env.SHOW_PLANS) console.log(p)
     expect(p, p).toMatch(/Index Scan using \w+ on prompts p\b/)

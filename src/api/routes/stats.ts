@@ -20,8 +20,8 @@ export const statsRoutes: FastifyPluginAsync = async (app) => {
       const { db } = app.ctx
       const ingest = app.apiOptions.ingest
       // The counts scan every visible row (a third of a second for 500,000 prompts, three
-      // backends at once, which stalled every lookup beside them): kept like a list page,
-      // which any change drops. The ingest position is read fresh each time.
+      // backends at once): kept like a list page, which any change drops, so repeated
+      // requests do not scan again. The ingest position is read fresh each time.
       const [counts, status] = await Promise.all([
         cachedAnswer(
           app.answers,
