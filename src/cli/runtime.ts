@@ -5,7 +5,7 @@ import { type ApiOptions, buildApp } from '../api/app.ts'
 import { type Config, collectionsOf } from '../config.ts'
 import { type AppContext, createContext } from '../context.ts'
 import { openDatabase } from '../db/client.ts'
-import { countPromptsByFlag } from '../db/read/prompts.ts'
+import { readVisibleCounts } from '../db/read/visible-counts.ts'
 import { countReposBySyncState } from '../db/repo-chain.ts'
 import { analysisThreadsFor, createAnalysisPool } from '../indexer/analysis-pool.ts'
 import { applyBatch } from '../indexer/apply.ts'
@@ -51,7 +51,7 @@ export async function openRuntime(config: Config, opts: OpenRuntimeOptions): Pro
   const metrics = createMetrics({
     version: VERSION,
     collections: collectionsOf(config),
-    collectPromptGauge: backgroundCount(async () => (await countPromptsByFlag(db)).flags, {
+    collectPromptGauge: backgroundCount(async () => (await readVisibleCounts(db)).flags, {
       logger,
       what: 'prompts',
       minIntervalMs: 5000,

@@ -273,3 +273,19 @@ export const repoChain = pgTable(
 export type PromptRecord = typeof prompts.$inferSelect
 export type RevisionDbRow = InferSelectModel<typeof promptRevisions, { dbColumnNames: true }>
 export type RevisionTextDbRow = typeof revisionTexts.$inferSelect
+
+/**
+ * Visible rows of each record table (`tbl`: prompts, conversations, agents) by flag bits (0
+ * outside prompts), kept by statement triggers on those tables (migration 0011), so
+ * /v1/stats reads a few rows instead of scanning every visible one. Exact by construction:
+ * each write statement adds its own delta, in its own transaction.
+ */
+export const visibleCounts = pgTable(
+  'visible_counts',
+  {
+    tbl: text('tbl').notNull(),
+    flags: integer('flags').notNull(),
+    n: bigint('n', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tbl, t.flags] })],
+)

@@ -1,12 +1,9 @@
-import { and, desc, eq, sql } from 'drizzle-orm'
+import { and, desc, eq } from 'drizzle-orm'
 import type { Database } from '../client.ts'
-import { agents, conversations, ingestCursors } from '../schema.ts'
-import { countPromptsByFlag } from './prompts.ts'
+import { ingestCursors } from '../schema.ts'
+import { readVisibleCounts } from './visible-counts.ts'
 
 // The counts of /v1/stats and the stored ingestion positions (the CLI resumes from them).
-
-const visible = (t: typeof conversations | typeof agents) =>
-  and(eq(t.deleted, false), eq(t.hidden, false))
 
 export interface IngestStatus {
   source: string | null
@@ -42,34 +39,12 @@ export async function getIngestStatus(
   }
 }
 
-async function countVisible(db: Database, t: typeof conversations | typeof agents) {
-  const [r] = await db.orm.select({ n: sql<number>`count(*)::int` }).from(t).where(visible(t))
-  return Number(r?.n ?? 0)
-}
-
-/** The counts of /v1/stats: visible records and prompts by flag (each scans its table). */
-export async function countRecords(db: Database) {
-  const [prompts, conversationCount, agentCount] = await Promise.all([
-    countPromptsByFlag(db),
-    countVisible(db, conversations),
-    countVisible(db, agents),
-  ])
-  return {
-    prompts: prompts.total,
-    conversations: conversationCount,
-    agents: agentCount,
-    flags: prompts.flags,
-  }
-}
-
-export type RecordCounts = Awaited<ReturnType<typeof countRecords>>
-
 export async function getStats(
   db: Database,
   ingest: { source: string | null; key: string | null },
 ) {
   const [counts, status] = await Promise.all([
-    countRecords(db),
+    readVisibleCounts(db),
     getIngestStatus(db, ingest.source, ingest.key),
   ])
   return { ...counts, ingest: status }
