@@ -10,9 +10,10 @@ import { usingPostgres } from '../helpers/db.ts'
 // fails. The fix is patches/postgres+3.4.9.patch, applied by `postinstall` on every npm
 // install; this says at once, by name, if an install skipped it (--ignore-scripts) or a
 // version bump left the patch behind. The same patch writes each string parameter in one
-// pass, reserving 3 bytes a UTF-16 unit instead of measuring it first, and stops copying
-// each message once more before it is sent: every string must still reach the server as
-// exactly its UTF-8 bytes.
+// pass, reserving 3 bytes a UTF-16 unit instead of measuring it first, stops copying
+// each message once more before it is sent, takes a Bind's room in one allocation and
+// writes the Execute after it into the same buffer: every string must still reach the server
+// as exactly its UTF-8 bytes, and every kind of parameter and of execution still work.
 
 // The package exports no package.json, so it is read from where npm installs it.
 const root = fileURLToPath(new URL('../../node_modules/postgres', import.meta.url))
@@ -35,6 +36,16 @@ describe('postgres.js driver patch', () => {
       const str = bytes.slice(bytes.indexOf('  str(x) {'), bytes.indexOf('  i16(x) {'))
       expect(str, build).toContain('fit(x.length * 3)')
       expect(str, build).not.toContain('Buffer.byteLength(x)')
+      // A Bind takes its room once, and Execute is written into its buffer, not concatenated.
+      const bind = code.slice(code.indexOf('function Bind('), code.indexOf('function Parse('))
+      expect(bind, build).toContain('b().B().room(room)')
+      expect(bind, build).toContain('return tail ? b.endWith(tail) : b.end()')
+      const prepared = code.slice(
+        code.indexOf('function prepared(q)'),
+        code.indexOf('function unnamed'),
+      )
+      expect(prepared, build).not.toMatch(/return Buffer\.concat/)
+      expect(bytes, build).toContain('endWith(tail) {')
     }
   })
 
@@ -68,6 +79,38 @@ describe.skipIf(!usingPostgres())('string parameters through the patched driver 
       )
       expect(rows.map((r) => r.t)).toEqual(strings.map((s) => Buffer.from(s).toString()))
       expect(rows.map((r) => r.n)).toEqual(strings.map((s) => Buffer.byteLength(s)))
+    } finally {
+      await sql.end()
+    }
+  })
+
+  it('bind every kind of parameter, on a new statement, a prepared one and a cursor', async () => {
+    const sql = postgres(process.env.TEST_DATABASE_URL as string, { max: 1, onnotice: () => {} })
+    try {
+      const big = 'memory — block\n'.repeat(40_000) // 600,000 units, 680,000 bytes
+      const doc = { words: ['a', 'é'], n: 3, nested: { ok: true } }
+      const text = `SELECT $1::text AS a, $2::int AS b, $3::jsonb AS c, $4::text AS d,
+        $5::bool AS e, octet_length($1::text) AS n, $6::text[] AS f`
+      const args = [big, 42, sql.json(doc), null, true, ['x', 'y,z', '']] as never[]
+      const want = { a: big, b: 42, c: doc, d: null, e: true, n: Buffer.byteLength(big) }
+      // The first run describes the statement, then binds it (ParameterDescription); the
+      // second binds the prepared statement straight away.
+      for (let run = 0; run < 2; run++) {
+        const [row] = await sql.unsafe(text, args, { prepare: true })
+        expect(row, `run ${run}`).toEqual({ ...want, f: ['x', 'y,z', ''] })
+      }
+      // A cursor's Bind carries Execute with a row count (the patched tail), fetched in parts.
+      const parts: number[][] = []
+      const series = sql.unsafe('SELECT g, $1::text AS t FROM generate_series(1, $2::int) g', [
+        'é'.repeat(70_000),
+        25,
+      ] as never[])
+      for await (const rows of series.cursor(10)) {
+        expect(rows.every((r) => r.t === 'é'.repeat(70_000))).toBe(true)
+        parts.push(rows.map((r) => r.g))
+      }
+      expect(parts.map((p) => p.length)).toEqual([10, 10, 5])
+      expect(parts.flat()).toEqual(Array.from({ length: 25 }, (_, i) => i + 1))
     } finally {
       await sql.end()
     }
