@@ -101,12 +101,13 @@ describe.skipIf(!usingPostgres())('string parameters through the patched driver 
       }
       // A cursor's Bind carries Execute with a row count (the patched tail), fetched in parts.
       const parts: number[][] = []
+      const wide = 'é'.repeat(70_000)
       const series = sql.unsafe('SELECT g, $1::text AS t FROM generate_series(1, $2::int) g', [
-        'é'.repeat(70_000),
+        wide,
         25,
       ] as never[])
       for await (const rows of series.cursor(10)) {
-        expect(rows.every((r) => r.t === 'é'.repeat(70_000))).toBe(true)
+        expect(rows.every((r) => r.t === wide)).toBe(true)
         parts.push(rows.map((r) => r.g))
       }
       expect(parts.map((p) => p.length)).toEqual([10, 10, 5])
