@@ -88,6 +88,20 @@ function isTransientLink(e: Classifiable): boolean {
   return e instanceof TypeError && FETCH_FAILURES.has(e.message)
 }
 
+// A connection lost or refused while the server stops or starts (admin shutdown, crash,
+// starting up): the statement died with its connection, and a fresh one can run it.
+const CONNECTION_SQLSTATE = /^(08|57P0[123])/
+
+/** True when `err` (or its cause) says the statement's connection was lost or refused. */
+export function isConnectionError(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown } | null, i = 0; e && i < 10; i++) {
+    if (typeof e.code === 'string')
+      return CONNECTION_SQLSTATE.test(e.code) || RETRYABLE_CODES.has(e.code)
+    e = e.cause as typeof e
+  }
+  return false
+}
+
 /** The first driver or SQLSTATE code along the cause chain, for a message; else 'unknown'. */
 export function dbErrorCode(err: unknown): string {
   for (let e = err as { code?: unknown; cause?: unknown } | null, i = 0; e && i < 10; i++) {

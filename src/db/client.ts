@@ -12,6 +12,7 @@ import postgres from 'postgres'
 import { backoffMs } from '../backoff.ts'
 import { lockDataDir } from './data-dir-lock.ts'
 import { decodeRawRow, type RawColumn } from './raw-rows.ts'
+import { readAgainIfConnectionLost } from './retry.ts'
 import * as schema from './schema.ts'
 
 export type Orm = PgDatabase<PgQueryResultHKT, typeof schema>
@@ -39,7 +40,10 @@ export interface Database {
   migrate(): Promise<void>
   /** True when every migration in drizzle/ has been applied (a `serve` process checks). */
   isMigrated(): Promise<boolean>
-  /** Runs a raw statement and returns its rows, whatever the driver. */
+  /**
+   * Runs a raw statement and returns its rows, whatever the driver. Without an executor it
+   * is a read of its own, run once more if its connection was lost (see `read`).
+   */
   rows<T = Record<string, unknown>>(query: SQL, executor?: Executor): Promise<T[]>
   /**
    * Runs a read of a fixed shape as a named prepared statement on Postgres: drizzle's
@@ -47,7 +51,8 @@ export interface Database {
    * parameter types, one for the rows); prepared, every later run is one round trip. Each
    * distinct SQL text is kept per connection, so only for statements whose text does not
    * vary with their input (values as parameters, no lists spliced in). PGlite: as `rows`.
-   * See ReadOptions for statements built once and for columns read as bytes.
+   * See ReadOptions for statements built once and for columns read as bytes. A read whose
+   * connection was lost runs once more on a fresh one (retry.ts readAgainIfConnectionLost).
    */
   read<T = Record<string, unknown>>(query: SQL, o?: ReadOptions): Promise<T[]>
   /**
@@ -186,15 +191,19 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
         migrationsFolder: MIGRATIONS_DIR,
         migrationsSchema: opts.searchPath ?? 'drizzle',
       }),
-    rows: (q, ex) => rowsOf(ex ?? orm, q),
-    read: async <T>(q: SQL, { values, bytes }: ReadOptions = {}) => {
+    // In a transaction (an executor) a lost connection is the transaction's to handle.
+    rows: (q, ex) => (ex ? rowsOf(ex, q) : readAgainIfConnectionLost(() => rowsOf(orm, q))),
+    read: <T>(q: SQL, { values, bytes }: ReadOptions = {}) => {
       const { sql: text, params } = values ? renderOnce(q) : dialect.sqlToQuery(q)
       const args = values ? fillPlaceholders(params, values) : params
-      const query = (values ? builtOnce : client).unsafe(text, args as never[], { prepare: true })
-      if (!bytes) return (await query) as unknown as T[]
-      const rows = await query.raw()
-      const columns = rows.columns as unknown as RawColumn[]
-      return rows.map((row) => decodeRawRow<T>(row, columns, bytes))
+      const run = async () => {
+        const query = (values ? builtOnce : client).unsafe(text, args as never[], { prepare: true })
+        if (!bytes) return (await query) as unknown as T[]
+        const rows = await query.raw()
+        const columns = rows.columns as unknown as RawColumn[]
+        return rows.map((row) => decodeRawRow<T>(row, columns, bytes))
+      }
+      return readAgainIfConnectionLost(run)
     },
     isMigrated: async () =>
       (await appliedMigrations(orm, opts.searchPath ?? 'drizzle')) >= MIGRATION_COUNT,

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import { backoffMs } from '../backoff.ts'
-import { isRetryable } from '../errors.ts'
+import { isConnectionError, isRetryable } from '../errors.ts'
 
 // A database outage is waited out, not failed: work that cannot go on without the store
 // (a batch, a backfilled repo) retries with capped, jittered backoff for as long as the
@@ -34,6 +34,22 @@ export async function retryWhileDbDown<T>(fn: () => Promise<T>, o: DbRetryOption
       o.logger.warn({ err, attempt, delay }, `${o.what}: database unavailable, retrying`)
       await sleep(delay, o.signal)
     }
+  }
+}
+
+/**
+ * A read whose connection was lost (a database restart cuts every connection) runs once
+ * more, on a fresh one, before its caller sees the failure: the first read after an outage
+ * meets a connection that died with the old server, though the new one is up. A second
+ * failure is the caller's (a 503 from the API). Only for statements that are safe to run
+ * twice: reads.
+ */
+export async function readAgainIfConnectionLost<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read()
+  } catch (err) {
+    if (!isConnectionError(err)) throw err
+    return read()
   }
 }
 

@@ -29,8 +29,13 @@ describe('postgres.js driver patch', () => {
       // A failed startup types query neither escapes as an unhandled rejection nor
       // carries over to the next socket (test/infra/postgres-startup.test.ts).
       expect(code, build).toContain('return fetchArrayTypes().catch(noop)')
-      expect(code, build).toMatch(
-        /if \(initial\) \{\n[^}]*query = errorResponse = null\n\s*return reconnect\(\)/,
+      // Nor does a closed socket's query or last error (test/infra/postgres-startup.test.ts).
+      const closed = code.slice(
+        code.indexOf('async function closed('),
+        code.indexOf('/* Handlers */'),
+      )
+      expect(closed, build).toMatch(
+        /query = errorResponse = null\n\n\s*if \(initial\)\n\s*return reconnect\(\)/,
       )
       const bytes = readFileSync(join(root, build, 'bytes.js'), 'utf8')
       const str = bytes.slice(bytes.indexOf('  str(x) {'), bytes.indexOf('  i16(x) {'))

@@ -1,6 +1,7 @@
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import postgres from 'postgres'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { isRetryable } from '../../src/errors.ts'
 import { usingPostgres } from '../helpers/db.ts'
 
 // postgres.js runs one query of its own on every new connection before the one waiting for
@@ -133,3 +134,46 @@ describe.skipIf(!usingPostgres())('a connection lost during its startup types qu
     }
   })
 })
+
+// The same stale error, after startup: a backend terminated under a running query (what an
+// outage does to every busy connection) said 57P01 and closed, and unpatched 3.4.9 kept
+// that query and the error in the connection. The next query on it, once the reconnect's
+// startup reached ReadyForQuery, failed with the old 57P01 although the server was up
+// (issue 28: reads answering 503 after the database was back; porsager/postgres#1130 and
+// the "any kill during a query" case in PR #1215's thread). 57P03, met by a connection that
+// starts while the server recovers, was kept and replayed the same way.
+describe.skipIf(!usingPostgres())('a backend terminated under a running query', () => {
+  it('fails that query (retryable), and the next query on the connection runs', async () => {
+    const url = process.env.TEST_DATABASE_URL as string
+    const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 })
+    const admin = postgres(url, { max: 1, onnotice: () => {} })
+    try {
+      const [{ pid }] = await sql<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`
+      const running = sql`SELECT pg_sleep(30)`.then(
+        () => null,
+        (err: { code?: string }) => err,
+      )
+      await waitForActivity(admin, pid)
+      await admin`SELECT pg_terminate_backend(${pid})`
+      expect(isRetryable(await running)).toBe(true)
+      // The same connection (max: 1) on a new socket: the server is up, so the query runs.
+      const [{ other }] = await sql<{ other: number }[]>`SELECT pg_backend_pid() AS other`
+      expect(other).not.toBe(pid)
+      expect(await sql`SELECT ARRAY[1, 2]::int[] AS a`).toEqual([{ a: [1, 2] }])
+    } finally {
+      await sql.end({ timeout: 5 })
+      await admin.end({ timeout: 5 })
+    }
+  })
+})
+
+/** Until backend `pid` runs its query (pg_sleep), so the termination lands under it. */
+async function waitForActivity(admin: postgres.Sql, pid: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const rows = await admin`SELECT 1 FROM pg_stat_activity
+      WHERE pid = ${pid} AND state = 'active' AND query LIKE '%pg_sleep%'`
+    if (rows.length === 1) return
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  throw new Error(`backend ${pid} never ran its query`)
+}

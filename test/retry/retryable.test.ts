@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { AppError, DataDirLockedError, isRetryable, UpstreamError } from '../../src/errors.ts'
+import { readAgainIfConnectionLost } from '../../src/db/retry.ts'
+import {
+  AppError,
+  DataDirLockedError,
+  isConnectionError,
+  isRetryable,
+  UpstreamError,
+} from '../../src/errors.ts'
 import { RepoFetchError } from '../../src/ingest/repo-snapshot.ts'
 
 // The one retry classifier, as the store retries (db/retry.ts, the pipeline) and the
@@ -58,5 +65,43 @@ describe('isRetryable', () => {
     expect(isRetryable(new UpstreamError('dictionary: 503', { retryable: true }))).toBe(true)
     expect(isRetryable(new DataDirLockedError('locked', { cause }))).toBe(false)
     expect(isRetryable(new AppError('x'))).toBe(false)
+  })
+})
+
+describe('a read whose connection was lost', () => {
+  it('is told from other retryable failures: lost or refused connections only', () => {
+    for (const code of [
+      'ECONNRESET',
+      'ECONNREFUSED',
+      'CONNECTION_CLOSED',
+      '08006',
+      '57P01',
+      '57P03',
+    ])
+      expect(isConnectionError(coded(code)), code).toBe(true)
+    // Retryable, but not a lost connection: a second try on a fresh one would not help now.
+    for (const code of ['40001', '53300', '57014', 'CONNECT_TIMEOUT', '23505'])
+      expect(isConnectionError(coded(code)), code).toBe(false)
+    expect(isConnectionError(new AppError('wrapped', { cause: coded('57P03') }))).toBe(true)
+  })
+
+  it('runs once more, and only once, and only for a lost connection', async () => {
+    const attempts = (failures: Error[]) => {
+      let n = 0
+      const read = async () => {
+        const f = failures[n++]
+        if (f) throw f
+        return n
+      }
+      return { run: () => readAgainIfConnectionLost(read), calls: () => n }
+    }
+    const once = attempts([coded('57P01')])
+    expect(await once.run()).toBe(2)
+    const twice = attempts([coded('57P01'), coded('ECONNREFUSED')])
+    await expect(twice.run()).rejects.toMatchObject({ code: 'ECONNREFUSED' })
+    expect(twice.calls()).toBe(2)
+    const other = attempts([coded('23505')])
+    await expect(other.run()).rejects.toMatchObject({ code: '23505' })
+    expect(other.calls()).toBe(1)
   })
 })

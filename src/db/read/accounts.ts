@@ -1,5 +1,6 @@
 import { and, eq, inArray, isNotNull, not, type SQL, sql } from 'drizzle-orm'
 import type { Database } from '../client.ts'
+import { readAgainIfConnectionLost } from '../retry.ts'
 import { accounts } from '../schema.ts'
 
 // Handles: the actor a request names, and the names the browse UI shows.
@@ -22,16 +23,18 @@ export async function readDidOfHandle(db: Database, handle: string): Promise<str
  */
 export async function readHandles(db: Database, dids: string[]): Promise<Map<string, string>> {
   // The IN list has one parameter per DID: a text per count, so not a prepared statement.
-  const rows = await db.orm
-    .select({ did: accounts.did, handle: accounts.handle })
-    .from(accounts)
-    .where(
-      and(
-        inArray(accounts.did, dids),
-        isNotNull(accounts.handle),
-        eq(accounts.active, true),
-        not(accounts.operatorHidden),
+  const rows = await readAgainIfConnectionLost(() =>
+    db.orm
+      .select({ did: accounts.did, handle: accounts.handle })
+      .from(accounts)
+      .where(
+        and(
+          inArray(accounts.did, dids),
+          isNotNull(accounts.handle),
+          eq(accounts.active, true),
+          not(accounts.operatorHidden),
+        ),
       ),
-    )
+  )
   return new Map(rows.map((r) => [r.did, r.handle ?? '']))
 }

@@ -1,5 +1,6 @@
 import { and, desc, eq } from 'drizzle-orm'
 import type { Database } from '../client.ts'
+import { readAgainIfConnectionLost } from '../retry.ts'
 import { ingestCursors } from '../schema.ts'
 import { readVisibleCounts } from './visible-counts.ts'
 
@@ -17,18 +18,22 @@ export async function getIngestStatus(
   source: string | null,
   key: string | null,
 ): Promise<IngestStatus> {
-  const [r] = await db.orm
-    .select({
-      source: ingestCursors.source,
-      cursor: ingestCursors.cursor,
-      lastEventUs: ingestCursors.lastEventUs,
-    })
-    .from(ingestCursors)
-    .where(
-      source && key ? and(eq(ingestCursors.source, source), eq(ingestCursors.key, key)) : undefined,
-    )
-    .orderBy(desc(ingestCursors.updatedAt))
-    .limit(1)
+  const [r] = await readAgainIfConnectionLost(() =>
+    db.orm
+      .select({
+        source: ingestCursors.source,
+        cursor: ingestCursors.cursor,
+        lastEventUs: ingestCursors.lastEventUs,
+      })
+      .from(ingestCursors)
+      .where(
+        source && key
+          ? and(eq(ingestCursors.source, source), eq(ingestCursors.key, key))
+          : undefined,
+      )
+      .orderBy(desc(ingestCursors.updatedAt))
+      .limit(1),
+  )
   if (!r) return { source, cursor: null, lagSeconds: null, lastEventAt: null }
   const lastUs = r.lastEventUs == null ? null : Number(r.lastEventUs)
   return {

@@ -1,16 +1,20 @@
+import postgres from 'postgres'
 import { COMMON_ENV, replayArgs } from '../lib/baseline.ts'
 import { type CliProc, describeExit, sleep, startCli, tail } from '../lib/cli-proc.ts'
 import { compareDigests } from '../lib/compare.ts'
 import { readDigest } from '../lib/digest.ts'
 import { startCluster } from '../lib/pg-cluster.ts'
 import { readCursor, waitCaughtUp } from '../lib/progress.ts'
+import { sweepProblems, sweepReads } from '../lib/read-sweep.ts'
 import type { Scenario } from '../lib/scenario.ts'
 import { percentOf } from './kill9.ts'
 
 // The database crashes under a running `run`: a private cluster stopped with
 // `pg_ctl stop -m immediate` at random points of the ingestion and started again after a
 // random pause. The process must live through it (SPEC 11), answer /readyz and reads with
-// 503 while the database is away, and end in the uninterrupted run's state.
+// 503 while the database is away, answer every read (no 5xx) once /readyz says 200 again,
+// and end in the uninterrupted run's state. Last, every backend is terminated under running
+// reads, and again every read must answer.
 
 // Small batches make the ingestion long enough to be hit several times, and the short
 // run's fewer events smaller ones still, so more outages land on a transaction in flight.
@@ -42,12 +46,13 @@ export const pgOutageScenario: Scenario = {
       await cluster.crash()
       const probe = await probeOutage(p, pauseMs)
       await cluster.start()
-      await sleep(500)
+      const after = await readsOnceReady(p, base.fine.records.keys())
       const exit = p.exit()
       ctx.note(
-        `outage #${i + 1} at cursor ${at === null ? '?' : span(at)} for ${pauseMs} ms: ${probe.text}; process ${exit ? `DIED (${describeExit(exit)})` : 'alive'}`,
+        `outage #${i + 1} at cursor ${at === null ? '?' : span(at)} for ${pauseMs} ms: ${probe.text}; ${after.text}; process ${exit ? `DIED (${describeExit(exit)})` : 'alive'}`,
       )
       failures.push(...probe.failures.map((f) => `outage #${i + 1}: ${f}`))
+      failures.push(...after.failures.map((f) => `outage #${i + 1}: ${f}`))
       if (exit) {
         died++
         failures.push(
@@ -57,6 +62,14 @@ export const pgOutageScenario: Scenario = {
         await p.waitListening()
       }
     }
+    // The administrator's kill: every backend of the product terminated while its reads run
+    // (what an outage does to the busy connections), then every read again.
+    const killed = await terminateUnderReads(cluster.url, p, base.fine.records.keys())
+    ctx.note(killed.text)
+    failures.push(...killed.failures)
+    // The digest below reads through getJson, which throws on a 5xx: say what failed first.
+    if (killed.failures.length > 0)
+      return { failures, figures: `${outages} outages, reads failed after the kill` }
     await waitCaughtUp(p, base.set.lastTimeUs, 180_000)
     const got = await readDigest(p.url()!, base.fine.records.keys())
     const cmp = compareDigests(got, base.fine, base.fine.feed)
@@ -107,6 +120,60 @@ async function probeOutage(p: CliProc, pauseMs: number): Promise<Probe> {
   const left = pauseMs - (Date.now() - started)
   if (left > 0) await sleep(left)
   return { text: parts.join(', '), failures }
+}
+
+/** Once /readyz answers 200 again: every read of the run's keys, none of them a 5xx. */
+async function readsOnceReady(p: CliProc, uris: Iterable<string>): Promise<Probe> {
+  const url = p.url()!
+  const deadline = Date.now() + 60_000
+  while ((await timed(`${url}/readyz`)).status !== 200) {
+    if (p.exit() || Date.now() > deadline)
+      return { text: 'never ready again', failures: ['/readyz never answered 200 again'] }
+    await sleep(100)
+  }
+  const sweep = await sweepReads(url, uris)
+  return {
+    text: `then ${sweep.reads} reads, ${sweep.failures.length} failed`,
+    failures: sweepProblems('after /readyz 200', sweep),
+  }
+}
+
+/**
+ * The administrator's kill, under reads: the record tables locked, so reads that miss the
+ * answer cache (list pages of several sizes) wait inside their statements; then every
+ * backend of the product is terminated (each says 57P01 and closes), the lock released, and
+ * every read made again once /readyz is 200. The reads that were cut may fail; none after.
+ */
+async function terminateUnderReads(url: string, p: CliProc, uris: Iterable<string>) {
+  const base = p.url()!
+  const admin = postgres(url, { max: 1, onnotice: () => {} })
+  let terminated = 0
+  let reads: ReturnType<typeof timed>[] = []
+  try {
+    await admin.begin(async (tx) => {
+      await tx`LOCK TABLE prompts, conversations, agents IN ACCESS EXCLUSIVE MODE`
+      reads = [1, 2, 3, 4, 5, 6, 7].map((n) => timed(`${base}/v1/prompts?limit=${n}`))
+      for (let i = 0; i < 100; i++) {
+        const [{ n }] = await tx<{ n: number }[]>`SELECT count(*)::int AS n
+          FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`
+        if (n >= 3) break
+        await sleep(50)
+      }
+      const rows = await tx`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid()
+          AND backend_type = 'client backend'`
+      terminated = rows.length
+    })
+  } finally {
+    await admin.end({ timeout: 5 })
+  }
+  // Answered once the lock is gone: retried on a fresh connection, or a 503.
+  const cut = (await Promise.all(reads)).map((r) => r.status)
+  const after = await readsOnceReady(p, uris)
+  return {
+    text: `terminated ${terminated} backends under reads (those reads: ${cut.join(' ')}); ${after.text}`,
+    failures: after.failures.map((f) => `backends terminated: ${f}`),
+  }
 }
 
 async function timed(url: string): Promise<{ status: number | string; ms: number; body: string }> {
