@@ -168,7 +168,7 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
     return push({ event: null, cursor, timeUs: at.timeUs, bytes }, sink, signal)
   }
 
-  return async function handle(
+  async function handle(
     data: Buffer,
     binary: boolean,
     sink: Sink,
@@ -196,6 +196,19 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
         return (await onEvent(f, text.length, sink, signal)) ? 'continue' : 'abort'
     }
   }
+
+  /**
+   * No frame for the quiet period: every open `#sync` window ends and its prune is pushed,
+   * with the cursor past the last frame handled (no window holds it back any more).
+   */
+  function closeQuiet(sink: Sink, signal: AbortSignal): Promise<boolean> {
+    const prunes = deps.windows.closeAll()
+    if (prunes.length > 0)
+      logger.info({ windows: prunes.length }, 'stream quiet: closing open #sync windows')
+    return pushPrunes(prunes, sink, signal)
+  }
+
+  return { handle, closeQuiet }
 }
 
 /** What an event frame closes windows before: its repo's position, or just its time. */

@@ -1,4 +1,5 @@
 import type { RepoPruneEvent } from '../model/events.ts'
+import type { Verdict } from './jetstream-v2-session.ts'
 
 // `#sync(did, rev R)` on Jetstream v2 (notes/jetstream-v2.md section 5): Jetstream resynced
 // the repo and re-sends its whole record set as creates at rev R right after the marker.
@@ -6,7 +7,10 @@ import type { RepoPruneEvent } from '../model/events.ts'
 // the window ends, every record of the DID still older than R was not re-sent and is gone,
 // which a `prune` event tombstones. The window ends at the DID's first later event that is
 // not a create at R (the replacement rows are archived in one run before anything newer of
-// that repo), or once the stream has moved `quietUs` past the window's last create.
+// that repo), or once the stream has moved `quietUs` past the window's last create, or when
+// no frame at all has come for the quiet period (`closeAll`, by the wall clock: on a sparse,
+// filtered stream a repo's resync can be the last thing for a long time, and stream time
+// only moves with frames).
 //
 // While a window is open the stored cursor stays just before its `#sync`: a crash replays
 // the marker and its creates (idempotent) instead of forgetting the deletes it owes.
@@ -69,6 +73,11 @@ export class SyncWindows {
     return out
   }
 
+  /** The stream went quiet: every open window ends (its creates have all been handled). */
+  closeAll(): RepoPruneEvent[] {
+    return [...this.#open].map(([did, w]) => this.#close(did, w))
+  }
+
   /** The cursor that is safe to store after `seq`: just before the oldest open `#sync`. */
   safeCursor(seq: number): number {
     let safe = seq
@@ -79,5 +88,61 @@ export class SyncWindows {
   #close(did: string, w: Window): RepoPruneEvent {
     this.#open.delete(did)
     return { kind: 'prune', did, rev: w.rev, timeUs: w.lastUs }
+  }
+}
+
+export interface QuietWatch {
+  /** The session's message handler, taking turns with the quiet close. */
+  onMessage(data: Buffer, binary: boolean): Promise<Verdict>
+  /** Stops the clock and waits for a close under way. */
+  stop(): Promise<void>
+}
+
+/**
+ * Runs `closeQuiet` once no message has arrived or been handled for `quietMs` while a window
+ * is open. It takes turns with the messages: a message that arrives during the close waits
+ * for it, and a message being handled (a full sink holds it) is not quiet. A close that
+ * failed fails the next message, which ends the session as a failed sink does.
+ */
+export function watchQuiet(o: {
+  handle: (data: Buffer, binary: boolean) => Promise<Verdict>
+  closeQuiet: () => Promise<boolean>
+  windows: SyncWindows
+  quietMs: number
+}): QuietWatch {
+  let turn: Promise<unknown> = Promise.resolve()
+  let busy = 0
+  let lastActivity = Date.now()
+  let failure: unknown = null
+  const inTurn = <T>(fn: () => Promise<T>): Promise<T> => {
+    busy++
+    const run = turn.then(fn).finally(() => {
+      busy--
+      lastActivity = Date.now()
+    })
+    turn = run.catch(() => {}) // the next turn waits; `run`'s own caller sees its failure
+    return run
+  }
+  const timer = setInterval(
+    () => {
+      if (busy > 0 || o.windows.size === 0 || Date.now() - lastActivity < o.quietMs) return
+      inTurn(o.closeQuiet).catch((err) => {
+        failure = err
+      })
+    },
+    Math.max(50, Math.min(1000, o.quietMs / 4)),
+  )
+  return {
+    onMessage: (data, binary) => {
+      lastActivity = Date.now()
+      return inTurn(async () => {
+        if (failure !== null) throw failure
+        return o.handle(data, binary)
+      })
+    },
+    stop: async () => {
+      clearInterval(timer)
+      await turn
+    },
   }
 }

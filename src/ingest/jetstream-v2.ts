@@ -8,7 +8,7 @@ import { backoffDelayMs } from './jetstream.ts'
 import { SEQ_LIMIT } from './jetstream-event.ts'
 import { createV2Handler, type HandlerState, SOURCE } from './jetstream-v2-handler.ts'
 import { runSession, type SessionEnd } from './jetstream-v2-session.ts'
-import { SyncWindows } from './jetstream-v2-sync.ts'
+import { SyncWindows, watchQuiet } from './jetstream-v2-sync.ts'
 import { fetchZstdDictionary } from './jetstream-v2-zstd.ts'
 import type { IngestGap, Source } from './source.ts'
 import { verifyWithTimeout } from './verify-handle.ts'
@@ -37,7 +37,10 @@ export interface JetstreamV2Options {
   verifyTimeoutMs?: number
   /** Cap on one decoded zstd frame (the Go client's read limit). */
   maxDecodedBytes?: number
-  /** A `#sync` window also ends once the stream is this far past its last create. */
+  /**
+   * A `#sync` window also ends once the stream is this far past its last create, or once no
+   * frame has come for this long.
+   */
   syncQuietSeconds?: number
   fetch?: typeof fetch
   random?: () => number
@@ -89,12 +92,14 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
     gap = g
     metrics.resumeGapsTotal.inc({ source: SOURCE })
   }
-  const handle = createV2Handler(
+  const quietSeconds = opts.syncQuietSeconds ?? 10
+  const windows = new SyncWindows({ quietSeconds, maxOpen: 10_000 })
+  const handler = createV2Handler(
     {
       logger,
       metrics,
       collections: new Set(opts.collections),
-      windows: new SyncWindows({ quietSeconds: opts.syncQuietSeconds ?? 10, maxOpen: 10_000 }),
+      windows,
       verify: (did, claimed) =>
         verifyWithTimeout(opts.verifyHandle, did, claimed, opts.verifyTimeoutMs ?? 10_000, logger),
       maxDecodedBytes: opts.maxDecodedBytes ?? 32 << 20,
@@ -247,7 +252,17 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
     )
     state.sessionSeq = null
     const onOpen = () => logger.info({ url, cursor: state.lastSeq }, 'connected to Jetstream v2')
-    return runSession(url, { ...session, onOpen }, (d, b) => handle(d, b, sink, signal), signal)
+    const quiet = watchQuiet({
+      handle: (d, b) => handler.handle(d, b, sink, signal),
+      closeQuiet: () => handler.closeQuiet(sink, signal),
+      windows,
+      quietMs: quietSeconds * 1000,
+    })
+    try {
+      return await runSession(url, { ...session, onOpen }, quiet.onMessage, signal)
+    } finally {
+      await quiet.stop()
+    }
   }
 
   return {

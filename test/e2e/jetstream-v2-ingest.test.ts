@@ -31,8 +31,9 @@ afterEach(async () => {
   await server.close()
 })
 
-function indexer(wire: 'v1' | 'v2' = 'v2') {
-  const ix = startIndexer(db, wire, wire === 'v2' ? server.url : server.v1Url, { zstd: false })
+function indexer(wire: 'v1' | 'v2' = 'v2', syncQuietSeconds = 10) {
+  const url = wire === 'v2' ? server.url : server.v1Url
+  const ix = startIndexer(db, wire, url, { zstd: false, syncQuietSeconds })
   stops.push(ix.stop)
   return ix
 }
@@ -98,6 +99,48 @@ describe('Jetstream v2 ingestion', () => {
       [tid(1), true],
       [tid(2), false],
     ])
+  })
+
+  // The end the first test reaches, where the repo's next event closed the window.
+  const REPLACED = [
+    [tid(1), R, false, 0],
+    [tid(2), R, false, 0],
+    [tid(3), R, true, 0],
+  ]
+  const replaced = async () =>
+    (await recordRows(db)).map((r) => [r.rkey, r.rev, r.deleted, r.recompiles])
+
+  it('a #sync whose replacement creates are the last frames of a quiet stream ends by the clock', async () => {
+    const ix = indexer('v2', 1)
+    await waitFor('connection', async () => server.connections > 0)
+    server.append([commit(1), commit(2), commit(3)])
+    await untilCursor(ix, 3)
+    server.appendSync(DID, R, [resyncCreate(1), resyncCreate(2)])
+    // Nothing after them: stream time stands still, so only the wall-clock quiet ends it.
+    await untilCursor(ix, 6)
+    expect(await replaced()).toEqual(REPLACED)
+    expect((await changeRows(db)).slice(3)).toEqual([{ rkey: tid(3), op: 'delete' }])
+  })
+
+  it('the same across a restart in the middle of the quiet period', async () => {
+    const first = indexer('v2', 30)
+    await waitFor('connection', async () => server.connections > 0)
+    server.append([commit(1), commit(2), commit(3)])
+    await untilCursor(first, 3)
+    server.appendSync(DID, R, [resyncCreate(1), resyncCreate(2)])
+    await waitFor('creates applied', async () =>
+      (await recordRows(db)).every((r) => r.rev === R || r.rkey === tid(3)),
+    )
+    // Stopped inside the quiet period: the window was open, the cursor held before #sync.
+    await first.stop()
+    expect((await recordRows(db)).map((r) => r.deleted)).toEqual([false, false, false])
+    expect(await first.cursor()).toBe(3)
+    const second = indexer('v2', 1)
+    await waitFor('resume', async () => server.requests.length === 2)
+    expect(server.requests[1].params.get('cursor')).toBe('3')
+    await untilCursor(second, 6)
+    expect(await replaced()).toEqual(REPLACED)
+    expect((await changeRows(db)).slice(3)).toEqual([{ rkey: tid(3), op: 'delete' }])
   })
 
   it('collections filter: no other collection; an unrelated DID’s #account creates no state', async () => {

@@ -1,22 +1,26 @@
+import { join } from 'node:path'
 import { isSent } from '../../../bench/lib/traffic.ts'
 import { startJetstreamServer } from '../../../src/demo/jetstream-server.ts'
 import { demoDictionary, startJetstreamV2Server } from '../../../src/demo/jetstream-v2-server.ts'
 import type { Baseline } from '../lib/baseline.ts'
-import { COMMON_ENV } from '../lib/baseline.ts'
+import { COMMON_ENV, uninterrupted } from '../lib/baseline.ts'
 import { sleep, startCli, tail } from '../lib/cli-proc.ts'
 import { compareDigests } from '../lib/compare.ts'
 import type { ChaosContext } from '../lib/context.ts'
 import { type CutPlan, type CutProxy, startCutProxy } from '../lib/cut-proxy.ts'
 import { type Driver, freshDb } from '../lib/db.ts'
 import { readDigest } from '../lib/digest.ts'
+import { writeLines } from '../lib/events.ts'
 import { waitCaughtUp } from '../lib/progress.ts'
 import type { Scenario } from '../lib/scenario.ts'
+import { type SyncTail, syncTail } from '../lib/sync-tail.ts'
 
 // A local Jetstream (v1 `/subscribe`, or v2 `subscribeEvents` with dictionary-zstd binary
 // frames) serving the suite's events behind a proxy that cuts the socket every ~1,500
 // frames, once in the middle of a frame (on v2 inside a zstd frame). The product reconnects
 // with its stored cursor (v1: time_us minus the rewind; v2: the last seq) each time and must
-// end where the replay baseline ends.
+// end where the replay baseline ends. The v2 stream ends with a repo's resync (`#sync`, its
+// records re-sent but one, then nothing): the run must end as a replay that deletes that one.
 
 export type Wire = 'v1' | 'v2'
 
@@ -39,8 +43,8 @@ interface Upstream {
   origin: string
   path: string
   connections(): number
-  /** Appends the events; returns the cursor the product must end on. */
-  append(b: Baseline): number
+  /** Appends the events, then the resync tail (v2); the cursors after each. */
+  append(b: Baseline, tail: SyncTail | null): { events: number; end: number }
   close(): Promise<void>
 }
 
@@ -53,7 +57,8 @@ async function startUpstream(wire: Wire): Promise<Upstream> {
       connections: () => s.requests.length,
       append: (b) => {
         s.append(b.set.lines)
-        return b.set.events.filter(isSent).at(-1)!.time_us
+        const last = b.set.events.filter(isSent).at(-1)!.time_us
+        return { events: last, end: last }
       },
       close: () => s.close(),
     }
@@ -63,9 +68,11 @@ async function startUpstream(wire: Wire): Promise<Upstream> {
     origin: s.origin,
     path: new URL(s.url).pathname,
     connections: () => s.requests.length,
-    append: (b) => {
+    append: (b, tail) => {
       s.append(b.set.events.filter(isSent))
-      return s.lastSeq
+      const events = s.lastSeq
+      if (tail) s.appendSync(tail.did, tail.rev, tail.creates)
+      return { events, end: s.lastSeq }
     },
     close: () => s.close(),
   }
@@ -97,10 +104,16 @@ export function jetstreamCutsScenario(driver: Driver, wire: Wire = 'v1'): Scenar
       while (up.connections() === 0 && Date.now() < deadline) await sleep(20)
       if (up.connections() === 0)
         return { failures: [`never connected:\n${tail(p.output())}`], figures: 'aborted' }
-      const last = up.append(base)
-      await waitCaughtUp(p, last, 300_000)
-      const got = await readDigest(p.url()!, base.fine.records.keys())
-      const cmp = compareDigests(got, base.fine, base.fine.feed)
+      // v2 ends with a repo's resync and then silence, which only the clock can close.
+      const resync = wire === 'v2' ? syncTail(base.set) : null
+      const { events, end: last } = up.append(base, resync)
+      const ref = resync ? await resyncReference(ctx, driver, resync) : base.fine
+      // Up to the #sync the cursor moves as the events are stored; past it, only once the
+      // window has ended (on a quiet stream, 10 s after its last frame: the source's default).
+      await waitCaughtUp(p, events, 300_000)
+      await waitCaughtUp(p, last, 60_000)
+      const got = await readDigest(p.url()!, ref.records.keys())
+      const cmp = compareDigests(got, ref, ref.feed)
       const failures = [...cmp.problems, ...faultsHeld(ctx, proxy, wire)]
       ctx.note(cmp.summary)
       if (got.cursor !== last) failures.push(`cursor ${got.cursor}, expected ${last}`)
@@ -113,6 +126,23 @@ export function jetstreamCutsScenario(driver: Driver, wire: Wire = 'v1'): Scenar
       }
     },
   }
+}
+
+/**
+ * The end a v2 run with the resync tail must reach: the same events replayed with the
+ * left-out prompt's delete at the end, one event per batch (the finest feed to compare to).
+ */
+async function resyncReference(ctx: ChaosContext, driver: Driver, tail: SyncTail) {
+  const file = join(ctx.tempDir('resync-reference'), 'events.ndjson')
+  writeLines(file, tail.referenceLines)
+  const r = await uninterrupted(file, tail.referenceLastUs, await freshDb(ctx, driver), {
+    BATCH_SIZE: '1',
+  })
+  await r.proc.stop()
+  ctx.note(
+    `resync tail: #sync of ${tail.did} with ${tail.creates.length} creates and one prompt not re-sent, then nothing; reference digest ${r.digest.hash}`,
+  )
+  return r.digest
 }
 
 /** Notes what the proxy did; returns what shows a fault was not injected as planned. */
