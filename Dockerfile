@@ -17,9 +17,10 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
 
 # --- runtime ---------------------------------------------------------------------------
 FROM node:24-bookworm-slim AS runtime
-# V8 heap sizes matched to the indexer's bounded working set (src/cli/node-flags.ts).
+# The V8 flags (heap sizes matched to the indexer's bounded working set, wasm on Liftoff)
+# are added by the entry itself, src/cli/main.ts (src/cli/node-flags.ts): Node refuses
+# one of them in its options variable.
 ENV NODE_ENV=production \
-    NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=256" \
     HOST=0.0.0.0 \
     PORT=3000 \
     DATA_DIR=/app/data

@@ -70,3 +70,17 @@ export const partition: Parse<{ index: number; count: number } | null> = (s) => 
   if (count < 1 || index >= count) throw new Error('needs 0 <= i < n')
   return { index, count }
 }
+
+const MEMORY_UNITS: Record<string, number> = { kB: 1, MB: 1024, GB: 1024 * 1024 }
+
+/** A Postgres memory size with its unit (`16MB`, `512kB`, `1GB`) from min to max kB. */
+export const pgMemory =
+  (minKb: number, maxKb: number, why: string): Parse<string> =>
+  (s) => {
+    const m = /^([1-9][0-9]*)(kB|MB|GB)$/.exec(s)
+    const kb = m ? Number(m[1]) * MEMORY_UNITS[m[2]] : Number.NaN
+    if (!m) throw new Error('must be a size with its unit, as Postgres writes it: 512kB, 16MB, 1GB')
+    if (kb < minKb || kb > maxKb)
+      throw new Error(`must be from ${minKb}kB to ${maxKb / 1024}MB (${why})`)
+    return s
+  }

@@ -7,6 +7,7 @@ import {
   oneOf,
   type Parse,
   partition,
+  pgMemory,
   str,
   trustProxy,
   url,
@@ -21,6 +22,7 @@ export type SourceName = (typeof SOURCE_NAMES)[number]
 export interface Config {
   databaseUrl: string | null
   dataDir: string
+  pgliteSharedBuffers: string | null
   source: SourceName
   jetstreamUrl: string
   relayUrl: string
@@ -83,6 +85,16 @@ export const SETTINGS = [
     './data',
     str,
     'PGlite data directory (used when DATABASE_URL is absent)',
+  ),
+  setting(
+    'pgliteSharedBuffers',
+    'PGLITE_SHARED_BUFFERS',
+    null,
+    (s) =>
+      s === ''
+        ? null
+        : pgMemory(128, 1024 * 1024, 'Postgres needs 16 buffers of 8kB; PGlite has 4GB in all')(s),
+    'PGlite shared_buffers; absent: 16MB, for a small box (raise it for a large index)',
   ),
   setting('source', 'SOURCE', 'jetstream', oneOf(SOURCE_NAMES), 'jetstream, firehose or replay'),
   setting(

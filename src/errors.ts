@@ -13,6 +13,9 @@ export class AppError extends Error {
 /** Another process holds the PGlite data directory. */
 export class DataDirLockedError extends AppError {}
 
+/** The PGlite data directory (or the template a first start fills it from) cannot be opened. */
+export class DataDirError extends AppError {}
+
 /**
  * An upstream (PDS, PLC, relay) failed. `reason` names how, for counting (an HTTP status
  * class, `rate_limited`, `network`); `retryAfterMs` is the wait the upstream asked for.

@@ -7,7 +7,46 @@ import { getHeapStatistics, setFlagsFromString } from 'node:v8'
 // generation is capped too: V8 grows it while loading the module graph and keeps the
 // pages pooled afterwards, outside heapTotal but in RSS (measured on importing
 // drizzle-orm/postgres-js alone: RSS 179 MB with 16 MB semi-spaces, 140 MB with 4).
-export const RUNTIME_NODE_FLAGS = ['--max-semi-space-size=4', '--max-old-space-size=256']
+//
+// WebAssembly stays on V8's baseline compiler (Liftoff): embedded PGlite is a large wasm
+// module, and V8's optimizing tier compiled its hot functions in the background with
+// about 500 MB of RSS for a few seconds after every start (PGlite alone, idle: a peak of
+// 700 MB against 150 MB), for no ingest or read speed measurable at this product's rates
+// (bench/README.md, "PGlite on Liftoff"). Postgres processes run no wasm. NODE_OPTIONS
+// refuses this flag, so the entry adds it (execWithRuntimeFlags).
+export const RUNTIME_NODE_FLAGS = [
+  '--max-semi-space-size=4',
+  '--max-old-space-size=256',
+  '--liftoff-only',
+]
+
+/**
+ * The shipped flags this process was started without. One given by the operator, as a flag
+ * or in NODE_OPTIONS and with any value, counts as given: it is theirs to choose.
+ */
+export function missingRuntimeFlags(execArgv: readonly string[], nodeOptions: string): string[] {
+  const nameOf = (flag: string) => flag.split('=')[0].replaceAll('_', '-')
+  const given = new Set([...execArgv, ...nodeOptions.split(/\s+/)].map(nameOf))
+  return RUNTIME_NODE_FLAGS.filter((f) => !given.has(nameOf(f)))
+}
+
+/**
+ * Replaces this process (execve: same pid, same stdio, same environment) with one that has
+ * the shipped heap flags, when any is missing; returns when none is. V8 sizes its heap at
+ * start, so they cannot be set later, and the npm scripts and the Docker image are not the
+ * only ways the program is started.
+ */
+export function execWithRuntimeFlags(): void {
+  const missing = missingRuntimeFlags(process.execArgv, process.env.NODE_OPTIONS ?? '')
+  // Where the platform has no execve (Windows), the process runs on without them.
+  if (missing.length === 0 || !process.execve) return
+  process.execve(process.execPath, [
+    process.execPath,
+    ...missing,
+    ...process.execArgv,
+    ...process.argv.slice(1),
+  ])
+}
 
 /**
  * How far `serve` lets the old generation grow past what the last full collection kept.

@@ -10,8 +10,7 @@ import { countReposBySyncState } from '../db/repo-chain.ts'
 import { analysisThreadsFor, createAnalysisPool } from '../indexer/analysis-pool.ts'
 import { applyBatch } from '../indexer/apply.ts'
 import { countOutcomes, IngestPipeline } from '../indexer/pipeline.ts'
-import { resolverFor } from '../ingest/create-source.ts'
-import { fetchRepoSnapshot } from '../ingest/repo-snapshot.ts'
+import type { resolverFor } from '../ingest/create-source.ts'
 import type { Source } from '../ingest/source.ts'
 import { createLogger } from '../logger.ts'
 import { createMetrics } from '../metrics.ts'
@@ -46,7 +45,11 @@ export async function openRuntime(config: Config, opts: OpenRuntimeOptions): Pro
   const logger = opts.logger ?? createLogger(config.logLevel)
   const shutdown = opts.shutdown ?? createShutdown(logger)
   const dataDir = config.databaseUrl ? null : config.dataDir
-  const db = await openDatabase({ url: config.databaseUrl, dataDir })
+  const db = await openDatabase({
+    url: config.databaseUrl,
+    dataDir,
+    sharedBuffers: config.pgliteSharedBuffers ?? undefined,
+  })
   shutdown.add('database', () => db.close())
   const metrics = createMetrics({
     version: VERSION,
@@ -117,13 +120,18 @@ export async function startServer(
   opts: { readApi: boolean },
 ): Promise<FastifyInstance> {
   const { config } = rt.ctx
-  const resolver = resolverFor(config, rt.ctx.metrics)
+  let resolver: ReturnType<typeof resolverFor> | null = null
   const app = await buildApp(rt.ctx, {
     ingest,
     isReady: rt.isReady,
     readApi: opts.readApi,
     // POST /admin/repos/{did}/resync: fetch the repo whole and reconcile, as backfill does.
+    // The repo fetcher (DID resolution, CAR and MST reading) loads on the first resync: a
+    // reader that is never asked for one does not carry it.
     resyncRepo: async (did) => {
+      const { resolverFor } = await import('../ingest/create-source.ts')
+      const { fetchRepoSnapshot } = await import('../ingest/repo-snapshot.ts')
+      resolver ??= resolverFor(config, rt.ctx.metrics)
       const snapshot = await fetchRepoSnapshot(did, {
         resolver,
         collections: collectionsOf(config),

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
@@ -10,7 +10,9 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import { backoffMs } from '../backoff.ts'
+import { DataDirError } from '../errors.ts'
 import { lockDataDir } from './data-dir-lock.ts'
+import { readTemplate, templateNeeded } from './pglite-template.ts'
 import { decodeRawRow, type RawColumn } from './raw-rows.ts'
 import { readAgainIfConnectionLost } from './retry.ts'
 import * as schema from './schema.ts'
@@ -97,6 +99,8 @@ export interface DatabaseOptions {
   maxConnections?: number
   /** Postgres schema to use (tests isolate themselves with it). */
   searchPath?: string
+  /** PGlite's shared_buffers (a Postgres memory size); default PGLITE_SHARED_BUFFERS. */
+  sharedBuffers?: string
 }
 
 const MIGRATION_COUNT: number = JSON.parse(
@@ -126,7 +130,9 @@ async function rowsOf<T>(executor: Executor, query: SQL): Promise<T[]> {
 }
 
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
-  return opts.url ? openPostgres(opts.url, opts) : openPglite(opts.dataDir)
+  return opts.url
+    ? openPostgres(opts.url, opts)
+    : openPglite(opts.dataDir, opts.sharedBuffers ?? PGLITE_SHARED_BUFFERS)
 }
 
 /** Renders `sql` objects to text and parameters, as drizzle's own session does. */
@@ -217,12 +223,39 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
   }
 }
 
-async function openPglite(dataDir: string | null): Promise<Database> {
+/**
+ * PGlite's buffer pool. Its own default (128 MB) was most of a small index's RSS; the
+ * operating system's page cache holds the files anyway (bench/README.md, "PGlite's memory").
+ */
+export const PGLITE_SHARED_BUFFERS = '16MB'
+
+/** Starts PGlite on `dataDir` (null: in memory), filled from the template when new. */
+async function startPglite(dataDir: string | null, sharedBuffers: string): Promise<PGlite> {
+  const pgdata = dataDir ? join(dataDir, 'pgdata') : null
+  const fill = pgdata ? templateNeeded(pgdata) : { needed: true, marker: null }
+  const options = {
+    loadDataDir: fill.needed ? readTemplate() : undefined,
+    startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffers}`],
+  }
+  if (fill.needed && fill.marker) writeFileSync(fill.marker, '')
+  try {
+    const pg = new PGlite({ dataDir: pgdata ?? undefined, ...options })
+    await pg.waitReady
+    if (fill.marker) rmSync(fill.marker, { force: true })
+    return pg
+  } catch (err) {
+    throw new DataDirError(
+      `PGlite could not open ${pgdata ?? 'an in-memory database'}: ${(err as Error).message}`,
+      { cause: err },
+    )
+  }
+}
+
+async function openPglite(dataDir: string | null, sharedBuffers: string): Promise<Database> {
   const release = dataDir ? lockDataDir(dataDir) : () => {}
   let pg: PGlite
   try {
-    pg = new PGlite(dataDir ? join(dataDir, 'pgdata') : undefined)
-    await pg.waitReady
+    pg = await startPglite(dataDir, sharedBuffers)
   } catch (err) {
     release()
     throw err

@@ -49,6 +49,26 @@ describe('configuration', () => {
     }
   })
 
+  it('takes PGLITE_SHARED_BUFFERS as a Postgres memory size, and a bad one with the others', () => {
+    expect(loadConfig({}, {}).pgliteSharedBuffers).toBeNull()
+    expect(loadConfig({}, { PGLITE_SHARED_BUFFERS: '256MB' }).pgliteSharedBuffers).toBe('256MB')
+    expect(loadConfig({ 'pglite-shared-buffers': '128kB' }, {}).pgliteSharedBuffers).toBe('128kB')
+    for (const bad of ['16', '16mb', '16 MB', '0MB', '64kB', '2GB', '-1MB', '1.5GB', 'lots']) {
+      let err: unknown
+      try {
+        loadConfig({}, { PGLITE_SHARED_BUFFERS: bad, PORT: 'eighty' })
+      } catch (e) {
+        err = e
+      }
+      const problems = (err as ConfigError).problems
+      expect(problems, bad).toHaveLength(2)
+      expect(
+        problems.find((p) => p.startsWith('PGLITE_SHARED_BUFFERS')),
+        bad,
+      ).toMatch(/must be (a size with its unit|from 128kB to 1024MB)/)
+    }
+  })
+
   it('takes ANALYSIS_THREADS as auto (the default) or a count, and says what else it takes', () => {
     expect(loadConfig({}, {}).analysisThreads).toBe('auto')
     expect(loadConfig({}, { ANALYSIS_THREADS: '2' }).analysisThreads).toBe(2)

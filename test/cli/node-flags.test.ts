@@ -1,7 +1,14 @@
 import { execFileSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { RUNTIME_NODE_FLAGS, serveHeapGrowingFlag } from '../../src/cli/node-flags.ts'
+import {
+  missingRuntimeFlags,
+  RUNTIME_NODE_FLAGS,
+  serveHeapGrowingFlag,
+} from '../../src/cli/node-flags.ts'
+import { startServing } from '../helpers/cli.ts'
 
 const read = (p: string) => readFileSync(new URL(`../../${p}`, import.meta.url), 'utf8')
 
@@ -13,9 +20,40 @@ describe('the heap flags the product ships with', () => {
       expect(scripts[name]).toContain(`node ${flags} src/cli/main.ts`)
     }
   })
-  it('are the Docker image NODE_OPTIONS', () => {
-    expect(read('Dockerfile')).toContain(`NODE_OPTIONS="${flags}"`)
+  it('are left to the entry in the Docker image (NODE_OPTIONS refuses --liftoff-only)', () => {
+    const dockerfile = read('Dockerfile')
+    expect(dockerfile).not.toContain('NODE_OPTIONS')
+    expect(dockerfile).toContain('CMD ["node", "src/cli/main.ts", "run"]')
   })
+})
+
+describe('a process started without them', () => {
+  it('gets the missing ones, and keeps an operator’s own, flag or NODE_OPTIONS', () => {
+    expect(missingRuntimeFlags([], '')).toEqual(RUNTIME_NODE_FLAGS)
+    expect(missingRuntimeFlags(RUNTIME_NODE_FLAGS, '')).toEqual([])
+    expect(missingRuntimeFlags(['--max-old-space-size=1024'], '')).toEqual([
+      '--max-semi-space-size=4',
+      '--liftoff-only',
+    ])
+    expect(missingRuntimeFlags([], '--max_old_space_size=64 --max-semi-space-size=8')).toEqual([
+      '--liftoff-only',
+    ])
+  })
+
+  it('runs `node src/cli/main.ts serve` with them, in the same process', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pav-flags-'))
+    // startCli spawns the entry with no node flags at all, as the README's commands do.
+    const serve = await startServing(['serve'], { DATA_DIR: dir, DATABASE_URL: '' })
+    try {
+      const argv = readFileSync(`/proc/${serve.child.pid}/cmdline`, 'utf8').split('\0')
+      expect(argv.slice(1, 1 + RUNTIME_NODE_FLAGS.length)).toEqual(RUNTIME_NODE_FLAGS)
+      expect(argv).toContain('serve')
+    } finally {
+      serve.child.kill('SIGTERM')
+      await serve.exited
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 60_000)
 })
 
 describe('the heap growing factor of `serve`', () => {

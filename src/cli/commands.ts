@@ -1,0 +1,127 @@
+import { type Config, ConfigError, loadConfig } from '../config.ts'
+import { AppError } from '../errors.ts'
+import { createLogger } from '../logger.ts'
+import { parseArgs, takeOptions } from './args.ts'
+import { COMMAND_NAMES, helpText } from './help.ts'
+import { applyServeHeapGrowing } from './node-flags.ts'
+import { openRuntime, prepareIngest, type Runtime, startServer } from './runtime.ts'
+import { createShutdown, onShutdownSignal } from './shutdown.ts'
+
+async function main(argv: string[]): Promise<number> {
+  const args = parseArgs(argv)
+  const command = args.command ?? 'run'
+  if (args.help || command === 'help') {
+    process.stdout.write(helpText(args.help ? args.command : (args.positionals[0] ?? null)))
+    return 0
+  }
+  if (!COMMAND_NAMES.includes(command)) {
+    process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${helpText(null)}`)
+    return 2
+  }
+  const own = takeOptions(args, ['did', 'concurrency', 'reset', 'rate', 'dids', 'events', 'wire'])
+  const config = loadConfig(args.flags)
+
+  switch (command) {
+    case 'migrate': {
+      const rt = await openRuntime(config, { migrate: true })
+      rt.ctx.logger.info('migrations applied')
+      await rt.close()
+      return 0
+    }
+    // Loaded only by the command that runs them: the demo network and the backfill's repo
+    // fetcher are no part of a `serve` or `run` process.
+    case 'backfill':
+      return (await import('./backfill.ts')).backfillCommand(config, {
+        dids: own.did ?? [],
+        concurrency: positiveInt(own.concurrency?.at(-1) ?? '4', '--concurrency'),
+        reset: own.reset !== undefined,
+      })
+    case 'demo':
+      return (await import('./demo.ts')).demoCommand(config, {
+        rate: positiveInt(own.rate?.at(-1) ?? '500', '--rate'),
+        dids: positiveInt(own.dids?.at(-1) ?? '50', '--dids'),
+        events: own.events ? positiveInt(own.events.at(-1)!, '--events') : null,
+        wire: demoWire(own.wire?.at(-1) ?? 'v1'),
+      })
+  }
+
+  return runCommand(command as 'run' | 'ingest' | 'serve', config)
+}
+
+/**
+ * run, ingest, serve: everything is opened in dependency order on one runtime and
+ * registers its close there, so a signal closes it backwards (ingest, handle lookups,
+ * HTTP server, database) with nothing captured in variables.
+ */
+async function runCommand(command: 'run' | 'ingest' | 'serve', config: Config): Promise<number> {
+  const logger = createLogger(config.logLevel)
+  if (command === 'serve') {
+    const flag = applyServeHeapGrowing()
+    if (flag) logger.info({ flag }, 'V8 heap growing set for a reader')
+  }
+  const shutdown = createShutdown(logger)
+  onShutdownSignal(logger, shutdown)
+  try {
+    const rt = await openRuntime(config, { migrate: command !== 'serve', logger, shutdown })
+    if (command === 'serve') await startServer(rt, null, { readApi: true })
+    else await startIngesting(rt, { readApi: command !== 'ingest' })
+  } catch (err) {
+    // A start that failed half-way closes what it opened, then reports why.
+    await shutdown.close().catch((e) => logger.error({ err: e }, 'closing after a failed start'))
+    throw err
+  }
+  return -1 // keep running until a signal
+}
+
+async function startIngesting(rt: Runtime, opts: { readApi: boolean }): Promise<void> {
+  // The sources (WebSocket clients, the firehose verifier, DID resolution) load only in a
+  // process that ingests: `serve` never carries them.
+  const { createSource } = await import('../ingest/create-source.ts')
+  const { HandleLookups } = await import('../indexer/handle-lookups.ts')
+  const { source, verifyHandle } = createSource(rt.ctx)
+  const prepared = await prepareIngest(rt, source)
+  await startServer(
+    rt,
+    { source: source.name, key: prepared.key, gap: () => source.gap ?? null },
+    opts,
+  )
+  const lookups = verifyHandle ? new HandleLookups(rt.ctx, verifyHandle) : null
+  if (lookups) rt.shutdown.add('handle lookups', () => lookups.stop())
+  const ingest = prepared.start({
+    onNewDids: lookups ? (dids) => lookups.enqueue(dids) : undefined,
+  })
+  ingest.done.catch((err) => {
+    rt.ctx.logger.error({ err }, 'ingest failed')
+    process.kill(process.pid, 'SIGTERM')
+    process.exitCode = 1
+  })
+}
+
+function demoWire(raw: string): 'v1' | 'v2' {
+  if (raw === 'v1' || raw === 'v2') return raw
+  throw new ConfigError([`--wire=${JSON.stringify(raw)}: must be v1 or v2`])
+}
+
+function positiveInt(raw: string, name: string): number {
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < 1)
+    throw new ConfigError([`${name}=${JSON.stringify(raw)}: must be a positive integer`])
+  return n
+}
+
+/** Runs one command line; the process's exit code is set when it is done. */
+export function runMain(argv: string[]): Promise<void> {
+  return main(argv).then(
+    (code) => {
+      if (code >= 0) process.exitCode = code
+    },
+    (err) => {
+      if (err instanceof ConfigError || err instanceof AppError) {
+        process.stderr.write(`prompt-appview: ${err.message}\n`)
+      } else {
+        process.stderr.write(`prompt-appview: ${(err as Error)?.stack ?? String(err)}\n`)
+      }
+      process.exitCode = 1
+    },
+  )
+}
