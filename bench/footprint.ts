@@ -6,7 +6,7 @@ import { REPO_ROOT } from './lib/child.ts'
 import { benchEnv, count } from './lib/env.ts'
 import { createTempDatabase } from './lib/pg.ts'
 import { sampleTree } from './lib/proc-tree.ts'
-import { row, type ScenarioResult } from './lib/report.ts'
+import { type Row, row, type ScenarioResult } from './lib/report.ts'
 import { isMain, runAsMain } from './lib/scenario.ts'
 import { scenarioResult, startScenario } from './lib/scenario-run.ts'
 import { sleep } from './lib/stats.ts'
@@ -43,12 +43,8 @@ interface Measured {
   rssQuarterMb: number
   /** Cores used on average over the second half of the run. */
   cpuCores: number
-  nodeHwmMb: number
-  nodeRssEndMb: number
   exitCode: number | null
 }
-
-const isProduct = (comm: string) => comm === 'MainThread' || comm === 'node'
 
 const LISTENING = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/
 
@@ -75,10 +71,8 @@ async function measure(
   const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)))
   let firstAnswerS: number | null = null
   let hwmMb = 0
-  let nodeHwmMb = 0
   let rssQuarterMb = 0
   let last = sampleTree(child.pid!)
-  let nodeRssEndMb = 0
   let half: { cpuS: number; at: number } | null = null
   const end = t0 + seconds * 1000
   while (performance.now() < end && child.exitCode === null) {
@@ -92,11 +86,7 @@ async function measure(
     }
     last = sampleTree(child.pid!)
     hwmMb = Math.max(hwmMb, last.hwmMb)
-    // The product's own process (npm is a node process too, but names itself).
-    for (const proc of last.procs)
-      if (proc.comm === 'node') nodeHwmMb = Math.max(nodeHwmMb, proc.hwmMb)
     const elapsed = performance.now() - t0
-    nodeRssEndMb = last.procs.find((p) => isProduct(p.comm))?.rssMb ?? nodeRssEndMb
     if (!rssQuarterMb && elapsed >= seconds * 250) rssQuarterMb = last.rssMb
     if (!half && elapsed >= seconds * 500) half = { cpuS: last.cpuS, at: elapsed }
     await sleep(firstAnswerS === null ? 20 : 1000)
@@ -110,10 +100,57 @@ async function measure(
     rssEndMb: last.rssMb,
     rssQuarterMb,
     cpuCores,
-    nodeHwmMb,
-    nodeRssEndMb,
     exitCode,
   }
+}
+
+/** The targets of SPEC section 12 for one command, and issue 29's figures before. */
+interface Targets {
+  firstS: number
+  hwmMb: number
+  /** RSS at the end, or 'flat': within 10% of the RSS a quarter into the run. */
+  rssMb: number | 'flat'
+  before: { firstS: number | null; hwmMb: number; rssMb: number | null }
+}
+
+function rowsOf(name: string, m: Measured, t: Targets): Row[] {
+  const first = m.firstAnswerS ?? Number.NaN
+  const flat = m.rssEndMb <= m.rssQuarterMb * 1.1
+  return [
+    row(
+      `${name}: first answer`,
+      first,
+      's',
+      `<= ${t.firstS} s`,
+      first <= t.firstS,
+      t.before.firstS,
+    ),
+    row(
+      `${name}: peak RSS (VmHWM, tree)`,
+      m.hwmMb,
+      'MB',
+      `<= ${t.hwmMb} MB`,
+      m.hwmMb <= t.hwmMb,
+      t.before.hwmMb,
+    ),
+    t.rssMb === 'flat'
+      ? row(
+          `${name}: RSS at the end vs a quarter in`,
+          m.rssEndMb,
+          'MB',
+          'flat (within 10%)',
+          flat,
+          m.rssQuarterMb,
+        )
+      : row(
+          `${name}: RSS at the end`,
+          m.rssEndMb,
+          'MB',
+          `<= ${t.rssMb} MB`,
+          m.rssEndMb <= t.rssMb,
+          t.before.rssMb,
+        ),
+  ]
 }
 
 export async function runFootprint(o: FootprintOptions): Promise<ScenarioResult> {
@@ -122,93 +159,60 @@ export async function runFootprint(o: FootprintOptions): Promise<ScenarioResult>
   const { rows, details } = run
   const dir = mkdtempSync(join(tmpdir(), 'bench-footprint-'))
   const db = await createTempDatabase(o.serverUrl, 'footprint')
+  const cli = ['node_modules/.bin/node', 'src/cli/main.ts']
+  const commands: Array<{
+    key: string
+    name: string
+    argv: string[]
+    env: Record<string, string>
+    seconds: number
+    t: Targets
+  }> = [
+    {
+      key: 'npmStart',
+      name: 'npm start',
+      argv: ['npm', 'start'],
+      env: { DATA_DIR: join(dir, 'data') },
+      seconds: o.seconds,
+      t: { firstS: 2, hwmMb: 250, rssMb: 200, before: { firstS: 8, hwmMb: 1117, rssMb: 530 } },
+    },
+    {
+      key: 'serveIdle',
+      name: 'serve idle',
+      argv: [...cli, 'serve'],
+      env: { DATABASE_URL: db.url },
+      seconds: o.seconds,
+      t: { firstS: 1, hwmMb: 120, rssMb: 100, before: { firstS: null, hwmMb: 327, rssMb: 312 } },
+    },
+    {
+      key: 'demo',
+      name: 'demo',
+      argv: ['npm', 'run', 'demo'],
+      env: {},
+      seconds: o.demoSeconds,
+      t: {
+        firstS: 3,
+        hwmMb: 350,
+        rssMb: 'flat',
+        before: { firstS: null, hwmMb: 1074, rssMb: null },
+      },
+    },
+  ]
   try {
-    log(`npm start, a fresh data directory, ${o.seconds} s`)
-    const start = await measure('npm', ['start'], { DATA_DIR: join(dir, 'data') }, o.seconds)
-    details.npmStart = start
-    rows.push(
-      row(
-        'npm start: first answer',
-        start.firstAnswerS ?? Number.NaN,
-        's',
-        '<= 2 s',
-        (start.firstAnswerS ?? 99) <= 2,
-        8,
-      ),
-      row(
-        'npm start: peak RSS (VmHWM, tree)',
-        start.hwmMb,
-        'MB',
-        '<= 250 MB',
-        start.hwmMb <= 250,
-        1117,
-      ),
-      row(
-        'npm start: RSS at the end',
-        start.rssEndMb,
-        'MB',
-        '<= 200 MB',
-        start.rssEndMb <= 200,
-        530,
-      ),
-    )
-    log(JSON.stringify(start))
-
-    const cli = ['node_modules/.bin/node', 'src/cli/main.ts']
+    // serve never migrates: the database it reads is migrated first, untimed.
     const migrate = spawn(cli[0], [cli[1], 'migrate'], {
       cwd: REPO_ROOT,
       env: { ...process.env, DATABASE_URL: db.url },
       stdio: 'ignore',
     })
     await new Promise((r) => migrate.once('exit', r))
-    log(`serve on Postgres, idle, ${o.seconds} s`)
-    const serve = await measure(cli[0], [cli[1], 'serve'], { DATABASE_URL: db.url }, o.seconds)
-    details.serveIdle = serve
-    rows.push(
-      row(
-        'serve idle: first answer',
-        serve.firstAnswerS ?? Number.NaN,
-        's',
-        '<= 1 s',
-        (serve.firstAnswerS ?? 99) <= 1,
-        null,
-      ),
-      row('serve idle: peak RSS (VmHWM)', serve.hwmMb, 'MB', '<= 120 MB', serve.hwmMb <= 120, 327),
-      row(
-        'serve idle: RSS at the end',
-        serve.rssEndMb,
-        'MB',
-        '<= 100 MB',
-        serve.rssEndMb <= 100,
-        312,
-      ),
-    )
-    log(JSON.stringify(serve))
-
-    log(`npm run demo, ${o.demoSeconds} s`)
-    const demo = await measure('npm', ['run', 'demo'], {}, o.demoSeconds)
-    details.demo = demo
-    const flat = demo.rssEndMb <= demo.rssQuarterMb * 1.1
-    rows.push(
-      row(
-        'demo: first answer',
-        demo.firstAnswerS ?? Number.NaN,
-        's',
-        '<= 3 s',
-        (demo.firstAnswerS ?? 99) <= 3,
-        null,
-      ),
-      row('demo: peak RSS (VmHWM, tree)', demo.hwmMb, 'MB', '<= 350 MB', demo.hwmMb <= 350, 1074),
-      row(
-        'demo: RSS at the end vs a quarter in',
-        demo.rssEndMb,
-        'MB',
-        'flat (within 10%)',
-        flat,
-        demo.rssQuarterMb,
-      ),
-    )
-    log(JSON.stringify(demo))
+    for (const c of commands) {
+      log(`${c.name}, ${c.seconds} s`)
+      const m = await measure(c.argv[0], c.argv.slice(1), c.env, c.seconds)
+      details[c.key] = m
+      rows.push(...rowsOf(c.name, m, c.t))
+      log(JSON.stringify(m))
+    }
   } finally {
     await db.drop()
     rmSync(dir, { recursive: true, force: true })
