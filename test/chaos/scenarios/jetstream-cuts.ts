@@ -106,8 +106,10 @@ export function jetstreamCutsScenario(driver: Driver, wire: Wire = 'v1'): Scenar
         return { failures: [`never connected:\n${tail(p.output())}`], figures: 'aborted' }
       // v2 ends with a repo's resync and then silence, which only the clock can close.
       const resync = wire === 'v2' ? syncTail(base.set) : null
-      const { events, end: last } = up.append(base, resync)
+      // The reference first: the cursor rests on the last event before the #sync only while
+      // the window is open (10 s), too short to be seen after a reference run.
       const ref = resync ? await resyncReference(ctx, driver, resync) : base.fine
+      const { events, end: last } = up.append(base, resync)
       // Up to the #sync the cursor moves as the events are stored; past it, only once the
       // window has ended (on a quiet stream, 10 s after its last frame: the source's default).
       await waitCaughtUp(p, events, 300_000)
