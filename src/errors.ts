@@ -97,12 +97,8 @@ const CONNECTION_SQLSTATE = /^(08|57P0[123])/
 
 /** True when `err` (or its cause) says the statement's connection was lost or refused. */
 export function isConnectionError(err: unknown): boolean {
-  for (let e = err as { code?: unknown; cause?: unknown } | null, i = 0; e && i < 10; i++) {
-    if (typeof e.code === 'string')
-      return CONNECTION_SQLSTATE.test(e.code) || RETRYABLE_CODES.has(e.code)
-    e = e.cause as typeof e
-  }
-  return false
+  const code = dbErrorCode(err)
+  return CONNECTION_SQLSTATE.test(code) || RETRYABLE_CODES.has(code)
 }
 
 /** The first driver or SQLSTATE code along the cause chain, for a message; else 'unknown'. */

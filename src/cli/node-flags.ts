@@ -10,10 +10,10 @@ import { getHeapStatistics, setFlagsFromString } from 'node:v8'
 //
 // WebAssembly stays on V8's baseline compiler (Liftoff): embedded PGlite is a large wasm
 // module, and V8's optimizing tier compiled its hot functions in the background with
-// about 500 MB of RSS for a few seconds after every start (PGlite alone, idle: a peak of
-// 700 MB against 150 MB), for no ingest or read speed measurable at this product's rates
-// (bench/README.md, "PGlite on Liftoff"). Postgres processes run no wasm. NODE_OPTIONS
-// refuses this flag, so the entry adds it (execWithRuntimeFlags).
+// about 500 MB of RSS for a few seconds after every start; on Liftoff reads are as fast
+// and a bulk replay into PGlite slower, by a margin that does not show at the network's
+// rate of Letta events (bench/README.md, "PGlite on Liftoff"). Postgres processes run no
+// wasm. NODE_OPTIONS refuses this flag, so the entry adds it (execWithRuntimeFlags).
 export const RUNTIME_NODE_FLAGS = [
   '--max-semi-space-size=4',
   '--max-old-space-size=256',
@@ -32,9 +32,9 @@ export function missingRuntimeFlags(execArgv: readonly string[], nodeOptions: st
 
 /**
  * Replaces this process (execve: same pid, same stdio, same environment) with one that has
- * the shipped heap flags, when any is missing; returns when none is. V8 sizes its heap at
- * start, so they cannot be set later, and the npm scripts and the Docker image are not the
- * only ways the program is started.
+ * the shipped V8 flags, when any is missing; returns when none is. V8 reads them at start
+ * (heap sizes, wasm tiers), so they cannot be set later, and the npm scripts are not the
+ * only way the program is started.
  */
 export function execWithRuntimeFlags(): void {
   const missing = missingRuntimeFlags(process.execArgv, process.env.NODE_OPTIONS ?? '')

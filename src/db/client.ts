@@ -225,7 +225,8 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
 
 /**
  * PGlite's buffer pool. Its own default (128 MB) was most of a small index's RSS; the
- * operating system's page cache holds the files anyway (bench/README.md, "PGlite's memory").
+ * operating system's page cache holds the files anyway (bench/README.md, "PGlite's buffer
+ * pool").
  */
 export const PGLITE_SHARED_BUFFERS = '16MB'
 
