@@ -7,7 +7,7 @@ import {
 } from '../db/backfill-repos.ts'
 import { retryWhileDbDown } from '../db/retry.ts'
 import { runBackfill } from '../ingest/backfill.ts'
-import { resolverFor } from '../ingest/create-source.ts'
+import { resolverFor } from '../ingest/did-resolver.ts'
 import { indexSnapshot, openRuntime } from './runtime.ts'
 import { onShutdownSignal } from './shutdown.ts'
 

@@ -78,7 +78,7 @@ async function startIngesting(rt: Runtime, opts: { readApi: boolean }): Promise<
   // process that ingests: `serve` never carries them.
   const { createSource } = await import('../ingest/create-source.ts')
   const { HandleLookups } = await import('../indexer/handle-lookups.ts')
-  const { source, verifyHandle } = createSource(rt.ctx)
+  const { source, verifyHandle } = await createSource(rt.ctx)
   const prepared = await prepareIngest(rt, source)
   await startServer(
     rt,

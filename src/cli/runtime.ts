@@ -10,7 +10,7 @@ import { countReposBySyncState } from '../db/repo-chain.ts'
 import { analysisThreadsFor, createAnalysisPool } from '../indexer/analysis-pool.ts'
 import { applyBatch } from '../indexer/apply.ts'
 import { countOutcomes, IngestPipeline } from '../indexer/pipeline.ts'
-import type { resolverFor } from '../ingest/create-source.ts'
+import type { resolverFor } from '../ingest/did-resolver.ts'
 import type { Source } from '../ingest/source.ts'
 import { createLogger } from '../logger.ts'
 import { createMetrics } from '../metrics.ts'
@@ -129,7 +129,7 @@ export async function startServer(
     // The repo fetcher (DID resolution, CAR and MST reading) loads on the first resync: a
     // reader that is never asked for one does not carry it.
     resyncRepo: async (did) => {
-      const { resolverFor } = await import('../ingest/create-source.ts')
+      const { resolverFor } = await import('../ingest/did-resolver.ts')
       const { fetchRepoSnapshot } = await import('../ingest/repo-snapshot.ts')
       resolver ??= resolverFor(config, rt.ctx.metrics)
       const snapshot = await fetchRepoSnapshot(did, {

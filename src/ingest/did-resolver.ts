@@ -6,6 +6,7 @@ import {
   getKey,
   getPds,
 } from '@atproto/identity'
+import type { Config } from '../config.ts'
 import type { Metrics } from '../metrics.ts'
 
 // DID documents for commit verification (signing key) and backfill (PDS endpoint). On the
@@ -209,4 +210,16 @@ export function createLimiter(max: number): <T>(task: () => Promise<T>) => Promi
       else active--
     }
   }
+}
+
+/** The DID resolver the configuration asks for: PLC_URL, did:web, private hosts if allowed. */
+export function resolverFor(
+  config: Pick<Config, 'plcUrl' | 'allowPrivateNetwork'>,
+  metrics?: Metrics,
+): DidResolver {
+  return createDidResolver({
+    plcUrl: config.plcUrl,
+    metrics,
+    ...(config.allowPrivateNetwork ? { webFetch: fetch } : {}),
+  })
 }

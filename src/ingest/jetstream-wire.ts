@@ -1,8 +1,10 @@
 import type { Logger } from 'pino'
+import type { AppContext } from '../context.ts'
 import type { Sink } from '../model/events.ts'
+import type { HandleVerifier } from '../model/handles.ts'
 import { sleepUnlessAborted } from './abortable.ts'
-import { backoffDelayMs } from './jetstream.ts'
-import { V2_NSID } from './jetstream-v2.ts'
+import { backoffDelayMs, createJetstreamSource, jetstreamOptionsFromConfig } from './jetstream.ts'
+import { createJetstreamV2Source, V2_NSID } from './jetstream-v2.ts'
 import type { IngestGap, Source } from './source.ts'
 
 // Which Jetstream wire a JETSTREAM_URL means (SPEC 5): `/subscribe` is v1, the v2 NSID path
@@ -93,4 +95,30 @@ export function createAutoJetstreamSource(
       return inner.run(sink, startCursor, signal)
     },
   }
+}
+
+/**
+ * The Jetstream source JETSTREAM_URL names: v1 `/subscribe`, v2 `subscribeEvents`, or a bare
+ * host, which is asked (v2 when offered). `tuning` is for the demo and tests.
+ */
+export function jetstreamSourceFor(
+  ctx: Pick<AppContext, 'config' | 'logger' | 'metrics'>,
+  verifyHandle: HandleVerifier,
+  tuning: { backoffBaseMs?: number } = {},
+): Source {
+  const { config, logger, metrics } = ctx
+  const base = { ...jetstreamOptionsFromConfig(config), logger, metrics, verifyHandle, ...tuning }
+  const make = {
+    v1: (url: string) => createJetstreamSource({ ...base, url }),
+    v2: (url: string) =>
+      createJetstreamV2Source({
+        ...base,
+        url,
+        onTooOld: config.jetstreamOnTooOld,
+        zstd: config.jetstreamZstd,
+      }),
+  }
+  const wire = wireOf(config.jetstreamUrl)
+  if (wire !== 'auto') return make[wire](config.jetstreamUrl)
+  return createAutoJetstreamSource(config.jetstreamUrl, make, { logger, ...tuning })
 }

@@ -8,7 +8,7 @@ import { getCursor } from '../../src/db/read/stats.ts'
 import { applyBatch } from '../../src/indexer/apply.ts'
 import { countOutcomes } from '../../src/indexer/pipeline.ts'
 import { runBackfill } from '../../src/ingest/backfill.ts'
-import { resolverFor } from '../../src/ingest/create-source.ts'
+import { resolverFor } from '../../src/ingest/did-resolver.ts'
 import { startCli, startServing, waitFor } from '../helpers/cli.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { indexerDeps, NSIDS, sha256 } from '../helpers/events.ts'
@@ -172,7 +172,7 @@ describe('against the reference PDS', () => {
     await writeHistory()
     // The production wiring: the firehose source the configuration names, from the start of
     // the PDS's log (a fresh index normally starts at the tip and backfills).
-    const rig = startIngest(live, net, net.pdsUrl, 0)
+    const rig = await startIngest(live, net, net.pdsUrl, 0)
     const { ctx } = rig
     const resolver = resolverFor(ctx.config)
 

@@ -56,7 +56,7 @@ beforeAll(async () => {
   net = await startNetwork()
   db = await createTestDatabase()
   proxy = await startTamperProxy(net.pdsWsUrl)
-  rig = startIngest(db, net, proxy.url)
+  rig = await startIngest(db, net, proxy.url)
 }, 60_000)
 afterAll(async () => {
   await rig?.stop()
@@ -236,7 +236,7 @@ describe('Sync 1.1 on the verified firehose, behind a misbehaving relay', () => 
       'drop',
     )
     // A new process: new metrics, an empty tracker; only the database remembers.
-    rig = startIngest(db, net, proxy.url, await getCursor(db, 'firehose', proxy.url))
+    rig = await startIngest(db, net, proxy.url, await getCursor(db, 'firehose', proxy.url))
     await dropped
     await writeNoise(acc)
     await settled(db, acc)

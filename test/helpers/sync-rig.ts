@@ -20,19 +20,19 @@ export interface Rig {
   stop(): Promise<void>
 }
 
-export function startIngest(
+export async function startIngest(
   db: Database,
   net: TestNetwork,
   relayUrl: string,
   cursor: number | null = 0,
-): Rig {
+): Promise<Rig> {
   const ctx = testContext(db, {
     SOURCE: 'firehose',
     RELAY_URL: relayUrl,
     PLC_URL: net.plcUrl,
     ALLOW_PRIVATE_NETWORK: 'true',
   })
-  const { source } = createSource(ctx)
+  const { source } = await createSource(ctx)
   const pipeline = new IngestPipeline(ctx, {
     source: 'firehose',
     key: source.key,
