@@ -4,11 +4,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { REPO_ROOT } from './lib/child.ts'
 import { benchEnv, count } from './lib/env.ts'
+import { measureFollowing } from './lib/following.ts'
 import { createTempDatabase } from './lib/pg.ts'
 import { sampleTree } from './lib/proc-tree.ts'
 import { type Row, row, type ScenarioResult } from './lib/report.ts'
 import { isMain, runAsMain } from './lib/scenario.ts'
-import { scenarioResult, startScenario } from './lib/scenario-run.ts'
+import { type ScenarioRun, scenarioResult, startScenario } from './lib/scenario-run.ts'
 import { sleep } from './lib/stats.ts'
 
 // What a newcomer meets first (SPEC section 12): each command as the README shows it, its
@@ -23,6 +24,10 @@ export interface FootprintOptions {
   seconds: number
   /** How long the demo runs (the issue: 30 minutes). */
   demoSeconds: number
+  /** How long `run` follows the relay, after its warm-up (0: not at all). */
+  followSeconds: number
+  /** The relay's frames per second (the network's: 2,000). */
+  followRate: number
   log?: (msg: string) => void
 }
 
@@ -31,6 +36,8 @@ export function footprintOptionsFromEnv(): FootprintOptions {
     serverUrl: benchEnv.serverUrl,
     seconds: count('BENCH_FOOTPRINT_SECONDS', 600),
     demoSeconds: count('BENCH_FOOTPRINT_DEMO_SECONDS', 1800),
+    followSeconds: count('BENCH_FOOTPRINT_FOLLOW_SECONDS', 600, 0),
+    followRate: count('BENCH_FOOTPRINT_FOLLOW_RATE', 2000),
     log: (m) => console.log(`[footprint] ${m}`),
   }
 }
@@ -213,6 +220,7 @@ export async function runFootprint(o: FootprintOptions): Promise<ScenarioResult>
       rows.push(...rowsOf(c.name, m, c.t))
       log(JSON.stringify(m))
     }
+    if (o.followSeconds > 0) await following(o, run, log)
   } finally {
     await db.drop()
     rmSync(dir, { recursive: true, force: true })
@@ -222,9 +230,61 @@ export async function runFootprint(o: FootprintOptions): Promise<ScenarioResult>
     title: 'Footprint of the commands as the README shows them',
     notes: [
       'Memory is the whole process tree from /proc (npm start and npm run demo are npm, sh and node); the baselines are issue 29 before the change (npm start 8 s, 1,117 MB peak, 530 MB after; serve 327/312 MB; demo 1,074 MB peak).',
-      '`run` following a relay at 2,000 frames/s is not part of this scenario yet (see bench/README.md).',
+      `\`run\` on Postgres follows a loopback relay at ${o.followRate} frames/s (${o.followSeconds} s after a ${FOLLOW_WARMUP_S} s warm-up): 4% Letta writes signed and chained as they are sent, the rest other collections' commits by 2,000 repos; Letta writes are timed until the change feed shows them, polled every ${FOLLOW_POLL_MS} ms.`,
     ],
   })
+}
+
+const FOLLOW_WARMUP_S = 30
+const FOLLOW_POLL_MS = 100
+
+/** `run` following the relay: its rows and the check that every Letta write showed. */
+async function following(o: FootprintOptions, run: ScenarioRun, log: (m: string) => void) {
+  const db = await createTempDatabase(o.serverUrl, 'following')
+  try {
+    log(`run following a relay at ${o.followRate} frames/s, ${o.followSeconds} s`)
+    const f = await measureFollowing({
+      databaseUrl: db.url,
+      rate: o.followRate,
+      seconds: o.followSeconds,
+      warmupS: FOLLOW_WARMUP_S,
+      pollMs: FOLLOW_POLL_MS,
+      log,
+    })
+    run.details.following = f
+    log(JSON.stringify(f))
+    const name = `run following ${o.followRate} frames/s`
+    const flat = f.rssEndMb <= f.rssQuarterMb * 1.1
+    run.rows.push(
+      row(`${name}: frames/s sent`, f.framesPerS, 'frames/s', `${o.followRate}`, null),
+      row(`${name}: CPU`, f.cpuCores, 'cores', '<= 0.5 core', f.cpuCores <= 0.5),
+      row(`${name}: peak RSS (VmHWM)`, f.hwmMb, 'MB', '<= 300 MB', f.hwmMb <= 300),
+      row(`${name}: RSS at the end`, f.rssEndMb, 'MB', '<= 250 MB', f.rssEndMb <= 250),
+      row(
+        `${name}: RSS at the end vs a quarter in`,
+        f.rssEndMb,
+        'MB',
+        'flat (within 10%)',
+        flat,
+        f.rssQuarterMb,
+      ),
+      row(
+        `${name}: Letta write -> feed p99`,
+        f.latencyMs.p99,
+        'ms',
+        '<= 500 ms',
+        f.latencyMs.p99 <= 500,
+      ),
+      row(`${name}: Letta write -> feed p50`, f.latencyMs.p50, 'ms', '(none)', null),
+    )
+    run.checks.push({
+      name: 'following: every Letta write sent shows in the feed (or a later write of its record)',
+      ok: f.unobserved === 0 && f.latencyMs.n > 0,
+      detail: `${f.lettaSent} Letta writes sent, ${f.latencyMs.n} timed, ${f.unobserved} never shown ${JSON.stringify(f.missing)}`,
+    })
+  } finally {
+    await db.drop()
+  }
 }
 
 if (isMain(import.meta.url)) await runAsMain(() => runFootprint(footprintOptionsFromEnv()))

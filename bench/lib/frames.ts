@@ -9,6 +9,7 @@ import {
   Repo,
   WriteOpAction,
 } from '@atproto/repo'
+import type { JetstreamEvent } from '../../src/demo/generator.ts'
 import { createRandom } from '../../src/demo/random.ts'
 import { benchGenerator, COLLECTIONS } from './traffic.ts'
 
@@ -139,14 +140,64 @@ async function commitFrame(
   return { frame: frameOf('#commit', body), cid: leaf ? leaf.toString() : null }
 }
 
+/**
+ * Letta repos in memory, created as the generator first names them: each generator event
+ * becomes the frame a PDS would sequence for it (a signed #commit with its MST proof, or an
+ * #account). `keys` has each repo's did:key, for a PLC directory.
+ */
+export class LettaRepos {
+  readonly keys: Record<string, string> = {}
+  readonly #repos = new Map<string, RepoState>()
+  readonly #kept = new Set(COLLECTIONS)
+
+  /** The frame for `ev` at `seq` and the op it carries; null when no frame carries it. */
+  async frame(
+    ev: JetstreamEvent,
+    seq: number,
+    time: string,
+  ): Promise<{ frame: Uint8Array; op: ExpectedOp | null } | null> {
+    if (ev.kind === 'identity') return null
+    if (ev.kind === 'commit' && !this.#kept.has(ev.commit.collection)) return null
+    let st = this.#repos.get(ev.did)
+    if (!st) {
+      st = await newRepo(ev.did)
+      this.#repos.set(ev.did, st)
+      this.keys[ev.did] = st.key.did()
+    }
+    if (ev.kind === 'account') {
+      const body: Record<string, unknown> = { seq, did: ev.did, time, active: ev.account.active }
+      if (ev.account.status) body.status = ev.account.status
+      return { frame: frameOf('#account', body), op: null }
+    }
+    const c = ev.commit
+    const path = `${c.collection}/${c.rkey}`
+    const exists = st.cids.has(path)
+    if (c.operation === 'delete' && !exists) return null
+    const write = (
+      c.operation === 'delete'
+        ? { action: WriteOpAction.Delete, collection: c.collection, rkey: c.rkey }
+        : {
+            action: exists ? WriteOpAction.Update : WriteOpAction.Create,
+            collection: c.collection,
+            rkey: c.rkey,
+            record: c.record,
+          }
+    ) as RecordWriteOp
+    const { frame, cid } = await commitFrame(st, write, seq, time)
+    return {
+      frame,
+      op: { did: st.did, collection: c.collection, rkey: c.rkey, op: write.action, cid },
+    }
+  }
+}
+
 export async function buildFrames(o: FrameOptions, log: (m: string) => void): Promise<FrameSet> {
   const t0 = performance.now()
   const gen = benchGenerator({ dids: o.lettaDids, seed: 41, noiseRatio: 0 })
   // Seeded like the generator: the share of matching frames is then the same on every
   // build, so a check of it is not a coin toss (Math.random missed 0.95 about 1 run in 20).
   const rnd = createRandom(43)
-  const kept = new Set(COLLECTIONS)
-  const repos = new Map<string, RepoState>()
+  const letta = new LettaRepos()
   const noise: RepoState[] = []
   for (let i = 0; i < o.noiseRepos; i++) noise.push(await newRepo(randomPlc()))
   const frames: Uint8Array[] = []
@@ -163,50 +214,15 @@ export async function buildFrames(o: FrameOptions, log: (m: string) => void): Pr
   while (frames.length < o.frames) {
     const time = new Date(baseMs + seq).toISOString()
     if (rnd.next() < o.matchingShare) {
-      const ev = gen.next()
-      if (ev.kind === 'identity') continue
-      let st = repos.get(ev.did)
-      if (!st) {
-        st = await newRepo(ev.did)
-        repos.set(ev.did, st)
+      const made = await letta.frame(gen.next(), seq + 1, time)
+      if (!made) continue
+      seq++
+      push(made.frame)
+      if (made.op) {
+        commitFrames++
+        matchingFrames++
+        expected.push(made.op)
       }
-      if (ev.kind === 'account') {
-        const body: Record<string, unknown> = {
-          seq: ++seq,
-          did: ev.did,
-          time,
-          active: ev.account.active,
-        }
-        if (ev.account.status) body.status = ev.account.status
-        push(frameOf('#account', body))
-        continue
-      }
-      const c = ev.commit
-      if (!kept.has(c.collection)) continue
-      const path = `${c.collection}/${c.rkey}`
-      const exists = st.cids.has(path)
-      let write: RecordWriteOp
-      if (c.operation === 'delete') {
-        if (!exists) continue
-        write = {
-          action: WriteOpAction.Delete,
-          collection: c.collection,
-          rkey: c.rkey,
-        } as RecordWriteOp
-      } else {
-        const action = exists ? WriteOpAction.Update : WriteOpAction.Create
-        write = {
-          action,
-          collection: c.collection,
-          rkey: c.rkey,
-          record: c.record,
-        } as RecordWriteOp
-      }
-      const { frame, cid } = await commitFrame(st, write, ++seq, time)
-      push(frame)
-      commitFrames++
-      matchingFrames++
-      expected.push({ did: st.did, collection: c.collection, rkey: c.rkey, op: write.action, cid })
     } else {
       const st = rnd.pick(noise)
       const collection = rnd.pick(NOISE)
@@ -246,7 +262,7 @@ export async function buildFrames(o: FrameOptions, log: (m: string) => void): Pr
     if (frames.length % 20_000 === 0)
       log(`built ${frames.length} frames (${((performance.now() - t0) / 1000).toFixed(0)} s)`)
   }
-  const keys: Record<string, string> = {}
-  for (const st of [...repos.values(), ...noise]) keys[st.did] = st.key.did()
+  const keys: Record<string, string> = { ...letta.keys }
+  for (const st of noise) keys[st.did] = st.key.did()
   return { frames, keys, expected, lastSeq: seq, commitFrames, matchingFrames, bytes }
 }

@@ -7,6 +7,8 @@ import type { AddressInfo } from 'node:net'
 
 export async function startPlcStub(
   keys: Record<string, string>,
+  /** false: documents name no handle, so a product checks none (no DNS lookups). */
+  o: { handles?: boolean } = {},
 ): Promise<{ url: string; close: () => Promise<void> }> {
   const server = createServer((req, res) => {
     const did = decodeURIComponent((req.url ?? '/').slice(1))
@@ -15,7 +17,7 @@ export async function startPlcStub(
     const doc = {
       '@context': ['https://www.w3.org/ns/did/v1', 'https://w3id.org/security/multikey/v1'],
       id: did,
-      alsoKnownAs: [`at://${did.slice(8, 16)}.bench.test`],
+      alsoKnownAs: o.handles === false ? [] : [`at://${did.slice(8, 16)}.bench.test`],
       verificationMethod: [
         {
           id: `${did}#atproto`,
