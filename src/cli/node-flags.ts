@@ -1,19 +1,18 @@
 import { getHeapStatistics, setFlagsFromString } from 'node:v8'
 
-// V8 heap sizes the product runs with (npm scripts, Dockerfile NODE_OPTIONS; a test keeps
-// them in step). The indexer's working set is bounded (queue and batch by bytes), so a
-// small heap is enough, and without a cap V8 lets garbage pile up to many times that before
-// collecting: RSS of 500-700 MB instead of ~300 MB during a long replay. The young
-// generation is capped too: V8 grows it while loading the module graph and keeps the
-// pages pooled afterwards, outside heapTotal but in RSS (measured on importing
-// drizzle-orm/postgres-js alone: RSS 179 MB with 16 MB semi-spaces, 140 MB with 4).
+// V8 heap sizes the product runs with (the npm scripts; the entry adds any missing; a test
+// keeps them in step). The indexer's working set is bounded (queue and batch by bytes), so
+// a small heap is enough, and without a cap V8 lets garbage pile up to many times that
+// before collecting. The young generation is capped too: V8 grows it while loading the
+// module graph and keeps the pages pooled afterwards, outside heapTotal but in RSS.
 //
 // WebAssembly stays on V8's baseline compiler (Liftoff): embedded PGlite is a large wasm
 // module, and V8's optimizing tier compiled its hot functions in the background with
-// about 500 MB of RSS for a few seconds after every start; on Liftoff reads are as fast
+// hundreds of MB of RSS for a few seconds after every start; on Liftoff reads are as fast
 // and a bulk replay into PGlite slower, by a margin that does not show at the network's
-// rate of Letta events (bench/README.md, "PGlite on Liftoff"). Postgres processes run no
-// wasm. NODE_OPTIONS refuses this flag, so the entry adds it (execWithRuntimeFlags).
+// rate of Letta events. Postgres processes run no wasm. NODE_OPTIONS refuses this flag, so
+// the entry adds it (execWithRuntimeFlags). Figures: bench/README.md, "Figures behind the
+// defaults" and "PGlite on Liftoff".
 export const RUNTIME_NODE_FLAGS = [
   '--max-semi-space-size=4',
   '--max-old-space-size=256',
@@ -53,10 +52,9 @@ export function execWithRuntimeFlags(): void {
  * V8 takes a heap cap of 256 MB or less for a small device and allows only 1.3x live
  * (MemoryController::MaxGrowingFactor, src/heap/heap-controller.cc; 4x without a cap), so
  * a reader keeping ~60 MB live ran a mark-compact every few hundred milliseconds. At 2x,
- * the cap still bounds the heap: bench:read-api, two runs each on one 500,000-prompt
- * database, uniform lookups 1.24-1.34x the plain server against 1.01-1.02x, server RSS
- * 356 against 316 MB. The writer is left at V8's choice: there 2x gave +10% events/s for
- * +56 MB of peak RSS and broke the memory scenario's growth target (bench/README.md).
+ * the cap still bounds the heap, and lookups got faster for a few tens of MB; the writer
+ * is left at V8's choice, where 2x cost more memory than it gained (bench/README.md,
+ * "Figures behind the defaults").
  */
 const SERVE_HEAP_GROWING_PERCENT = 100
 

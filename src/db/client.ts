@@ -1,7 +1,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { PGlite } from '@electric-sql/pglite'
+import { PGlite, types } from '@electric-sql/pglite'
 import { fillPlaceholders, type Query, type SQL, sql } from 'drizzle-orm'
 import { type PgDatabase, PgDialect, type PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
@@ -66,26 +66,35 @@ export interface Database {
   ping(): Promise<boolean>
   close(): Promise<void>
   /**
-   * Calls `listener` each time a transaction of this process ends (committed or not), before
+   * Runs `work` in one transaction; when it ends (committed or not), before the caller
+   * resumes, every `onCommit` listener is called.
+   */
+  transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T>
+  /**
+   * Calls `listener` each time a transaction of this process (`transaction`) ends, before
    * its caller resumes: in-process caches distrust themselves at once. Returns the remover.
    */
   onCommit(listener: () => void): () => void
 }
 
-/** Wraps `orm.transaction` so every transaction's end reaches the listeners (see onCommit). */
-function signalTransactions(orm: Orm): Database['onCommit'] {
+/** A transaction on the ORM, as `Database.transaction` hands it to its work. */
+export type Transaction = Parameters<Parameters<Orm['transaction']>[0]>[0]
+
+/** `transaction` and `onCommit` of a Database on `orm`. */
+function transactions(orm: Orm): Pick<Database, 'transaction' | 'onCommit'> {
   const listeners = new Set<() => void>()
-  const transaction = orm.transaction.bind(orm)
-  orm.transaction = (async (...args: Parameters<Orm['transaction']>) => {
-    try {
-      return await transaction(...args)
-    } finally {
-      for (const listener of listeners) listener()
-    }
-  }) as Orm['transaction']
-  return (listener) => {
-    listeners.add(listener)
-    return () => void listeners.delete(listener)
+  return {
+    async transaction(work) {
+      try {
+        return await orm.transaction(work)
+      } finally {
+        for (const listener of listeners) listener()
+      }
+    },
+    onCommit(listener) {
+      listeners.add(listener)
+      return () => void listeners.delete(listener)
+    },
   }
 }
 
@@ -150,6 +159,28 @@ function renderCache(): (q: SQL) => Query {
   }
 }
 
+/**
+ * How PGlite reads a statement built once: dates, times, intervals and numeric arrays as
+ * the text Postgres sent, as drizzle's PGlite session reads every other statement
+ * (drizzle-orm/pglite/session.js), so a read answers the same whichever path it took.
+ */
+const PGLITE_READ = {
+  rowMode: 'object' as const,
+  parsers: Object.fromEntries(
+    [
+      types.TIMESTAMP,
+      types.TIMESTAMPTZ,
+      types.INTERVAL,
+      types.DATE,
+      1231,
+      1115,
+      1185,
+      1187,
+      1182,
+    ].map((oid) => [oid, (text: string) => text]),
+  ),
+}
+
 /** Connections for statements built once; db/read/batch.ts runs at most 4 at a time. */
 const BUILT_ONCE_CONNECTIONS = 4
 
@@ -175,9 +206,9 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
   // Postgres planned the prompt lookup afresh on every run: it estimates an unnest of a
   // parameter array at 10 keys, so the generic plan never looks cheaper than a custom one.
   // That planning (six relations, prompts' partial indexes three times) cost a backend
-  // ~750 us of CPU a one-key lookup, against ~150 us to run it (bench/README.md). The plan
-  // is the same index probes whatever the keys. Its own few connections (the lookups'
-  // batches run at most 4 statements at once), idle until the first such read.
+  // several times the CPU of running it (bench/README.md, "Lookups planned once"). The
+  // plan is the same index probes whatever the keys. Its own few connections (the
+  // lookups' batches run at most 4 statements at once), idle until the first such read.
   const builtOnce = postgres(url, {
     ...options,
     max: Math.min(BUILT_ONCE_CONNECTIONS, options.max),
@@ -191,7 +222,7 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
     kind: 'postgres',
     orm,
     monitor,
-    onCommit: signalTransactions(orm),
+    ...transactions(orm),
     migrate: () =>
       migratePostgres(orm as never, {
         migrationsFolder: MIGRATIONS_DIR,
@@ -267,15 +298,18 @@ async function openPglite(dataDir: string | null, sharedBuffers: string): Promis
     kind: 'pglite',
     orm,
     monitor: orm,
-    onCommit: signalTransactions(orm),
+    ...transactions(orm),
     migrate: () => migratePglite(orm as never, { migrationsFolder: MIGRATIONS_DIR }),
     rows: (q, ex) => rowsOf(ex ?? orm, q),
     read: async <T>(q: SQL, { values, bytes }: ReadOptions = {}) => {
-      const rows = values
+      const rendered = values ? renderOnce(q) : null
+      const rows = rendered
         ? (
-            (await orm._.session
-              .prepareQuery(renderOnce(q), undefined, undefined, false)
-              .execute(values)) as { rows: Record<string, unknown>[] }
+            await pg.query<Record<string, unknown>>(
+              rendered.sql,
+              fillPlaceholders(rendered.params, values!),
+              PGLITE_READ,
+            )
           ).rows
         : await rowsOf<Record<string, unknown>>(orm, q)
       if (bytes) for (const row of rows) for (const c of bytes) row[c] = bytesOf(row[c])

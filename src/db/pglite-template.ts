@@ -5,8 +5,8 @@ import { constants, zstdCompressSync, zstdDecompressSync } from 'node:zlib'
 import type { PGlite } from '@electric-sql/pglite'
 import { DataDirError } from '../errors.ts'
 
-// PGlite's first start in an empty directory runs initdb, inside WebAssembly: 7-18 s and
-// about 1.1 GB of RSS on a 2-core machine, for what is the same few MB every time. So the
+// PGlite's first start in an empty directory runs initdb, inside WebAssembly: seconds and
+// most of a GB of RSS (bench/README.md, "Footprint"), for the same few MB every time. So the
 // repo ships that directory, initialized and migrated, as a tarball (`npm run db:template`
 // writes it), and a first start, a demo or a test database loads it instead. Migrations
 // still run on top, so a template older than the newest migration stays correct.
@@ -16,7 +16,7 @@ export const TEMPLATE_FILE = fileURLToPath(
 )
 
 // The window zstd may use: 64 MB lets it see the three near-identical databases of the
-// directory at once (1.2 MB compressed against 1.8 MB at the default window).
+// directory at once (a third smaller than at the default window).
 const WINDOW_LOG = 26
 const TAR_CHUNK = 64 << 20
 
@@ -24,8 +24,8 @@ const TAR_CHUNK = 64 << 20
 export function readTemplate(file = TEMPLATE_FILE): Blob {
   try {
     const tar = zstdDecompressSync(readFileSync(file), {
-      // One output chunk for the whole tar (41 MB): with zlib's default 16 kB chunks the
-      // copying took longer than the decompression itself.
+      // One output chunk for the whole tar: with zlib's default 16 kB chunks the copying
+      // took longer than the decompression itself.
       chunkSize: TAR_CHUNK,
       params: { [constants.ZSTD_d_windowLogMax]: WINDOW_LOG },
     })

@@ -8,8 +8,9 @@ const WRITER_LOCK = 0x70_61_76_77 // "pavw"
 
 /**
  * Takes the writer lock and sets the batch's session settings, both for this transaction
- * only. Past its cost threshold JIT spends ~50 ms compiling a statement that runs in less,
- * and a batch's rows (megabytes of JSON) spill to temp files under the default work_mem.
+ * only. Past its cost threshold JIT spends longer compiling a statement than the statement
+ * runs, and a batch's rows (megabytes of JSON) spill to temp files under the default
+ * work_mem (bench/README.md, "Figures behind the defaults").
  */
 export async function beginWriterTransaction(tx: Executor): Promise<void> {
   // Raw: function calls in a SELECT without a table, which the builder has no form for.

@@ -5,13 +5,13 @@ import { textsOf } from '../model/record-parts.ts'
 import type { PromptFacts } from '../model/rows.ts'
 import { createWorkerPool, type WorkerReply } from '../worker-pool.ts'
 import type { BatchEvent } from './plan.ts'
-import { prepareEvent } from './prepare.ts'
+import { isPromptWrite, prepareEvent } from './prepare.ts'
 
 // Prompt analysis (validation, hashing, search words, serialization: prepare.ts) on a worker
-// thread. It was a third of the main thread's CPU in bench:ingest, where the main thread,
-// which also reads the socket, parses frames and drives the database client, is what
-// limits the rate. Requests are batched per turn of the event loop; replies are remembered
-// by the validator as the main thread's own analysis would be, so the batch finds them.
+// thread. It is a large share of the main thread's CPU, and the main thread, which also
+// reads the socket, parses frames and drives the database client, is what limits the rate
+// (bench/README.md, "Figures behind the defaults"). Requests are batched per turn of the
+// event loop; a reply comes back as the event with its analysis, as prepare.ts gives it.
 // The pool only ever saves work: a prompt it could not analyze (an error, a worker that
 // died) is analyzed by the batch itself, on this thread, exactly as without a pool.
 
@@ -29,11 +29,12 @@ export interface AnalysisResult {
 
 export interface AnalysisPool {
   /**
-   * Analyzes a prompt write ahead of its batch. Null when there is nothing to wait for
-   * (not a prompt write, or no threads: then it was analyzed here and now). The promise
-   * never rejects: whatever it could not do, the batch does.
+   * `ev` with its analysis (prepare.ts), done ahead of its batch: at once when there is
+   * no worker to wait for (not a prompt write, no threads, or closed: then as it is), else
+   * a promise. The promise never rejects: the event comes back without an analysis when
+   * the worker could not do it, and the batch does it.
    */
-  prepare(ev: BatchEvent): Promise<void> | null
+  prepare<E extends BatchEvent>(ev: E): E | Promise<E>
   close(): Promise<void>
 }
 
@@ -49,11 +50,10 @@ export interface AnalysisPoolOptions {
 
 /**
  * Threads for `ANALYSIS_THREADS` (`auto` by default). Embedded PGlite runs the database on
- * the main thread, which is then the writer's limit, so analysis (a fifth of that thread's
- * CPU) pays on a second core: ingest into PGlite on 2 cores, 2 runs each, 880 and 754 ev/s
- * without a worker, 1,082 and 1,140 with one. With Postgres in a process of its own a
- * worker made no measurable difference on 2 cores (+1.5% over 3 runs each) for a heap of
- * its own; set a number where cores are spare.
+ * the main thread, which is then the writer's limit, so moving analysis to a second core
+ * pays; with Postgres in a process of its own a worker made no measurable difference on 2
+ * cores, for a heap of its own (bench/README.md, "Figures behind the defaults"). Set a
+ * number where cores are spare.
  */
 export function analysisThreadsFor(
   setting: number | 'auto',
@@ -70,10 +70,7 @@ const WORKER_LIMITS = { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 32
 
 export function createAnalysisPool(opts: AnalysisPoolOptions): AnalysisPool {
   const { nsids, validator, logger } = opts
-  const inline = (ev: BatchEvent) => {
-    prepareEvent({ nsids, validator }, ev)
-    return null
-  }
+  const inline = <E extends BatchEvent>(ev: E): E => prepareEvent({ nsids, validator }, ev)
   if (opts.threads <= 0) return { prepare: inline, close: async () => {} }
   const pool = createWorkerPool<AnalysisRequest, AnalysisResult>({
     name: 'analysis',
@@ -84,29 +81,28 @@ export function createAnalysisPool(opts: AnalysisPoolOptions): AnalysisPool {
   })
   let closed = false
 
-  const settle = (
-    ev: BatchEvent & { kind: 'commit' },
+  const settle = <E extends BatchEvent & { kind: 'commit' }>(
+    ev: E,
     reply: WorkerReply<AnalysisResult> | null,
-  ) => {
+  ): E => {
     // No reply: the batch analyzes the prompt on the main thread, as without a pool.
-    if (reply === null) return
+    if (reply === null) return ev
     if ('error' in reply) {
       // The batch analyzes it again, where the same error is handled as any analysis error
       // is; logged here so a worker-only failure is never silent.
       logger.warn({ did: ev.did, rkey: ev.rkey, err: reply.error }, 'analysis worker failed')
-      return
+      return ev
     }
-    const facts: PromptFacts = {
+    const analysis: PromptFacts = {
       ...reply.facts,
       recordParts: { rest: reply.rest, ...textsOf(ev.record) },
     }
-    validator.remember(ev.record, { nsids, did: ev.did, rkey: ev.rkey, facts })
+    return { ...ev, analysis }
   }
 
   return {
     prepare(ev) {
-      if (closed || ev.kind !== 'commit' || ev.collection !== nsids.prompt || ev.op === 'delete')
-        return null
+      if (closed || !isPromptWrite({ nsids }, ev)) return ev
       // Every worker gave up: analyzed here from now on.
       if (pool.live === 0) return inline(ev)
       return pool

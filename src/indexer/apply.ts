@@ -191,7 +191,7 @@ export async function applyBatch(
   cursor: CursorPosition | null,
 ): Promise<BatchResult> {
   const { db, nsids } = deps
-  return db.orm.transaction(async (tx) => {
+  return db.transaction(async (tx) => {
     await beginWriterTransaction(tx)
     const now = new Date()
     const loaded = await loadState(db, tx, events, nsids)

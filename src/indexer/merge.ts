@@ -86,6 +86,7 @@ function planCommit(ctx: PlanContext, ev: CommitEvent): void {
     record: ev.record,
     timeUs: ev.timeUs,
     provenance: ev.provenance ?? null,
+    analysis: ev.analysis,
   })
   countOutcome(ctx, ev.collection, ev.op, outcomeOf(r))
 }

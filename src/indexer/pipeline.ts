@@ -1,5 +1,5 @@
 import type { AppContext } from '../context.ts'
-import type { CursorPosition, Provenance, Sink, SourceItem } from '../model/events.ts'
+import type { CursorPosition, IndexEvent, Provenance, Sink, SourceItem } from '../model/events.ts'
 import type { AnalysisPool } from './analysis-pool.ts'
 import type { BatchResult, IndexerDeps } from './apply.ts'
 import { applyWithRetry } from './apply-retry.ts'
@@ -34,10 +34,13 @@ export interface PipelineOptions {
 /** What the pipeline needs of the process's dependency bag (AppContext). */
 type PipelineDeps = IndexerDeps & Pick<AppContext, 'logger' | 'metrics'>
 
+/** A queued item: its event carries its analysis, or will once a worker has answered. */
+type Queued = Omit<SourceItem, 'event'> & { event: IndexEvent | Promise<IndexEvent> | null }
+
 export class IngestPipeline implements Sink {
   readonly #ctx: PipelineDeps
   readonly #opts: Required<PipelineOptions>
-  #queue: SourceItem[] = []
+  #queue: Queued[] = []
   #queuedBytes = 0
   #wakeWriter: (() => void) | null = null
   #wakeReaders: Array<() => void> = []
@@ -48,8 +51,6 @@ export class IngestPipeline implements Sink {
   #newestUs: number | null = null
   #reached: number | null = null
   #committed = 0
-  /** Queued items whose analysis is still running on a worker (see AnalysisPool). */
-  readonly #analyzing = new WeakMap<SourceItem, Promise<void>>()
 
   constructor(ctx: PipelineDeps, opts: PipelineOptions) {
     this.#ctx = ctx
@@ -91,22 +92,15 @@ export class IngestPipeline implements Sink {
     if (ev?.kind === 'commit' && !ev.provenance) {
       item = { ...item, event: { ...ev, provenance: unverifiedFrom(this.#opts.source) } }
     }
-    this.#prepare(item)
-    this.#queue.push(item)
+    this.#queue.push({ ...item, event: item.event && this.#prepare(item.event) })
     this.#queuedBytes += item.bytes ?? 0
     this.#wakeWriter?.()
   }
 
   /** Validation and hashing now, while the batch before this one is in its transaction. */
-  #prepare(item: SourceItem): void {
-    if (!item.event) return
+  #prepare(ev: IndexEvent): IndexEvent | Promise<IndexEvent> {
     const analysis = this.#opts.analysis
-    if (analysis === null) {
-      prepareEvent(this.#ctx, item.event)
-      return
-    }
-    const pending = analysis.prepare(item.event)
-    if (pending) this.#analyzing.set(item, pending)
+    return analysis === null ? prepareEvent(this.#ctx, ev) : analysis.prepare(ev)
   }
 
   #isFull(): boolean {
@@ -155,17 +149,11 @@ export class IngestPipeline implements Sink {
     if (batchDelayMs > 0 && !this.#stopping) await this.#sleepUntilWoken(batchDelayMs, batchSize)
   }
 
-  async #writeBatch(items: SourceItem[]): Promise<void> {
+  async #writeBatch(items: Queued[]): Promise<void> {
     for (const wake of this.#wakeReaders.splice(0)) wake()
+    // Never rejects (AnalysisPool.prepare); what a worker did not analyze, the batch does.
     const events: BatchEvent[] = []
-    const analyzing: Array<Promise<void>> = []
-    for (const it of items) {
-      if (it.event) events.push(it.event)
-      const pending = this.#analyzing.get(it)
-      if (pending) analyzing.push(pending)
-    }
-    // Never rejects (AnalysisPool.prepare); what is not analyzed by now, the batch analyzes.
-    await Promise.all(analyzing)
+    for (const ev of await Promise.all(items.map((it) => it.event))) if (ev) events.push(ev)
     this.#advance(items)
     if (events.length > 0) await this.#commit(events)
     else await this.#flushCursor(false)
@@ -176,7 +164,7 @@ export class IngestPipeline implements Sink {
    * positions by giving null, see ingest/cursor-guard.ts) and the newest accepted source time.
    * Without any cursor yet, the events are applied and no cursor is stored.
    */
-  #advance(items: SourceItem[]): void {
+  #advance(items: Queued[]): void {
     for (const it of items) {
       if (it.cursor !== null) this.#reached = it.cursor
       if (it.timeUs !== null) this.#newestUs = Math.max(this.#newestUs ?? it.timeUs, it.timeUs)
@@ -201,7 +189,7 @@ export class IngestPipeline implements Sink {
     this.#queuedBytes = 0
   }
 
-  #takeBatch(max: number): SourceItem[] {
+  #takeBatch(max: number): Queued[] {
     // Count only events against the batch size: cursor-only frames are nearly free.
     let n = 0
     let i = 0

@@ -27,6 +27,8 @@ export interface RecordWrite {
   record: unknown
   timeUs: number
   provenance: Provenance | null
+  /** A prompt's analysis done ahead (prepare.ts); absent: analyzed here. */
+  analysis?: PromptFacts
 }
 
 export interface WriteResult {
@@ -109,7 +111,7 @@ export function writeRecord(ctx: PlanContext, w: RecordWrite): WriteResult {
   const deleted = w.cid === null
   const facts =
     w.role === 'prompt' && !deleted
-      ? analyzePrompt(ctx.validator, ctx.nsids, w.did, w.rkey, w.record)
+      ? (w.analysis ?? analyzePrompt(ctx.validator, ctx.nsids, w.did, w.rkey, w.record))
       : null
   plan.rows[w.role].set(key, {
     did: w.did,

@@ -3,13 +3,25 @@ import type { IndexerDeps } from './apply.ts'
 import type { BatchEvent } from './plan.ts'
 
 // The part of indexing an event that needs no database state: validating a prompt against
-// the lexicon, hashing its content, finding its words, serializing it. The pipeline does it as an event is
-// queued, which is while the previous batch's transaction runs, so the CPU it costs
-// overlaps the database's work instead of being spent inside the writer lock. The batch
-// finds the result (analyzePrompt remembers it per record object); a path that never
-// prepares (backfill, admin) computes the same facts in the batch, as before.
+// the lexicon, hashing its content, finding its words, serializing it. The pipeline does it
+// as an event is queued, which is while the previous batch's transaction runs, so the CPU
+// it costs overlaps the database's work instead of being spent inside the writer lock. The
+// result travels on the event (`analysis`) to the batch; a path that never prepares
+// (backfill, admin) analyzes in the batch, with the same result.
 
-export function prepareEvent(deps: Pick<IndexerDeps, 'nsids' | 'validator'>, ev: BatchEvent): void {
-  if (ev.kind !== 'commit' || ev.collection !== deps.nsids.prompt || ev.op === 'delete') return
-  analyzePrompt(deps.validator, deps.nsids, ev.did, ev.rkey, ev.record)
+/** Whether `ev` is a prompt write, the one kind of event that has an analysis. */
+export function isPromptWrite(
+  deps: Pick<IndexerDeps, 'nsids'>,
+  ev: BatchEvent,
+): ev is BatchEvent & { kind: 'commit' } {
+  return ev.kind === 'commit' && ev.collection === deps.nsids.prompt && ev.op !== 'delete'
+}
+
+/** `ev` with its analysis when it is a prompt write; any other event as it is. */
+export function prepareEvent<E extends BatchEvent>(
+  deps: Pick<IndexerDeps, 'nsids' | 'validator'>,
+  ev: E,
+): E {
+  if (!isPromptWrite(deps, ev)) return ev
+  return { ...ev, analysis: analyzePrompt(deps.validator, deps.nsids, ev.did, ev.rkey, ev.record) }
 }

@@ -41,8 +41,9 @@ export interface FirehoseSourceOptions extends FrameSettings {
   url: string
   /**
    * Worker threads for commit signatures; 0 (the default) checks them on this thread. A
-   * verify costs ~0.3-0.5 ms: worth a thread only where matching commits are many (the
-   * network's Letta commits are a trickle; a dedicated relay or a backlog is another matter).
+   * verify is a fraction of a millisecond: worth a thread only where matching commits are
+   * many (the network's Letta commits are a trickle; a dedicated relay or a backlog is
+   * another matter). bench/README.md, "Figures behind the defaults".
    */
   verifyThreads?: number
   /** For `#sync`: default getRepo from the DID's PDS, verified, up to 3 tries. */

@@ -1,3 +1,5 @@
+import type { PromptFacts } from './rows.ts'
+
 // Normalized events: every source (Jetstream, firehose, backfill, replay) turns what it
 // reads into these, so the indexer never knows where an event came from.
 
@@ -19,6 +21,11 @@ export interface CommitEvent {
   timeUs: number
   /** How the record was obtained (SPEC 4); absent: unknown. */
   provenance?: Provenance
+  /**
+   * A prompt write's analysis, when it was done as the event was queued (indexer/prepare.ts);
+   * absent, the batch analyzes the record itself.
+   */
+  analysis?: PromptFacts
 }
 
 /** How a record was obtained: stored with it and shown in prompt answers. */

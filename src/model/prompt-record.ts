@@ -16,24 +16,14 @@ const PUBLISHED_ID = 'xyz.quasigod.lab.letta.compiledPrompt'
 /** The largest encoding buffer a validator keeps: room for any valid prompt's content. */
 const SCRATCH_MAX = 1 << 20
 
-interface Analyzed {
-  nsids: Nsids
-  did: string
-  rkey: string
-  facts: PromptFacts
-}
-
 /**
- * Validates compiledPrompt records against the published lexicon under the configured NSID,
- * and remembers the facts of records analyzed ahead of their batch (the pipeline prepares
- * them as events are queued, indexer/prepare.ts) so the batch's own call finds them. The
- * memo belongs to the validator, which the process's context owns: no module state. Weak,
- * keyed by the record object, so an event dropped anywhere takes its entry along.
+ * Validates compiledPrompt records against the published lexicon under the configured NSID.
+ * One per process (the context owns it): it holds the compiled lexicon and a buffer reused
+ * to encode contents.
  */
 export class PromptValidator {
   readonly #lexicons: Lexicons
   readonly #nsid: string
-  readonly #analyzed = new WeakMap<object, Analyzed>()
   /** Where a content's UTF-8 is written to be counted and hashed (see utf8). */
   #scratch = Buffer.allocUnsafeSlow(64 * 1024)
   constructor(promptNsid: string) {
@@ -61,17 +51,6 @@ export class PromptValidator {
     return null
   }
 
-  /** The facts analyzePrompt found for this record object in this slot, if any. */
-  remembered(record: unknown, nsids: Nsids, did: string, rkey: string): PromptFacts | null {
-    if (typeof record !== 'object' || record === null) return null
-    const hit = this.#analyzed.get(record)
-    return hit?.nsids === nsids && hit.did === did && hit.rkey === rkey ? hit.facts : null
-  }
-
-  remember(record: unknown, analyzed: Analyzed): void {
-    if (typeof record === 'object' && record !== null) this.#analyzed.set(record, analyzed)
-  }
-
   /**
    * The UTF-8 bytes of `text`, valid until the next call: a content is encoded once to be
    * both counted and hashed, into a buffer kept for it (an allocation per prompt, or
@@ -97,8 +76,6 @@ export function analyzePrompt(
   rkey: string,
   record: unknown,
 ): PromptFacts {
-  const hit = validator.remembered(record, nsids, did, rkey)
-  if (hit) return hit
   const validationError = validator.validate(rkey, record)
   const r = (record ?? {}) as Record<string, unknown>
   const content = str(r.content)
@@ -119,7 +96,6 @@ export function analyzePrompt(
     searchWords: contentWords(content),
     recordParts: splitRecord(record),
   }
-  validator.remember(record, { nsids, did, rkey, facts })
   return facts
 }
 

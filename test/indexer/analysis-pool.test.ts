@@ -76,11 +76,13 @@ describe('the analysis pool', () => {
     const pool = createAnalysisPool({ threads: 1, nsids: NSIDS, validator, logger })
     try {
       const events = traffic(new World(), ['did:plc:analysisfactsaaaaaaaaaa']).filter(isPromptWrite)
-      await Promise.all(events.map((e) => pool.prepare(e)))
+      const prepared = await Promise.all(events.map((e) => pool.prepare(e)))
       const inline = new PromptValidator(NSIDS.prompt)
-      for (const e of events) {
-        const fromWorker = validator.remembered(e.record, NSIDS, e.did, e.rkey)
-        expect(fromWorker).toEqual(analyzePrompt(inline, NSIDS, e.did, e.rkey, e.record))
+      for (const [i, e] of events.entries()) {
+        expect(prepared[i]).not.toBe(e)
+        const { analysis, ...event } = prepared[i]
+        expect(event).toEqual(e)
+        expect(analysis).toEqual(analyzePrompt(inline, NSIDS, e.did, e.rkey, e.record))
       }
     } finally {
       await pool.close()
@@ -104,8 +106,12 @@ describe('the analysis pool', () => {
       )
       const w = new World()
       const ev = w.prompt({ did: 'did:plc:analysisbrokenaaaaaaaaa', rkey: w.tid() }) as CommitEvent
-      expect(pool.prepare(ev)).toBeNull()
-      expect(validator.remembered(ev.record, NSIDS, ev.did, ev.rkey)).not.toBeNull()
+      // At once, analyzed on this thread.
+      const prepared = pool.prepare(ev) as CommitEvent
+      expect(prepared).not.toBeInstanceOf(Promise)
+      expect(prepared.analysis).toEqual(
+        analyzePrompt(new PromptValidator(NSIDS.prompt), NSIDS, ev.did, ev.rkey, ev.record),
+      )
     } finally {
       await pool.close()
     }
@@ -126,10 +132,10 @@ describe('the analysis pool', () => {
     )
     expect(pending).toBeInstanceOf(Promise)
     await pool.close()
-    await pending
-    expect(pool.prepare(w.prompt({ did: 'did:plc:analysiscloseaaaaaaaaaa', rkey: w.tid() }))).toBe(
-      null,
-    )
+    // The silent worker never answered: the event comes back as it went, for its batch.
+    expect((await pending).analysis).toBeUndefined()
+    const late = w.prompt({ did: 'did:plc:analysiscloseaaaaaaaaaa', rkey: w.tid() })
+    expect(pool.prepare(late)).toBe(late)
   })
 })
 

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { getCursor, getStats } from '../../src/db/read/stats.ts'
 import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
+import { analyzePrompt } from '../../src/model/prompt-record.ts'
 import { apply, NSIDS, type World } from '../helpers/events.ts'
 import { getPrompt } from '../helpers/get-prompt.ts'
 import { useIndexerDb } from '../helpers/indexer-db.ts'
@@ -207,5 +208,21 @@ describe('atomicity', () => {
     await expect(applyBatch(deps, [good, bad], { ...cursor, cursor: 43 })).rejects.toThrow()
     expect(await getPrompt(db, NSIDS, did, rkey)).toBeNull()
     expect(await getCursor(db, 'replay', cursor.key)).toBe(42)
+  })
+})
+
+describe('a prompt analyzed as it was queued', () => {
+  it('is stored with the analysis its event carries, not analyzed again', async () => {
+    const rkey = w.tid()
+    const ev = w.prompt({ did, rkey })
+    if (ev.kind !== 'commit') throw new Error('a commit')
+    const analysis = analyzePrompt(deps.validator, deps.nsids, did, rkey, ev.record)
+    // A hash no content has: only the event's analysis can have put it there.
+    const marked = { ...analysis, contentHash: 'f'.repeat(64) }
+    await applyBatch(deps, [w.conversation({ did, rkey }), { ...ev, analysis: marked }], null)
+    const [row] = await db.rows<{ hash: string }>(
+      sql`SELECT content_hash AS hash FROM prompts WHERE did = ${did} AND rkey = ${rkey}`,
+    )
+    expect(row.hash).toBe('f'.repeat(64))
   })
 })

@@ -2,9 +2,8 @@ import DataLoader from 'dataloader'
 
 // Point lookups that arrive together share one statement. Under load most of a lookup's
 // database cost is the statement, not the row: each one is its own plan, snapshot,
-// portal and round trip. Measured on the read benchmark's 500,000 prompts (50 concurrent
-// lookups, the lookup's full statement): a sixth less Postgres CPU and 30% less Node CPU
-// a lookup when up to 16 keys share a statement (bench/README.md).
+// portal and round trip, so sharing one saves CPU on both sides (bench/README.md, "Lookups
+// in batches").
 //
 // DataLoader collects the keys; what it is given here is when a batch may go. A batch is
 // dispatched on the next turn of the event loop (setImmediate, after every socket read

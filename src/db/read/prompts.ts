@@ -125,7 +125,8 @@ export type KeyedAnswerRow = PromptAnswerRow & { key: number }
 
 /**
  * Each key's answer row, in the keys' order (null: no visible prompt there). Rows keep
- * their `key` column: copying every row without it cost 2% of a loaded server's CPU.
+ * their `key` column: copying every row without it showed in a loaded server's profile
+ * (bench/README.md, "Figures behind the defaults").
  */
 export async function readPromptAnswers(
   db: Database,
