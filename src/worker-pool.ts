@@ -1,7 +1,7 @@
 import { parentPort, Worker, type WorkerOptions } from 'node:worker_threads'
 import type { Logger } from 'pino'
 
-// Work handed to worker threads: signature checks (ingest/verify-pool.ts) and prompt
+// Work handed to worker threads: signature checks (ingest/firehose/verify-pool.ts) and prompt
 // analysis (indexer/analysis-pool.ts). Requests are batched per turn of the event loop, so
 // a busy source posts one message a turn, not one a request.
 //

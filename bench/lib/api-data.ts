@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { Runtime } from '../../src/cli/runtime.ts'
 import { applyBatch } from '../../src/indexer/apply.ts'
-import { normalizeJetstreamEvent } from '../../src/ingest/jetstream-event.ts'
+import { normalizeJetstreamEvent } from '../../src/ingest/jetstream/event.ts'
 import type { IndexEvent } from '../../src/model/events.ts'
 import { rawClient } from './pg.ts'
 import { benchGenerator, COLLECTIONS } from './traffic.ts'

@@ -6,8 +6,8 @@ import { openRuntime, type Runtime, startIngest } from '../../src/cli/runtime.ts
 import { loadConfig } from '../../src/config.ts'
 import type { Database } from '../../src/db/client.ts'
 import { saveCursor } from '../../src/db/writes.ts'
-import { createJetstreamSource, jetstreamOptionsFromConfig } from '../../src/ingest/jetstream.ts'
-import { createJetstreamV2Source } from '../../src/ingest/jetstream-v2.ts'
+import { createJetstreamSource, jetstreamOptionsFromConfig } from '../../src/ingest/jetstream/v1.ts'
+import { createJetstreamV2Source } from '../../src/ingest/jetstream/v2.ts'
 import type { Sink, SourceItem } from '../../src/model/events.ts'
 import { NSIDS } from './traffic.ts'
 

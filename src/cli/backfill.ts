@@ -6,7 +6,7 @@ import {
   markRepoBackfilled,
 } from '../db/backfill-repos.ts'
 import { retryWhileDbDown } from '../db/retry.ts'
-import { runBackfill } from '../ingest/backfill.ts'
+import { runBackfill } from '../ingest/backfill/backfill.ts'
 import { resolverFor } from '../ingest/did-resolver.ts'
 import { indexSnapshot, openRuntime } from './runtime.ts'
 import { onShutdownSignal } from './shutdown.ts'

@@ -130,7 +130,7 @@ export async function startServer(
     // reader that is never asked for one does not carry it.
     resyncRepo: async (did) => {
       const { resolverFor } = await import('../ingest/did-resolver.ts')
-      const { fetchRepoSnapshot } = await import('../ingest/repo-snapshot.ts')
+      const { fetchRepoSnapshot } = await import('../ingest/backfill/repo-snapshot.ts')
       resolver ??= resolverFor(config, rt.ctx.metrics)
       const snapshot = await fetchRepoSnapshot(did, {
         resolver,

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { createServer, type IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import { WebSocketServer } from 'ws'
-import { dictionaryIdOf } from '../ingest/jetstream-v2-zstd.ts'
+import { dictionaryIdOf } from '../ingest/jetstream/v2-zstd.ts'
 import { appendToLog } from './event-log.ts'
 import {
   errorFrame,

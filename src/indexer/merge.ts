@@ -2,14 +2,13 @@ import type {
   AccountEvent,
   CommitEvent,
   IdentityEvent,
-  Provenance,
   RepoPruneEvent,
   RepoSnapshotEvent,
 } from '../model/events.ts'
 import type { Nsids } from '../model/nsids.ts'
 import { ROLES, type Role, roleOf } from '../model/nsids.ts'
 import type { PromptValidator } from '../model/prompt-record.ts'
-import { type AccountRow, isVisible, splitKey } from '../model/rows.ts'
+import { type AccountRow, isVisible, type Provenance, splitKey } from '../model/rows.ts'
 import {
   type BatchEvent,
   type BatchPlan,

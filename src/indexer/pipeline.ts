@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.ts'
-import type { CursorPosition, IndexEvent, Provenance, Sink, SourceItem } from '../model/events.ts'
+import type { CursorPosition, IndexEvent, Sink, SourceItem } from '../model/events.ts'
+import type { Provenance } from '../model/rows.ts'
 import type { AnalysisPool } from './analysis-pool.ts'
 import type { BatchResult, IndexerDeps } from './apply.ts'
 import { applyWithRetry } from './apply-retry.ts'

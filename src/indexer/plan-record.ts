@@ -1,7 +1,7 @@
 import type { Outcome } from '../metrics.ts'
-import type { Provenance } from '../model/events.ts'
 import type { Nsids, Role } from '../model/nsids.ts'
 import { agentTemplateHash, analyzePrompt, type PromptValidator } from '../model/prompt-record.ts'
+import type { Provenance } from '../model/rows.ts'
 import { type AccountRow, keyOf, type PromptFacts, type StoredRecord } from '../model/rows.ts'
 import type { BatchPlan, LoadedState } from './plan.ts'
 

@@ -45,7 +45,7 @@ export async function createSource(ctx: AppContext, deps: SourceDeps = {}): Prom
       }
     }
     case 'jetstream': {
-      const { jetstreamSourceFor } = await import('./jetstream-wire.ts')
+      const { jetstreamSourceFor } = await import('./jetstream/wire.ts')
       const { createHandleVerifier } = await import('./identity.ts')
       const { resolverFor } = await import('./did-resolver.ts')
       const resolver = deps.resolver ?? resolverFor(config, metrics)
@@ -53,7 +53,7 @@ export async function createSource(ctx: AppContext, deps: SourceDeps = {}): Prom
       return { source, verifyHandle: createHandleVerifier({ resolver, metrics }) }
     }
     case 'firehose': {
-      const { createFirehoseSource } = await import('./firehose.ts')
+      const { createFirehoseSource } = await import('./firehose/source.ts')
       const { createHandleVerifier } = await import('./identity.ts')
       const { resolverFor } = await import('./did-resolver.ts')
       const resolver = deps.resolver ?? resolverFor(config, metrics)

@@ -39,7 +39,7 @@ export interface TimeAdvance {
 
 /**
  * For `time_us` cursors (replay, Jetstream v1). `timeUs` must come from an event whose DID and
- * time could be read (jetstream-event.ts decides that); a refused time leaves the cursor where
+ * time could be read (jetstream/event.ts decides that); a refused time leaves the cursor where
  * it was. The cursor never moves backwards: rewound replays are older than what was read.
  */
 export function advanceTimeCursor(

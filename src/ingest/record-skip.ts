@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.ts'
-import type { NormalizeSkip } from './jetstream-skip.ts'
+import type { NormalizeSkip } from './jetstream/skip.ts'
 
 export interface SkipDeps {
   logger: Logger

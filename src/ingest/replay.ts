@@ -7,7 +7,7 @@ import type { Sink, SourceItem } from '../model/events.ts'
 import { pushUnlessAborted } from './abortable.ts'
 import { advanceTimeCursor } from './cursor-guard.ts'
 import { createRefusalReporter } from './cursor-refusals.ts'
-import { normalizeJetstreamEvent } from './jetstream-event.ts'
+import { normalizeJetstreamEvent } from './jetstream/event.ts'
 import { recordSkip } from './record-skip.ts'
 import type { Source } from './source.ts'
 

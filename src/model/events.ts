@@ -1,4 +1,4 @@
-import type { PromptFacts } from './rows.ts'
+import type { PromptFacts, Provenance } from './rows.ts'
 
 // Normalized events: every source (Jetstream, firehose, backfill, replay) turns what it
 // reads into these, so the indexer never knows where an event came from.
@@ -26,15 +26,6 @@ export interface CommitEvent {
    * absent, the batch analyzes the record itself.
    */
   analysis?: PromptFacts
-}
-
-/** How a record was obtained: stored with it and shown in prompt answers. */
-export interface Provenance {
-  source: 'firehose' | 'jetstream' | 'backfill' | 'replay'
-  /** Signature and MST proof checked. */
-  verified: boolean
-  /** The commit's CID, when the source names it. */
-  commit: string | null
 }
 
 export type SyncState = 'synchronized' | 'desynchronized' | 'resyncing'

@@ -1,5 +1,13 @@
-import type { Provenance } from './events.ts'
 import type { RecordParts } from './record-parts.ts'
+
+/** How a record was obtained: stored with it and shown in prompt answers. */
+export interface Provenance {
+  source: 'firehose' | 'jetstream' | 'backfill' | 'replay'
+  /** Signature and MST proof checked. */
+  verified: boolean
+  /** The commit's CID, when the source names it. */
+  commit: string | null
+}
 
 // The rows the indexer plans and db/ stores, and the key they are grouped by. Types only,
 // plus the few one-line rules both sides apply to them.

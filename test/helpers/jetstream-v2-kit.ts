@@ -4,7 +4,7 @@ import {
   startJetstreamV2Server,
   type V2ServerOptions,
 } from '../../src/demo/jetstream-v2-server.ts'
-import { createJetstreamV2Source, type JetstreamV2Options } from '../../src/ingest/jetstream-v2.ts'
+import { createJetstreamV2Source, type JetstreamV2Options } from '../../src/ingest/jetstream/v2.ts'
 import { COLLECTIONS, captureLogger, testMetrics } from './ingest-kit.ts'
 import { onCleanup, sourceRun } from './source-run.ts'
 

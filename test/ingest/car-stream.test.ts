@@ -14,14 +14,14 @@ import pino from 'pino'
 import type { Counter } from 'prom-client'
 import { afterEach, describe, expect, it } from 'vitest'
 import { buildBigRepo, fixedResolver } from '../../bench/lib/big-repo.ts'
-import { runBackfill } from '../../src/ingest/backfill.ts'
-import { readRepoCar } from '../../src/ingest/car-stream.ts'
-import { fetchRepoSnapshot } from '../../src/ingest/repo-snapshot.ts'
-import { UpstreamLimiter } from '../../src/ingest/upstream-limiter.ts'
+import { runBackfill } from '../../src/ingest/backfill/backfill.ts'
+import { readRepoCar } from '../../src/ingest/backfill/car-stream.ts'
+import { fetchRepoSnapshot } from '../../src/ingest/backfill/repo-snapshot.ts'
+import { UpstreamLimiter } from '../../src/ingest/backfill/upstream-limiter.ts'
 import type { RepoSnapshotEvent } from '../../src/model/events.ts'
 import { COLLECTIONS, PROMPT, testMetrics } from '../helpers/ingest-kit.ts'
 
-// getRepo read as a stream (src/ingest/car-stream.ts) and bad upstreams: a CAR that ends
+// getRepo read as a stream (src/ingest/backfill/car-stream.ts) and bad upstreams: a CAR that ends
 // early, a block whose bytes do not hash to its CID, a PDS that answers 429 forever, a
 // PDS that sends a 2 GB body. Each is refused with a counted reason and a log line naming
 // the DID; nothing is handed to the writer; memory stays bounded.

@@ -3,7 +3,7 @@ import { CID } from 'multiformats/cid'
 import { describe, expect, it } from 'vitest'
 import type { ChainFrames } from '../../src/ingest/chain/chain-frames.ts'
 import type { DidResolver } from '../../src/ingest/did-resolver.ts'
-import { createFrameProcessor } from '../../src/ingest/firehose-frame.ts'
+import { createFrameProcessor } from '../../src/ingest/firehose/frame.ts'
 import { COLLECTIONS, PROMPT, silentLogger, testMetrics } from '../helpers/ingest-kit.ts'
 
 // Which frames reach the Sync 1.1 chain checks: every #commit and #sync of a tracked repo,

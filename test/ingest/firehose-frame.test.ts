@@ -4,7 +4,7 @@ import { blocksToCarFile, cidForRecord, MemoryBlockstore, Repo, WriteOpAction } 
 import { CID } from 'multiformats/cid'
 import { describe, expect, it } from 'vitest'
 import type { DidResolver } from '../../src/ingest/did-resolver.ts'
-import { createFrameProcessor } from '../../src/ingest/firehose-frame.ts'
+import { createFrameProcessor } from '../../src/ingest/firehose/frame.ts'
 import {
   COLLECTIONS,
   counterValue,

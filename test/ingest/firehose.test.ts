@@ -1,7 +1,10 @@
 import { Secp256k1Keypair } from '@atproto/crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createDidResolver, type DidResolver } from '../../src/ingest/did-resolver.ts'
-import { createFirehoseSource, type FirehoseSourceOptions } from '../../src/ingest/firehose.ts'
+import {
+  createFirehoseSource,
+  type FirehoseSourceOptions,
+} from '../../src/ingest/firehose/source.ts'
 import { createHandleVerifier } from '../../src/ingest/identity.ts'
 import type { CommitEvent, IndexEvent, SourceItem } from '../../src/model/events.ts'
 import type { HandleVerifier } from '../../src/model/handles.ts'

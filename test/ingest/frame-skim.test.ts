@@ -1,7 +1,7 @@
 import { cborDecodeMulti, cborEncode } from '@atproto/common'
 import { CID } from 'multiformats/cid'
 import { describe, expect, it } from 'vitest'
-import { collectionNeedles, skimUnmatchedCommit } from '../../src/ingest/frame-skim.ts'
+import { collectionNeedles, skimUnmatchedCommit } from '../../src/ingest/firehose/frame-skim.ts'
 import { COLLECTIONS, PROMPT } from '../helpers/ingest-kit.ts'
 
 const CID_A = CID.parse('bafyreifp3j6zvzq5nzg3qg6e2juazrury2xlpmyuasy7zym5xgbmoqwo5a')

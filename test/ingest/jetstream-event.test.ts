@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { normalizeJetstreamEvent } from '../../src/ingest/jetstream-event.ts'
-import type { NormalizeResult } from '../../src/ingest/jetstream-skip.ts'
+import { normalizeJetstreamEvent } from '../../src/ingest/jetstream/event.ts'
+import type { NormalizeResult } from '../../src/ingest/jetstream/skip.ts'
 import { recordSkip } from '../../src/ingest/record-skip.ts'
 import {
   COLLECTIONS,

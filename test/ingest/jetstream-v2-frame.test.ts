@@ -1,13 +1,13 @@
 import { zstdCompressSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
-import { normalizeJetstreamEvent } from '../../src/ingest/jetstream-event.ts'
-import { parseV2Frame, timeUsOf } from '../../src/ingest/jetstream-v2-frame.ts'
+import { normalizeJetstreamEvent } from '../../src/ingest/jetstream/event.ts'
+import { parseV2Frame, timeUsOf } from '../../src/ingest/jetstream/v2-frame.ts'
 import {
   decodeZstdFrame,
   dictionaryIdOf,
   frameDictionaryId,
   ZstdFrameError,
-} from '../../src/ingest/jetstream-v2-zstd.ts'
+} from '../../src/ingest/jetstream/v2-zstd.ts'
 import { COLLECTIONS } from '../helpers/ingest-kit.ts'
 import { DID, tid, V2_TIME, v2Delete, v2Frame } from '../helpers/jetstream-json.ts'
 import { DICTIONARY, OTHER_DICTIONARY } from '../helpers/jetstream-v2-kit.ts'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { JetstreamConfigError } from '../../src/ingest/jetstream-v2.ts'
+import { JetstreamConfigError } from '../../src/ingest/jetstream/v2.ts'
 import { counterValue, PROMPT, until } from '../helpers/ingest-kit.ts'
 import {
   account,

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.ts'
 import { startJetstreamServer } from '../../src/demo/jetstream-server.ts'
 import { startJetstreamV2Server } from '../../src/demo/jetstream-v2-server.ts'
-import { jetstreamSourceFor, wireOf, wireUrls } from '../../src/ingest/jetstream-wire.ts'
+import { jetstreamSourceFor, wireOf, wireUrls } from '../../src/ingest/jetstream/wire.ts'
 import { captureLogger, collectingSink, testMetrics, until } from '../helpers/ingest-kit.ts'
 import { commit } from '../helpers/jetstream-json.ts'
 

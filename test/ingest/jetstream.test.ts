@@ -7,7 +7,7 @@ import {
   buildSubscribeUrl,
   createJetstreamSource,
   type JetstreamSourceOptions,
-} from '../../src/ingest/jetstream.ts'
+} from '../../src/ingest/jetstream/v1.ts'
 import {
   COLLECTIONS,
   captureLogger,

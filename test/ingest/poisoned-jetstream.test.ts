@@ -8,7 +8,7 @@ import {
   type JetstreamServer,
   startJetstreamServer,
 } from '../../src/demo/jetstream-server.ts'
-import { createJetstreamSource } from '../../src/ingest/jetstream.ts'
+import { createJetstreamSource } from '../../src/ingest/jetstream/v1.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { NSIDS } from '../helpers/events.ts'
 import {

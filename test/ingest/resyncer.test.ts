@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net'
 import { Secp256k1Keypair } from '@atproto/crypto'
 import { blocksToCarFile, MemoryBlockstore, Repo, WriteOpAction } from '@atproto/repo'
 import { afterEach, describe, expect, it } from 'vitest'
+import { fetchRepoSnapshot } from '../../src/ingest/backfill/repo-snapshot.ts'
 import { Resyncer } from '../../src/ingest/chain/resyncer.ts'
-import { fetchRepoSnapshot } from '../../src/ingest/repo-snapshot.ts'
 import type { ChainEvent, RepoSnapshotEvent } from '../../src/model/events.ts'
 import { COLLECTIONS, PROMPT, silentLogger, testMetrics } from '../helpers/ingest-kit.ts'
 
@@ -108,7 +108,7 @@ describe('Resyncer', () => {
     // Each retry came no sooner than the second the PDS asked for.
     expect(busy.hits[1] - busy.hits[0]).toBeGreaterThanOrEqual(950)
     expect(busy.hits[2] - busy.hits[1]).toBeGreaterThanOrEqual(950)
-    // The 429s are waited out inside the fetch (src/ingest/upstream-limiter.ts): no
+    // The 429s are waited out inside the fetch (src/ingest/backfill/upstream-limiter.ts): no
     // attempt failed, and each wait is counted as an upstream answer.
     expect(await r.count('failed')).toBe(0)
     expect(await r.count('ok')).toBe(2)

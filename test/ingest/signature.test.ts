@@ -11,8 +11,8 @@ import {
 } from '@atproto/repo'
 import { type CommitEvt, parseCommitAuthenticated } from '@atproto/sync'
 import { describe, expect, it } from 'vitest'
-import { verifySignatureNative } from '../../src/ingest/native-verify.ts'
-import { parseCommitVerified } from '../../src/ingest/signature.ts'
+import { verifySignatureNative } from '../../src/ingest/firehose/native-verify.ts'
+import { parseCommitVerified } from '../../src/ingest/firehose/signature.ts'
 import { PROMPT } from '../helpers/ingest-kit.ts'
 
 // The native verifier must give @atproto/crypto's verdict on every input, so each case runs

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { UpstreamLimiter } from '../../src/ingest/upstream-limiter.ts'
+import { UpstreamLimiter } from '../../src/ingest/backfill/upstream-limiter.ts'
 import { concurrencyProbe } from '../helpers/concurrency.ts'
 import { testMetrics } from '../helpers/ingest-kit.ts'
 

@@ -1,8 +1,8 @@
 import { P256Keypair, Secp256k1Keypair } from '@atproto/crypto'
 import pino from 'pino'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { verifySignatureNative } from '../../src/ingest/native-verify.ts'
-import { createVerifyPool, type VerifyPool } from '../../src/ingest/verify-pool.ts'
+import { verifySignatureNative } from '../../src/ingest/firehose/native-verify.ts'
+import { createVerifyPool, type VerifyPool } from '../../src/ingest/firehose/verify-pool.ts'
 
 const logger = pino({ level: 'silent' })
 let pool: VerifyPool | null = null

@@ -7,7 +7,7 @@ import {
   isRetryable,
   UpstreamError,
 } from '../../src/errors.ts'
-import { RepoFetchError } from '../../src/ingest/repo-snapshot.ts'
+import { RepoFetchError } from '../../src/ingest/backfill/repo-snapshot.ts'
 
 // The one retry classifier, as the store retries (db/retry.ts, the pipeline) and the
 // ingestion retries (repo fetches, resyncs, backfill) read it.

@@ -2,7 +2,7 @@ import pino from 'pino'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createWorkerPool, type WorkerPool } from '../../src/worker-pool.ts'
 
-// The pool both worker pools are built on (ingest/verify-pool.ts, indexer/analysis-pool.ts):
+// The pool both worker pools are built on (ingest/firehose/verify-pool.ts, indexer/analysis-pool.ts):
 // a reply for each request, or null when no worker answered, never a rejection.
 
 type Echo = { n: number; fail?: boolean; fn?: () => void }

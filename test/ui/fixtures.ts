@@ -1,6 +1,6 @@
 import { createGenerator } from '../../src/demo/generator.ts'
 import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
-import { normalizeJetstreamEvent } from '../../src/ingest/jetstream-event.ts'
+import { normalizeJetstreamEvent } from '../../src/ingest/jetstream/event.ts'
 import type { IndexEvent } from '../../src/model/events.ts'
 import { apply, NSIDS, World } from '../helpers/events.ts'
 

@@ -4,7 +4,7 @@ import type { ChainHead } from '../../db/repo-chain.ts'
 import { isRetryable } from '../../errors.ts'
 import type { Metrics } from '../../metrics.ts'
 import type { ChainEvent, RepoSnapshotEvent } from '../../model/events.ts'
-import { RepoFetchError } from '../repo-snapshot.ts'
+import { RepoFetchError } from '../backfill/repo-snapshot.ts'
 import { stateEvent } from './check-commit.ts'
 
 // Re-fetches desynchronized repos (a chain break, a #sync) and hands the verified snapshot

@@ -1,6 +1,6 @@
 import { isValidDid, isValidHandle } from '@atproto/syntax'
-import type { IndexEvent } from '../model/events.ts'
-import { normalizeCommit } from './jetstream-commit.ts'
+import type { IndexEvent } from '../../model/events.ts'
+import { normalizeCommit } from './commit.ts'
 import {
   checkBase,
   isObject,
@@ -10,7 +10,7 @@ import {
   rawTimeUs,
   skipOf,
   str,
-} from './jetstream-skip.ts'
+} from './skip.ts'
 // Jetstream v1 JSON (also the replay file format) → normalized SourceItem. Pure: no I/O,
 // so every source and test shares one definition of "bad input".
 

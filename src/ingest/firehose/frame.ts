@@ -1,20 +1,25 @@
 import { cborDecodeMulti } from '@atproto/common'
 import type { Logger } from 'pino'
-import type { Metrics } from '../metrics.ts'
-import type { AccountEvent, IdentityEvent, RepoSnapshotEvent, SourceItem } from '../model/events.ts'
-import type { HandleVerifier } from '../model/handles.ts'
-import type { ChainFrames } from './chain/chain-frames.ts'
-import type { DidResolver } from './did-resolver.ts'
+import type { Metrics } from '../../metrics.ts'
+import type {
+  AccountEvent,
+  IdentityEvent,
+  RepoSnapshotEvent,
+  SourceItem,
+} from '../../model/events.ts'
+import type { HandleVerifier } from '../../model/handles.ts'
+import type { ChainFrames } from '../chain/chain-frames.ts'
+import type { DidResolver } from '../did-resolver.ts'
 import {
   type CommitBody,
   type CommitContext,
   collectionOf,
   commitItems,
   isCommitBody,
-} from './firehose-commit.ts'
-import { eventUs, reasonOf, str, toTimeUs } from './firehose-values.ts'
+} from './commit.ts'
 import { collectionNeedles, skimUnmatchedCommit } from './frame-skim.ts'
 import type { SignatureCheck } from './native-verify.ts'
+import { eventUs, reasonOf, str, toTimeUs } from './values.ts'
 
 // One subscribeRepos frame in, the SourceItems it means out. Kept apart from the socket so
 // a benchmark can measure decode, filter and verification on recorded frames.

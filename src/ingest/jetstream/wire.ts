@@ -1,11 +1,11 @@
 import type { Logger } from 'pino'
-import type { AppContext } from '../context.ts'
-import type { Sink } from '../model/events.ts'
-import type { HandleVerifier } from '../model/handles.ts'
-import { sleepUnlessAborted } from './abortable.ts'
-import { backoffDelayMs, createJetstreamSource, jetstreamOptionsFromConfig } from './jetstream.ts'
-import { createJetstreamV2Source, V2_NSID } from './jetstream-v2.ts'
-import type { IngestGap, Source } from './source.ts'
+import type { AppContext } from '../../context.ts'
+import type { Sink } from '../../model/events.ts'
+import type { HandleVerifier } from '../../model/handles.ts'
+import { sleepUnlessAborted } from '../abortable.ts'
+import type { IngestGap, Source } from '../source.ts'
+import { backoffDelayMs, createJetstreamSource, jetstreamOptionsFromConfig } from './v1.ts'
+import { createJetstreamV2Source, V2_NSID } from './v2.ts'
 
 // Which Jetstream wire a JETSTREAM_URL means (SPEC 5): `/subscribe` is v1, the v2 NSID path
 // is v2, and a bare host asks the server: v2 first, v1 when it answers 404 there.

@@ -6,13 +6,13 @@ import {
   nodeDataDef,
   readCarStream,
 } from '@atproto/repo'
-import { AppError } from '../errors.ts'
-import type { RepoSnapshotEvent } from '../model/events.ts'
-import { lexToJson } from './lex-json.ts'
+import { AppError } from '../../errors.ts'
+import type { RepoSnapshotEvent } from '../../model/events.ts'
+import { lexToJson } from '../lex-json.ts'
 import { type CidLike, MissingTreeBlockError, type NodeData, SparseMstIndex } from './mst-index.ts'
 
 // A getRepo CAR read as a stream, so a repo of any size costs the memory of its wanted
-// records plus a sparse MST index (mst-index.ts), never the whole repo. The parsing and
+// records plus a sparse MST index (backfill/mst-index.ts), never the whole repo. The parsing and
 // the per-block hash check are @atproto/repo's `readCarStream` (its own reader, kept up
 // with the format by the protocol's authors); this file only decides what to keep:
 // - the commit block (the first root);

@@ -1,5 +1,5 @@
 import { isValidDid } from '@atproto/syntax'
-import type { SourceItem } from '../model/events.ts'
+import type { SourceItem } from '../../model/events.ts'
 
 // The vocabulary of Jetstream v1 normalization shared by its commit, account and identity
 // readers (and the v2 frame reader): results, skip reasons, and the envelope checks.

@@ -1,22 +1,18 @@
-import { backoffMs } from '../backoff.ts'
-import type { RepoSnapshotEvent, Sink } from '../model/events.ts'
-import { sleepUnlessAborted } from './abortable.ts'
+import { backoffMs } from '../../backoff.ts'
+import type { RepoSnapshotEvent, Sink } from '../../model/events.ts'
+import { sleepUnlessAborted } from '../abortable.ts'
+import { fetchRepoSnapshot, withRetries } from '../backfill/repo-snapshot.ts'
 import {
   type ChainStore,
   type FirehoseChain,
   type FirehoseChainOptions,
   startFirehoseChain,
-} from './chain/firehose-chain.ts'
-import { createRefusalReporter } from './cursor-refusals.ts'
-import { createFrameGuard } from './firehose-cursor.ts'
-import {
-  createFrameProcessor,
-  type FrameProcessor,
-  type FrameProcessorOptions,
-} from './firehose-frame.ts'
-import { connectOnce } from './firehose-socket.ts'
-import { fetchRepoSnapshot, withRetries } from './repo-snapshot.ts'
-import type { Source } from './source.ts'
+} from '../chain/firehose-chain.ts'
+import { createRefusalReporter } from '../cursor-refusals.ts'
+import type { Source } from '../source.ts'
+import { createFrameGuard } from './cursor.ts'
+import { createFrameProcessor, type FrameProcessor, type FrameProcessorOptions } from './frame.ts'
+import { connectOnce } from './socket.ts'
 import { createVerifyPool, type VerifyPool } from './verify-pool.ts'
 
 // com.atproto.sync.subscribeRepos of a relay or a single PDS. The stock @atproto/sync
@@ -24,7 +20,7 @@ import { createVerifyPool, type VerifyPool } from './verify-pool.ts'
 // here: frames are processed concurrently (DID lookups overlap) but handed to the sink
 // strictly in order, and reading pauses while too many are waiting (backpressure).
 
-/** The frame processor's settings are the source's own (firehose-frame.ts documents them). */
+/** The frame processor's settings are the source's own (firehose/frame.ts documents them). */
 type FrameSettings = Pick<
   FrameProcessorOptions,
   | 'collections'

@@ -1,5 +1,5 @@
-import type { RepoPruneEvent } from '../model/events.ts'
-import type { Verdict } from './jetstream-v2-session.ts'
+import type { RepoPruneEvent } from '../../model/events.ts'
+import type { Verdict } from './v2-session.ts'
 
 // `#sync(did, rev R)` on Jetstream v2 (notes/jetstream-v2.md section 5): Jetstream resynced
 // the repo and re-sends its whole record set as creates at rev R right after the marker.

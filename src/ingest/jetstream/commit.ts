@@ -1,5 +1,6 @@
 import { isValidNsid, isValidRecordKey, isValidTid } from '@atproto/syntax'
-import type { CommitOp, IndexEvent } from '../model/events.ts'
+import type { CommitOp, IndexEvent } from '../../model/events.ts'
+import { sanitizeJson } from './sanitize-json.ts'
 import {
   checkBase,
   isObject,
@@ -11,8 +12,7 @@ import {
   rawTimeUs,
   skipOf,
   str,
-} from './jetstream-skip.ts'
-import { sanitizeJson } from './sanitize-json.ts'
+} from './skip.ts'
 
 // A Jetstream v1 commit → a CommitEvent, or the first reason it is not one. Other
 // collections' commits only move the cursor.

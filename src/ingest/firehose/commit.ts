@@ -2,11 +2,11 @@ import { cborDecode } from '@atproto/common'
 import { cborToLex } from '@atproto/repo'
 import { parseCommitUnauthenticated } from '@atproto/sync'
 import type { Logger } from 'pino'
-import type { CommitEvent, SourceItem } from '../model/events.ts'
-import { eventUs, reasonOf } from './firehose-values.ts'
-import { lexToJson } from './lex-json.ts'
+import type { CommitEvent, SourceItem } from '../../model/events.ts'
+import { lexToJson } from '../lex-json.ts'
 import type { SignatureCheck } from './native-verify.ts'
 import { type KeyLookup, parseCommitVerified } from './signature.ts'
+import { eventUs, reasonOf } from './values.ts'
 
 // A `#commit` frame without Sync 1.1 chain state: its wanted ops, proven against the
 // commit's MST and signature (or taken as sent from a trusted relay), as SourceItems.

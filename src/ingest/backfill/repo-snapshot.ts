@@ -1,22 +1,22 @@
 import { type Commit, RepoVerificationError, verifyCommitSig } from '@atproto/repo'
-import { backoffMs } from '../backoff.ts'
-import { isRetryable, UpstreamError } from '../errors.ts'
-import type { Metrics } from '../metrics.ts'
-import type { RepoSnapshotEvent } from '../model/events.ts'
-import { sleepUnlessAborted } from './abortable.ts'
+import { backoffMs } from '../../backoff.ts'
+import { isRetryable, UpstreamError } from '../../errors.ts'
+import type { Metrics } from '../../metrics.ts'
+import type { RepoSnapshotEvent } from '../../model/events.ts'
+import { sleepUnlessAborted } from '../abortable.ts'
+import type { DidResolver } from '../did-resolver.ts'
 import {
   CarStreamError,
   type CarStreamLimits,
   readRepoCar,
   type StreamedRepo,
 } from './car-stream.ts'
-import type { DidResolver } from './did-resolver.ts'
 import { retryAfterMs, sharedUpstreamLimiter, type UpstreamLimiter } from './upstream-limiter.ts'
 
 export { retryAfterMs }
 
 // One repo, fetched with com.atproto.sync.getRepo from the PDS its DID document names, read
-// as a stream (car-stream.ts: every block hash-checked, only the MST and the indexed
+// as a stream (backfill/car-stream.ts: every block hash-checked, only the MST and the indexed
 // collections' records kept), then verified (commit DID, commit signature, records proven
 // under the signed root). Shared by backfill and the firehose's resyncs.
 
@@ -47,7 +47,7 @@ export interface RepoFetchOptions {
   fetch?: typeof fetch
   signal?: AbortSignal
   timeoutMs?: number
-  /** Body, block and kept-record bounds (car-stream.ts defaults: 4 GiB, 4 MiB, 256 MiB). */
+  /** Body, block and kept-record bounds (backfill/car-stream.ts defaults: 4 GiB, 4 MiB, 256 MiB). */
   limits?: CarStreamLimits
   /** Per-PDS concurrency and rate limits; default one limiter for the whole process. */
   limiter?: UpstreamLimiter

@@ -1,15 +1,15 @@
 import type { Logger } from 'pino'
-import { isRetryable } from '../errors.ts'
-import type { Metrics } from '../metrics.ts'
-import type { RepoSnapshotEvent } from '../model/events.ts'
-import { type BackfillProgress, createProgressReporter } from './backfill-progress.ts'
+import { isRetryable } from '../../errors.ts'
+import type { Metrics } from '../../metrics.ts'
+import type { RepoSnapshotEvent } from '../../model/events.ts'
+import type { DidResolver } from '../did-resolver.ts'
 import type { CarStreamLimits } from './car-stream.ts'
-import type { DidResolver } from './did-resolver.ts'
+import { type BackfillProgress, createProgressReporter } from './progress.ts'
 import { fetchRepoSnapshot, withRetries } from './repo-snapshot.ts'
 import { sharedUpstreamLimiter, type UpstreamLimiter } from './upstream-limiter.ts'
 
 // Backfill: find the repos that hold the indexed collections, stream each from its own PDS
-// (only the MST and the indexed collections' records are kept, car-stream.ts), verify it
+// (only the MST and the indexed collections' records are kept, backfill/car-stream.ts), verify it
 // and hand it on as one snapshot. Resumable: repos marked done are skipped. Every request
 // to a host goes through one UpstreamLimiter (per-host concurrency, 429 waits).
 

@@ -15,7 +15,7 @@ import { AtUri } from '@atproto/syntax'
 import { checkSignatureInline, type SignatureCheck } from './native-verify.ts'
 
 // @atproto/sync's parseCommitAuthenticated, with the commit signature checked by OpenSSL
-// (native-verify.ts, inline or on worker threads) instead of @noble/curves. Neither
+// (firehose/native-verify.ts, inline or on worker threads) instead of @noble/curves. Neither
 // @atproto/sync nor @atproto/repo takes a verifier, so their verifyProofs/formatCommitOps
 // are reproduced here step for step, from the same library pieces, with the same errors:
 // a RepoVerificationError (bad signature, wrong DID) retries once with a refreshed key,

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino'
 import WebSocket from 'ws'
-import type { Metrics } from '../metrics.ts'
-import type { Sink, SourceItem } from '../model/events.ts'
-import { pushUnlessAborted } from './abortable.ts'
-import type { FrameProcessor, FrameResult } from './firehose-frame.ts'
+import type { Metrics } from '../../metrics.ts'
+import type { Sink, SourceItem } from '../../model/events.ts'
+import { pushUnlessAborted } from '../abortable.ts'
+import type { FrameProcessor, FrameResult } from './frame.ts'
 
 // One subscribeRepos connection. Frames are processed concurrently as they arrive (DID
 // lookups and signature checks overlap) but their results come out strictly in arrival

@@ -1,13 +1,7 @@
 import { isValidDid, isValidTid } from '@atproto/syntax'
-import type { SourceItem } from '../model/events.ts'
-import { jetstreamSeqOf, normalizeJetstreamEvent } from './jetstream-event.ts'
-import {
-  isObject,
-  type NormalizeOptions,
-  type NormalizeSkip,
-  skipOf,
-  str,
-} from './jetstream-skip.ts'
+import type { SourceItem } from '../../model/events.ts'
+import { jetstreamSeqOf, normalizeJetstreamEvent } from './event.ts'
+import { isObject, type NormalizeOptions, type NormalizeSkip, skipOf, str } from './skip.ts'
 
 // Jetstream v2 `subscribeEvents` frames (notes/jetstream-v2.md section 4) → what the source
 // acts on. Pure. Commit, identity and account payloads are rewritten into the v1 shape and

@@ -1,7 +1,7 @@
-import type { SourceItem } from '../model/events.ts'
-import { guardSeqFrame, type SeqTrack } from './cursor-guard.ts'
-import type { RefusalReporter } from './cursor-refusals.ts'
-import type { FrameResult } from './firehose-frame.ts'
+import type { SourceItem } from '../../model/events.ts'
+import { guardSeqFrame, type SeqTrack } from '../cursor-guard.ts'
+import type { RefusalReporter } from '../cursor-refusals.ts'
+import type { FrameResult } from './frame.ts'
 
 /**
  * The relay's seq decides where a restart resumes, and it sits outside the signed commit:
