@@ -42,9 +42,10 @@ describe('pages', () => {
     expect(r.headers['x-content-type-options']).toBe('nosniff')
     expect(r.body).toContain('href="/prompts?flag=orphaned"')
     expect(r.body).toContain('Recent changes')
-    // Sync 1.1: the fixture's repos have no chain state yet, so none is out of sync.
+    // Sync 1.1: the fixture's repos have no chain state: none is known to be out of sync,
+    // and none is claimed to be in sync either (test 'repos out of sync' below).
     expect(r.body).toContain('Repos out of sync')
-    expect(r.body).toContain('Every visible repo is in sync.')
+    expect(r.body).toContain('None is known to be out of sync.')
     expect(r.body).toContain('@alice.test')
     // carol is taken down: her handle is gone, and of her changes only the deletes that
     // withdrew her records show (as in /v1/changes), without links.
@@ -124,6 +125,27 @@ describe('pages', () => {
 })
 
 describe('repos out of sync', () => {
+  it('says what a repo without a sync state is, and claims "in sync" only when every one was checked', async () => {
+    const accounts = await db.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM accounts`)
+    const before = await page('/')
+    const panel = (body: string) =>
+      body.slice(body.indexOf('id="sync-h"'), body.indexOf('id="changes-h"'))
+    expect(panel(before.body)).toContain(`no sync state: <strong>${accounts[0].n}</strong>`)
+    expect(panel(before.body)).not.toContain('unknown')
+    expect(panel(before.body)).toContain('came through Jetstream or a replay')
+    expect(panel(before.body)).not.toContain('Every visible repo is in sync.')
+    await db.rows(sql`INSERT INTO repo_chain (did, rev, sync_state, sync_since, updated_at)
+      SELECT did, '3zzzzzzzzzzzz', 'synchronized', now(), now() FROM accounts`)
+    try {
+      const after = await page('/')
+      expect(panel(after.body)).toContain(`synchronized: <strong>${accounts[0].n}</strong>`)
+      expect(panel(after.body)).toContain('Every visible repo is in sync.')
+      expect(panel(after.body)).not.toContain('no sync state')
+    } finally {
+      await db.rows(sql`DELETE FROM repo_chain`)
+    }
+  })
+
   it('the overview lists visible repos out of sync with their reason, never hidden ones', async () => {
     for (const did of [ALICE, CAROL])
       await db.rows(sql`INSERT INTO repo_chain (did, rev, sync_state, sync_reason, sync_since, updated_at)

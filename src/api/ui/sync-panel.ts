@@ -22,14 +22,21 @@ export async function syncPanel(ctx: PageContext): Promise<Html> {
     await Promise.all(dids.map((d) => apiFind<RepoSync>(ctx.app, `/v1/repos/${seg(d)}`)))
   ).filter((r): r is RepoSync => r !== null && !r.account.hidden)
   const states = ['synchronized', 'desynchronized', 'resyncing', 'unknown'].filter((s) => counts[s])
+  const label = (s: string) => (s === 'unknown' ? 'no sync state' : s)
   const summary = states.length
-    ? html`<p>${states.map((s, i) => html`${i ? ' · ' : ''}${s}: <strong>${counts[s] ?? 0}</strong>`)}</p>`
+    ? html`<p>${states.map((s, i) => html`${i ? ' · ' : ''}${label(s)}: <strong>${counts[s] ?? 0}</strong>`)}</p>`
     : html`<p class="muted">No tracked repos yet.</p>`
+  const unknown = counts.unknown ?? 0
+  // "In sync" is claimed only of repos whose chain was checked: a repo without a sync state
+  // may be in sync or not, nobody here has looked.
+  const none = unknown
+    ? html`<p class="muted" id="sync-unknown">None is known to be out of sync. ${unknown} ${unknown === 1 ? 'repo has' : 'repos have'} no sync state: ${unknown === 1 ? 'its records' : 'their records'} came through Jetstream or a replay, which carry no commit chain to check; a repo gets a state once the firehose or a backfill has read it (Sync 1.1).</p>`
+    : html`<p class="health good">Every visible repo is in sync.</p>`
   const list = repos.length
     ? html`<ul class="out-of-sync">${repos.map(
         (r) =>
           html`<li><a href="${repoHref(r.did)}"><code>${r.did}</code></a> ${r.sync.state ?? ''}${r.sync.reason ? ` (${r.sync.reason})` : ''} since ${time(r.sync.since)}</li>`,
       )}</ul>`
-    : html`<p class="health good">Every visible repo is in sync.</p>`
+    : none
   return html`<section aria-labelledby="sync-h" class="panel"><h2 id="sync-h">Repos out of sync</h2>${summary}${list}</section>`
 }
