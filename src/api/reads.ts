@@ -1,6 +1,6 @@
 import type { Database } from '../db/client.ts'
 import { readDidOfHandle, readHandles } from '../db/read/accounts.ts'
-import { type ChangeRow, readRecentChanges } from '../db/read/changes.ts'
+import { type ChangeRow, type CurrentRecord, readRecentChanges } from '../db/read/changes.ts'
 import type { FlagCounts } from '../db/read/prompts.ts'
 import {
   type PromptAnswerRow,
@@ -136,15 +136,24 @@ export async function getAgentSummary(
 
 export type { ChangeRow }
 
-/** One NDJSON line. Flags are names for prompts, [] for the other collections, null on delete. */
-export function changeLine(r: ChangeRow, promptNsid: string): string {
+/**
+ * One NDJSON line. Flags are names for prompts, [] for the other collections, null on
+ * delete. With `record` (include=record), an upsert line also carries the record with its
+ * CID: the stored JSON text as it is when it is still the current version, else null and
+ * `superseded: true` (this index keeps no older version of a whole record).
+ */
+export function changeLine(
+  r: ChangeRow,
+  promptNsid: string,
+  record?: CurrentRecord | null,
+): string {
   const deleted = r.op === 'delete'
   const flags = deleted
     ? null
     : r.collection === promptNsid
       ? flagsToNames(Number(r.flags ?? 0))
       : []
-  return `${JSON.stringify({
+  const line = JSON.stringify({
     seq: r.seq,
     op: r.op,
     collection: r.collection,
@@ -152,7 +161,12 @@ export function changeLine(r: ChangeRow, promptNsid: string): string {
     cid: deleted ? null : r.cid,
     flags,
     at: new Date(r.at).toISOString(),
-  })}\n`
+  })
+  if (record === undefined || deleted) return `${line}\n`
+  const current = record !== null && record.cid === r.cid
+  // The stored JSON text goes in as it is, without a parse and a serialization.
+  const tail = current ? `,"record":${record.json}}` : ',"record":null,"superseded":true}'
+  return `${line.slice(0, -1)}${tail}\n`
 }
 
 /** Verified handles of visible accounts among `dids` (at most 200 asked at once). */

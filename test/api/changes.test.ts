@@ -120,6 +120,74 @@ describe('GET /v1/changes', () => {
   })
 })
 
+describe('GET /v1/changes?include=record', () => {
+  type RecordLine = Line & { record?: unknown; superseded?: boolean }
+  const TABLE: Record<string, string> = {
+    [NSIDS.prompt]: 'prompts',
+    [NSIDS.conversation]: 'conversations',
+    [NSIDS.agent]: 'agents',
+  }
+
+  it('upsert lines carry the record with their cid while it is current, else null and superseded', async () => {
+    const plain = await read(app, '?limit=10000')
+    const lines = (await read(app, '?limit=10000&include=record')) as RecordLine[]
+    // The same lines, with the record beside them.
+    expect(lines.map(({ record: _r, superseded: _s, ...l }) => l)).toEqual(plain)
+    let current = 0
+    let superseded = 0
+    for (const l of lines) {
+      if (l.op === 'delete') {
+        expect(l).not.toHaveProperty('record')
+        continue
+      }
+      const [did, , rkey] = l.uri.slice('at://'.length).split('/')
+      const [row] = await db.rows<{ cid: string; record: unknown }>(
+        sql`SELECT cid, record FROM ${sql.identifier(TABLE[l.collection])}
+          WHERE did = ${did} AND rkey = ${rkey} AND NOT deleted AND NOT hidden`,
+      )
+      if (row && row.cid === l.cid) {
+        expect(l.record, l.uri).toEqual(row.record)
+        expect(l).not.toHaveProperty('superseded')
+        current++
+      } else {
+        expect(l.record, l.uri).toBeNull()
+        expect(l.superseded, l.uri).toBe(true)
+        superseded++
+      }
+    }
+    // The fixture recompiles and rewrites records: both kinds of line are there.
+    expect(current).toBeGreaterThan(10)
+    expect(superseded).toBeGreaterThan(0)
+    // A prompt's record is the one its lookup answers.
+    const uri = promptUri(ALICE, s.alice.recompiled)
+    const newest = lines.filter((l) => l.uri === uri).at(-1)!
+    const lookup = await app.inject({ url: `/v1/prompts/${ALICE}/${s.alice.recompiled}` })
+    expect(newest.record).toEqual(lookup.json().record)
+    // In chunks (3 lines a read), and resumed: the same lines.
+    expect(await read(chunky, '?limit=10000&include=record')).toEqual(lines)
+    expect(await read(chunky, `?since=${lines[4].seq}&limit=6&include=record`)).toEqual(
+      lines.slice(5, 11),
+    )
+  })
+
+  it('a repo hidden now: its deletes only, with no record', async () => {
+    const lines = (await read(app, '?limit=10000&include=record')) as RecordLine[]
+    const carol = lines.filter((l) => l.uri.startsWith(`at://${CAROL}/`))
+    expect(carol.length).toBeGreaterThan(0)
+    for (const l of carol) expect(l).toEqual({ ...l, op: 'delete', cid: null })
+    expect(carol.some((l) => 'record' in l)).toBe(false)
+  })
+
+  it('anything but include=record is a 400 that says so', async () => {
+    for (const q of ['include=records', 'include=', 'include=record,flags', 'include=RECORD']) {
+      const res = await app.inject({ url: `/v1/changes?${q}` })
+      expect(res.statusCode, q).toBe(400)
+      expect(res.json().error).toBe('InvalidRequest')
+      expect(res.json().message).toMatch(/include must be record/)
+    }
+  })
+})
+
 describe('concurrent writers', () => {
   it('a polling reader sees each change exactly once while two writers commit', async () => {
     const w = new World()

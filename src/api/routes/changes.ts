@@ -1,6 +1,14 @@
 import { Readable } from 'node:stream'
 import type { FastifyPluginAsync } from 'fastify'
-import { type ChangeRow, readChanges } from '../../db/read/changes.ts'
+import { nsidsOf } from '../../config.ts'
+import {
+  type ChangeRow,
+  type CurrentRecord,
+  type RecordTable,
+  readChanges,
+  readCurrentRecords,
+} from '../../db/read/changes.ts'
+import { badRequest } from '../http-errors.ts'
 import { limitParam, SINCE } from '../params.ts'
 import { changeLine } from '../reads.ts'
 import { errorResponses } from '../schemas.ts'
@@ -21,8 +29,29 @@ const LIMIT = limitParam({
 export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (app, opts) => {
   const { db, config } = app.ctx
   const pageSize = opts.pageSize
+  // With records a chunk holds up to this many of them (a prompt may be 200 kB), so an
+  // answer's memory stays bounded whatever `limit` asks for.
+  const recordPageSize = Math.min(pageSize, 50)
 
-  app.get<{ Querystring: { since?: string; limit?: string } }>(
+  // The table each collection's records live in, for include=record.
+  const tables = new Map<string, RecordTable>([
+    [config.promptNsid, 'prompts'],
+    [nsidsOf(config).conversation, 'conversations'],
+    [nsidsOf(config).agent, 'agents'],
+  ])
+
+  /** The current records of a chunk's upsert lines, by `collection did rkey`. */
+  async function recordsOf(rows: ChangeRow[]): Promise<Map<string, CurrentRecord>> {
+    const out = new Map<string, CurrentRecord>()
+    for (const [collection, table] of tables) {
+      const keys = rows.filter((r) => r.collection === collection && r.op !== 'delete')
+      for (const [k, v] of await readCurrentRecords(db, table, keys))
+        out.set(`${collection} ${k}`, v)
+    }
+    return out
+  }
+
+  app.get<{ Querystring: { since?: string; limit?: string; include?: string } }>(
     '/v1/changes',
     {
       // Long answers to slow clients are fine; the per-request timeout is for stuck handlers.
@@ -31,12 +60,16 @@ export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (ap
         tags: ['changes'],
         summary: 'Change feed (NDJSON), oldest first',
         description:
-          'One JSON object per line: {"seq","op":"upsert"|"delete","collection","uri","cid","flags","at"}. Resume with since = the last seq read.',
+          'One JSON object per line: {"seq","op":"upsert"|"delete","collection","uri","cid","flags","at"}. Resume with since = the last seq read. With include=record, each upsert line also carries "record": the record with that cid while it is the current version, else null with "superseded": true.',
         querystring: {
           type: 'object',
           properties: {
             since: SINCE.schema,
             limit: LIMIT.schema,
+            include: {
+              type: 'string',
+              description: '`record`: upsert lines carry the record with their cid',
+            },
           },
         },
         produces: ['application/x-ndjson'],
@@ -52,32 +85,49 @@ export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (ap
     async (request, reply) => {
       const since = SINCE.parse(request.query.since)
       const limit = LIMIT.parse(request.query.limit)
+      const { include } = request.query
+      if (include !== undefined && include !== 'record')
+        throw badRequest('include must be record (the only thing a change line can include)')
       // The first chunk is read before the status goes out, so a database failure is
       // still a clean error (503 while the database is down) rather than a truncated 200.
-      const asked = Math.min(pageSize, limit)
+      const chunkSize = include ? recordPageSize : pageSize
+      const asked = Math.min(chunkSize, limit)
       const first = await readChanges(db, since, asked)
+      const firstRecords = include ? await recordsOf(first) : null
       reply.header('cache-control', 'no-store')
       reply.type('application/x-ndjson; charset=utf-8')
-      return reply.send(Readable.from(stream(first, asked, limit), { objectMode: false }))
+      const lines = stream(first, firstRecords, asked, limit, chunkSize)
+      return reply.send(Readable.from(lines, { objectMode: false }))
     },
   )
 
+  /** `records`: null without include=record, else the current records of `first`'s lines. */
   async function* stream(
     first: ChangeRow[],
+    firstRecords: Map<string, CurrentRecord> | null,
     firstAsked: number,
     limit: number,
+    chunkSize: number,
   ): AsyncGenerator<string> {
     let chunk = first
+    let records = firstRecords
     let asked = firstAsked
     let sent = 0
     for (;;) {
       const shown = chunk.filter((row) => !row.withheld)
-      if (shown.length > 0) yield shown.map((row) => changeLine(row, config.promptNsid)).join('')
+      const line = (row: ChangeRow) =>
+        changeLine(
+          row,
+          config.promptNsid,
+          records ? (records.get(`${row.collection} ${row.did} ${row.rkey}`) ?? null) : undefined,
+        )
+      if (shown.length > 0) yield shown.map(line).join('')
       sent += shown.length
       // A short chunk is the end of the table as of that read; a later call picks up the rest.
       if (chunk.length < asked || sent >= limit) return
-      asked = Math.min(pageSize, limit - sent)
+      asked = Math.min(chunkSize, limit - sent)
       chunk = await readChanges(db, chunk[chunk.length - 1].seq, asked)
+      if (records) records = await recordsOf(chunk)
     }
   }
 }

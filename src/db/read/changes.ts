@@ -55,6 +55,34 @@ export async function readChanges(db: Database, since: number, take: number) {
   return seqAsNumber(await db.read<Fetched>(changesQuery(since, take)))
 }
 
+/** The record a change line names, as stored now: its CID and JSON text. */
+export interface CurrentRecord {
+  cid: string | null
+  json: string
+}
+
+const RECORD_TABLES = ['prompts', 'conversations', 'agents'] as const
+export type RecordTable = (typeof RECORD_TABLES)[number]
+
+/**
+ * The current, visible records of `keys` in `table` (`did rkey` -> record): what a feed line
+ * with `include=record` carries when its CID is still the current one. Deleted and hidden
+ * records are left out, as every read leaves them out.
+ */
+export async function readCurrentRecords(
+  db: Database,
+  table: RecordTable,
+  keys: ReadonlyArray<{ did: string; rkey: string }>,
+): Promise<Map<string, CurrentRecord>> {
+  if (keys.length === 0 || !RECORD_TABLES.includes(table)) return new Map()
+  const rows = await db.rows<{ did: string; rkey: string; cid: string | null; json: string }>(sql`
+    SELECT t.did, t.rkey, t.cid, t.record::text AS json
+    FROM unnest(${keys.map((k) => k.did)}::text[], ${keys.map((k) => k.rkey)}::text[]) AS k(did, rkey)
+    JOIN ${sql.identifier(table)} t ON t.did = k.did AND t.rkey = k.rkey
+    WHERE NOT t.deleted AND NOT t.hidden AND t.record IS NOT NULL`)
+  return new Map(rows.map((r) => [`${r.did} ${r.rkey}`, { cid: r.cid, json: r.json }]))
+}
+
 /**
  * The newest change rows, newest first, for the UI's overview: the primary key read
  * backwards, with the same `withheld` probe as changesQuery.
