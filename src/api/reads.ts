@@ -9,7 +9,7 @@ import {
   readPromptAnswer,
   readPromptPage,
 } from '../db/read/prompts.ts'
-import { readAgent, readConversation } from '../db/read/records.ts'
+import { readAgent, readAgentNames, readConversation } from '../db/read/records.ts'
 import { countReposBySyncState, listUnsynchronized } from '../db/repo-chain.ts'
 import { type FlagName, flagsToNames } from '../model/flags.ts'
 import type { Nsids } from '../model/nsids.ts'
@@ -177,6 +177,29 @@ export async function getHandles(
   const unique = [...new Set(dids)].slice(0, 200)
   if (unique.length === 0) return new Map()
   return readHandles(db, unique)
+}
+
+/**
+ * The names of the agents `uris` name (at most 200 asked at once), by at-uri: a visible
+ * agent record's `name`, trimmed and at most 100 characters; agents without one are absent.
+ */
+export async function getAgentNames(
+  db: Database,
+  uris: Iterable<string | null>,
+  agentNsid: string,
+): Promise<Map<string, string>> {
+  const keys = new Map<string, { did: string; rkey: string }>()
+  for (const uri of uris) {
+    const m = uri === null ? null : /^at:\/\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(uri)
+    if (m && m[2] === agentNsid && keys.size < 200) keys.set(uri!, { did: m[1], rkey: m[3] })
+  }
+  const names = await readAgentNames(db, [...keys.values()])
+  const out = new Map<string, string>()
+  for (const [uri, k] of keys) {
+    const name = names.get(`${k.did} ${k.rkey}`)?.trim().slice(0, 100)
+    if (name) out.set(uri, name)
+  }
+  return out
 }
 
 /** The newest visible changes, newest first (withheld rows dropped, so maybe fewer). */

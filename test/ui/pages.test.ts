@@ -75,6 +75,18 @@ describe('pages', () => {
     expect(again.body).not.toContain('id="page-prev"')
   })
 
+  it('shows an agent by the name its record gives (the at-uri its title), else by its at-uri', async () => {
+    const named = `at://${ALICE}/${NSIDS.agent}/${AGENT_RKEY}`
+    const link = `<a class="agent-name" href="/agents/${enc(ALICE)}/${AGENT_RKEY}" title="${named}">helper</a>`
+    const list = await page('/prompts?did=bob.test&limit=12')
+    expect(list.body).toContain(link)
+    expect(list.body).not.toContain(`<code class="uri">${named}</code>`)
+    // The agent bob's prompts name but nobody indexed: its at-uri, as before.
+    expect(list.body).toContain(`<code class="uri">at://${BOB}/${NSIDS.agent}/ghost</code>`)
+    const prompt = await page(`/prompts/${enc(BOB)}/${s.bobRkeys[1]}`)
+    expect(prompt.body).toContain(link)
+  })
+
   it('search answers SQL-looking text as words, with filters kept', async () => {
     const r = await page(`/prompts?q=${enc("'; DROP TABLE prompts; --")}&flag=ok`)
     expect(r.status).toBe(200)

@@ -31,12 +31,18 @@ export function parseAtUri(uri: unknown): { did: string; collection: string; rke
   return { did: m[1], collection: m[2], rkey: m[3] }
 }
 
-/** A link to the agent page when `uri` names an agent record, else the text as given. */
-export function agentLink(uri: string | null, nsids: Nsids, label?: string): Html {
+/**
+ * A link to the agent page when `uri` names an agent record, else the text as given. With
+ * the agent's `name` (from its record), the name is shown and the at-uri is its title.
+ */
+export function agentLink(uri: string | null, nsids: Nsids, name?: string): Html {
   if (uri === null) return html`<span class="muted">none</span>`
   const ref = parseAtUri(uri)
   if (!ref || ref.collection !== nsids.agent) return html`<code class="uri">${uri}</code>`
-  return html`<a href="${agentHref(ref.did, ref.rkey)}"><code class="uri">${label ?? uri}</code></a>`
+  const href = agentHref(ref.did, ref.rkey)
+  return name
+    ? html`<a class="agent-name" href="${href}" title="${uri}">${name}</a>`
+    : html`<a href="${href}"><code class="uri">${uri}</code></a>`
 }
 
 /** A repo by handle when the index knows a verified one, always linked by DID. */

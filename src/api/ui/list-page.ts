@@ -1,5 +1,5 @@
 import { FILTER_NAMES } from '../../model/flags.ts'
-import { getHandles } from '../reads.ts'
+import { getAgentNames, getHandles } from '../reads.ts'
 import { apiGet } from './api-client.ts'
 import type { PromptItem, PromptPage } from './api-types.ts'
 import {
@@ -39,30 +39,55 @@ ${f.limit ? html`<input type="hidden" name="limit" value="${f.limit}">` : ''}
 </form>`
 }
 
-function row(p: PromptItem, ctx: PageContext, handles: Map<string, string>): Html {
+function row(p: PromptItem, ctx: PageContext, names: Names): Html {
   const rec = (p.record ?? {}) as Record<string, unknown>
   const snippet = p.snippet === undefined ? '' : snippetView(p.snippet)
   return html`<tr>
 <td><a href="${promptHref(p.did, p.rkey)}"><code>${p.rkey}</code></a>${snippet}</td>
-<td>${repoLink(p.did, handles)}</td>
+<td>${repoLink(p.did, names.handles)}</td>
 <td>${flagBadges(p.flags)}</td>
-<td class="agent">${agentLink(p.agent.uri, ctx.nsids)}</td>
+<td class="agent">${agentLink(p.agent.uri, ctx.nsids, names.agents.get(p.agent.uri ?? ''))}</td>
 <td>${time(str(rec.compiledAt))}</td>
 <td class="num">${bytes(p.contentBytes)}</td>
 </tr>`
 }
 
+/** What a table shows instead of identifiers: verified handles, and agents' names. */
+export interface Names {
+  handles: Map<string, string>
+  agents: Map<string, string>
+}
+
+/** The handles and agent names of a page of prompts. */
+export async function namesOf(
+  items: ReadonlyArray<Pick<PromptItem, 'did' | 'agent'>>,
+  ctx: PageContext,
+): Promise<Names> {
+  const [handles, agents] = await Promise.all([
+    getHandles(
+      ctx.db,
+      items.map((p) => p.did),
+    ),
+    getAgentNames(
+      ctx.db,
+      items.map((p) => p.agent.uri),
+      ctx.nsids.agent,
+    ),
+  ])
+  return { handles, agents }
+}
+
 export function promptTable(
   items: PromptItem[],
   ctx: PageContext,
-  handles: Map<string, string>,
+  names: Names,
   caption: string,
 ): Html {
   if (items.length === 0) return html`<p class="empty">No prompts match.</p>`
   return html`<div class="scroll" tabindex="0" role="region" aria-label="${caption}"><table class="prompts">
 <caption>${caption}</caption>
 <thead><tr><th scope="col">prompt</th><th scope="col">repo</th><th scope="col">flags</th><th scope="col">agent</th><th scope="col">compiled</th><th scope="col" class="num">size</th></tr></thead>
-<tbody>${items.map((p) => row(p, ctx, handles))}</tbody></table></div>`
+<tbody>${items.map((p) => row(p, ctx, names))}</tbody></table></div>`
 }
 
 function pager(
@@ -90,10 +115,7 @@ export async function listPage(input: PageInput, ctx: PageContext): Promise<Html
   const answer = q
     ? await apiGet<PromptPage>(ctx.app, '/v1/search', { q, ...query })
     : await apiGet<PromptPage>(ctx.app, '/v1/prompts', query)
-  const handles = await getHandles(
-    ctx.db,
-    answer.items.map((p) => p.did),
-  )
+  const names = await namesOf(answer.items, ctx)
   const what = [
     q ? `matching “${q}”` : null,
     flag ? `flagged ${flag}` : null,
@@ -105,7 +127,7 @@ export async function listPage(input: PageInput, ctx: PageContext): Promise<Html
     { title: q ? `Search: ${q}` : 'Prompts', nav: 'prompts', q },
     html`<h1>${q ? 'Search prompts' : 'Prompts'}</h1>
 ${filterForm(filters)}
-${promptTable(answer.items, ctx, handles, caption)}
+${promptTable(answer.items, ctx, names, caption)}
 ${pager(filters, trail, cursor, answer.cursor)}`,
   )
 }

@@ -1,4 +1,3 @@
-import { getHandles } from '../reads.ts'
 import { apiFind, apiGet, seg } from './api-client.ts'
 import type { PromptAnswer, RevisionPage, RevisionView } from './api-types.ts'
 import {
@@ -16,6 +15,7 @@ import { contentView } from './content-view.ts'
 import { diffSection } from './diff-section.ts'
 import { type Html, html } from './html.ts'
 import { layout } from './layout.ts'
+import { type Names, namesOf } from './list-page.ts'
 import type { PageContext, PageInput } from './page-route.ts'
 
 export const PROMPT_PARAMS = ['from', 'to', 'revcursor'] as const
@@ -37,14 +37,15 @@ function provenance(p: PromptAnswer): Html | null {
   return html`${v.source ?? 'unknown source'}, ${verified}${v.commit ? html`, commit <code>${v.commit}</code>` : ''}`
 }
 
-function factsPanel(p: PromptAnswer, ctx: PageContext, handles: Map<string, string>): Html {
+function factsPanel(p: PromptAnswer, ctx: PageContext, names: Names): Html {
   const rec = (p.record ?? {}) as Record<string, unknown>
   const conv = p.conversation.exists
     ? html`<a href="${conversationHref(p.did, p.rkey)}">conversation ${p.rkey}</a>`
     : html`<span class="warn">no conversation record in this slot</span>`
-  const agent = html`${agentLink(p.agent.uri, ctx.nsids)}${p.agent.exists ? '' : html` <span class="muted">(not indexed)</span>`}`
+  const name = names.agents.get(p.agent.uri ?? '')
+  const agent = html`${agentLink(p.agent.uri, ctx.nsids, name)}${p.agent.exists ? '' : html` <span class="muted">(not indexed)</span>`}`
   return facts([
-    ['repo', repoLink(p.did, handles)],
+    ['repo', repoLink(p.did, names.handles)],
     ['at-uri', html`<code class="uri">${p.uri}</code>`],
     ['cid', html`<code>${p.cid}</code>`],
     ['rev', html`<code>${p.rev}</code>`],
@@ -93,9 +94,9 @@ export async function promptPage(input: PageInput, ctx: PageContext): Promise<Ht
   const base = `/v1/prompts/${seg(did)}/${seg(rkey)}`
   const p = await apiGet<PromptAnswer>(ctx.app, base)
   const { from, to, revcursor } = input.query
-  const [revs, handles, diff] = await Promise.all([
+  const [revs, names, diff] = await Promise.all([
     apiFind<RevisionPage>(ctx.app, `${base}/revisions`, { limit: '100', cursor: revcursor }),
-    getHandles(ctx.db, [p.did]),
+    namesOf([p], ctx),
     from || to ? diffSection(ctx, base, { from, to }) : Promise.resolve(null),
   ])
   const rec = (p.record ?? {}) as Record<string, unknown>
@@ -106,10 +107,10 @@ export async function promptPage(input: PageInput, ctx: PageContext): Promise<Ht
   return layout(
     { title: `Prompt ${p.rkey}` },
     html`<h1>Prompt <code>${p.rkey}</code></h1>
-<p class="sub">${repoLink(p.did, handles)} · ${flagBadges(p.flags)}</p>
+<p class="sub">${repoLink(p.did, names.handles)} · ${flagBadges(p.flags)}</p>
 <div class="grid">
 <section aria-labelledby="flags-h" class="panel"><h2 id="flags-h">Flags</h2>${flagsPanel(p)}</section>
-<section aria-labelledby="facts-h" class="panel"><h2 id="facts-h">Record</h2>${factsPanel(p, ctx, handles)}${jsonBlock(rest, 'Other record fields (JSON)')}</section>
+<section aria-labelledby="facts-h" class="panel"><h2 id="facts-h">Record</h2>${factsPanel(p, ctx, names)}${jsonBlock(rest, 'Other record fields (JSON)')}</section>
 </div>
 ${diff ?? ''}
 <section aria-labelledby="revs-h"><h2 id="revs-h">Revisions</h2>${revisionsForm(p, revs?.items ?? [], { from, to })}${more}</section>

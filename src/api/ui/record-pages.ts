@@ -5,7 +5,7 @@ import type { AgentSummary, ConversationView, PromptPage } from './api-types.ts'
 import { facts, flagBadges, jsonBlock, listHref, promptHref, repoLink, str } from './components.ts'
 import { type Html, html } from './html.ts'
 import { layout } from './layout.ts'
-import { promptTable } from './list-page.ts'
+import { namesOf, promptTable } from './list-page.ts'
 import type { PageContext, PageInput } from './page-route.ts'
 
 // Conversation, agent and repo pages. Each is one API lookup plus, for agents and repos,
@@ -54,10 +54,7 @@ export async function agentPage(input: PageInput, ctx: PageContext): Promise<Htm
     apiGet<PromptPage>(ctx.app, '/v1/prompts', { agent: s.uri, limit: FIRST_PAGE }),
     getHandles(ctx.db, [did]),
   ])
-  const pageHandles = await getHandles(
-    ctx.db,
-    list.items.map((p) => p.did),
-  )
+  const names = await namesOf(list.items, ctx)
   const rec = (s.agent ?? null) as Record<string, unknown> | null
   const name = rec ? str(rec.name) : null
   const system = rec ? str(rec.system) : null
@@ -77,7 +74,7 @@ ${rec ? jsonBlock(rec, 'Record JSON') : ''}</section>
 <section class="panel" aria-labelledby="health-h"><h2 id="health-h">Prompt health</h2>${healthTable(s)}</section>
 </div>
 <section aria-labelledby="agent-prompts-h"><h2 id="agent-prompts-h">Newest prompts of this agent</h2>
-${promptTable(list.items, ctx, pageHandles, 'Prompts naming this agent')}
+${promptTable(list.items, ctx, names, 'Prompts naming this agent')}
 ${list.cursor ? html`<p><a href="${listHref({ agent: s.uri })}">All prompts of this agent →</a></p>` : ''}</section>`,
   )
 }
@@ -127,7 +124,10 @@ export async function repoPage(input: PageInput, ctx: PageContext): Promise<Html
     apiFind<RepoAnswer>(ctx.app, `/v1/repos/${seg(did)}`),
   ])
   const realDid = repo?.did ?? list.items[0]?.did ?? did
-  const handles = await getHandles(ctx.db, [realDid])
+  const [handles, names] = await Promise.all([
+    getHandles(ctx.db, [realDid]),
+    namesOf(list.items, ctx),
+  ])
   if (list.items.length === 0 && !repo && !handles.has(realDid))
     throw new UiError(404, `this index has no visible records of repo ${did}`)
   return layout(
@@ -135,7 +135,7 @@ export async function repoPage(input: PageInput, ctx: PageContext): Promise<Html
     html`<h1>Repo ${handles.get(realDid) ? `@${handles.get(realDid)}` : html`<code>${realDid}</code>`}</h1>
 <section class="panel" aria-labelledby="repo-h"><h2 id="repo-h">Account</h2>${repoFacts(realDid, handles.get(realDid), repo)}</section>
 <section aria-labelledby="repo-prompts-h"><h2 id="repo-prompts-h">Newest prompts</h2>
-${promptTable(list.items, ctx, handles, 'Prompts of this repo')}
+${promptTable(list.items, ctx, names, 'Prompts of this repo')}
 ${list.cursor ? html`<p><a href="${listHref({ did: realDid })}">All prompts of this repo →</a></p>` : ''}</section>`,
   )
 }

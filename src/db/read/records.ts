@@ -53,3 +53,20 @@ export async function readAgent(db: Database, did: string, rkey: string): Promis
   ])
   return { record: records[0] ?? null, prompts: flagCountsOf(counts[0]) }
 }
+
+/**
+ * The names visible agent records give themselves (`name`, when a string), by `did rkey`:
+ * what the browse UI shows for an agent instead of its at-uri.
+ */
+export async function readAgentNames(
+  db: Database,
+  keys: ReadonlyArray<{ did: string; rkey: string }>,
+): Promise<Map<string, string>> {
+  if (keys.length === 0) return new Map()
+  const rows = await db.rows<{ did: string; rkey: string; name: string }>(sql`
+    SELECT a.did, a.rkey, a.record->>'name' AS name
+    FROM unnest(${keys.map((k) => k.did)}::text[], ${keys.map((k) => k.rkey)}::text[]) AS k(did, rkey)
+    JOIN agents a ON a.did = k.did AND a.rkey = k.rkey
+    WHERE NOT a.deleted AND NOT a.hidden AND jsonb_typeof(a.record->'name') = 'string'`)
+  return new Map(rows.map((r) => [`${r.did} ${r.rkey}`, r.name]))
+}
