@@ -30,11 +30,14 @@ export interface AnalysisResult {
 export interface AnalysisPool {
   /**
    * `ev` with its analysis (prepare.ts), done ahead of its batch: at once when there is
-   * no worker to wait for (not a prompt write, no threads, or closed: then as it is), else
-   * a promise. The promise never rejects: the event comes back without an analysis when
-   * the worker could not do it, and the batch does it.
+   * no worker to wait for (not a prompt write, no threads, workers not started, or closed:
+   * then as it is), else a promise. The promise never rejects: the event comes back without
+   * an analysis when the worker could not do it, and the batch does it. `queued`: events
+   * waiting in the pipeline's queue, which starts the workers (startAt).
    */
-  prepare<E extends BatchEvent>(ev: E): E | Promise<E>
+  prepare<E extends BatchEvent>(ev: E, queued: number): E | Promise<E>
+  /** Whether the worker threads were started. */
+  readonly started: boolean
   close(): Promise<void>
 }
 
@@ -46,7 +49,16 @@ export interface AnalysisPoolOptions {
   logger: Logger
   /** The worker script; tests substitute one that fails. */
   workerUrl?: URL
+  /** Queued events at which the workers start; 0: at once. Default ANALYSIS_START_AT. */
+  startAt?: number
 }
+
+/**
+ * A worker pays where the writer is behind (a replay, a backfill, a burst): there the queue
+ * fills. Following the network the queue stays near empty and no worker is started, which
+ * spares a small box its heap (about 45 MB, bench/README.md "Footprint").
+ */
+export const ANALYSIS_START_AT = 200
 
 /**
  * Threads for `ANALYSIS_THREADS` (`auto` by default). Embedded PGlite runs the database on
@@ -71,14 +83,17 @@ const WORKER_LIMITS = { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 32
 export function createAnalysisPool(opts: AnalysisPoolOptions): AnalysisPool {
   const { nsids, validator, logger } = opts
   const inline = <E extends BatchEvent>(ev: E): E => prepareEvent({ nsids, validator }, ev)
-  if (opts.threads <= 0) return { prepare: inline, close: async () => {} }
-  const pool = createWorkerPool<AnalysisRequest, AnalysisResult>({
-    name: 'analysis',
-    threads: opts.threads,
-    workerUrl: opts.workerUrl ?? WORKER_URL,
-    workerOptions: { workerData: { nsids }, resourceLimits: WORKER_LIMITS },
-    logger,
-  })
+  if (opts.threads <= 0) return { prepare: inline, started: false, close: async () => {} }
+  const startAt = opts.startAt ?? ANALYSIS_START_AT
+  const start = () =>
+    createWorkerPool<AnalysisRequest, AnalysisResult>({
+      name: 'analysis',
+      threads: opts.threads,
+      workerUrl: opts.workerUrl ?? WORKER_URL,
+      workerOptions: { workerData: { nsids }, resourceLimits: WORKER_LIMITS },
+      logger,
+    })
+  let pool = startAt <= 0 ? start() : null
   let closed = false
 
   const settle = <E extends BatchEvent & { kind: 'commit' }>(
@@ -101,17 +116,25 @@ export function createAnalysisPool(opts: AnalysisPoolOptions): AnalysisPool {
   }
 
   return {
-    prepare(ev) {
+    prepare(ev, queued) {
       if (closed || !isPromptWrite({ nsids }, ev)) return ev
+      if (pool === null) {
+        if (queued < startAt) return inline(ev)
+        logger.info({ queued, threads: opts.threads }, 'analysis workers started: ingest is behind')
+        pool = start()
+      }
       // Every worker gave up: analyzed here from now on.
       if (pool.live === 0) return inline(ev)
       return pool
         .request({ did: ev.did, rkey: ev.rkey, record: ev.record })
         .then((reply) => settle(ev, reply))
     },
+    get started() {
+      return pool !== null
+    },
     async close() {
       closed = true
-      await pool.close()
+      await pool?.close()
     },
   }
 }

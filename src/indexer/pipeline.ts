@@ -101,7 +101,9 @@ export class IngestPipeline implements Sink {
   /** Validation and hashing now, while the batch before this one is in its transaction. */
   #prepare(ev: IndexEvent): IndexEvent | Promise<IndexEvent> {
     const analysis = this.#opts.analysis
-    return analysis === null ? prepareEvent(this.#ctx, ev) : analysis.prepare(ev)
+    return analysis === null
+      ? prepareEvent(this.#ctx, ev)
+      : analysis.prepare(ev, this.#queue.length)
   }
 
   #isFull(): boolean {

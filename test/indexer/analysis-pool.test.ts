@@ -7,6 +7,7 @@ import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import {
+  ANALYSIS_START_AT,
   type AnalysisPool,
   analysisThreadsFor,
   createAnalysisPool,
@@ -73,10 +74,10 @@ describe('the analysis pool', () => {
   it('hands back the facts the main thread would have found', async () => {
     const validator = new PromptValidator(NSIDS.prompt)
     const { logger } = capturingLogger()
-    const pool = createAnalysisPool({ threads: 1, nsids: NSIDS, validator, logger })
+    const pool = createAnalysisPool({ threads: 1, nsids: NSIDS, validator, logger, startAt: 0 })
     try {
       const events = traffic(new World(), ['did:plc:analysisfactsaaaaaaaaaa']).filter(isPromptWrite)
-      const prepared = await Promise.all(events.map((e) => pool.prepare(e)))
+      const prepared = await Promise.all(events.map((e) => pool.prepare(e, 0)))
       const inline = new PromptValidator(NSIDS.prompt)
       for (const [i, e] of events.entries()) {
         expect(prepared[i]).not.toBe(e)
@@ -98,6 +99,7 @@ describe('the analysis pool', () => {
       validator,
       logger,
       workerUrl: new URL('../fixtures/broken-worker.ts', import.meta.url),
+      startAt: 0,
     })
     try {
       await vi.waitFor(
@@ -107,11 +109,36 @@ describe('the analysis pool', () => {
       const w = new World()
       const ev = w.prompt({ did: 'did:plc:analysisbrokenaaaaaaaaa', rkey: w.tid() }) as CommitEvent
       // At once, analyzed on this thread.
-      const prepared = pool.prepare(ev) as CommitEvent
+      const prepared = pool.prepare(ev, 0) as CommitEvent
       expect(prepared).not.toBeInstanceOf(Promise)
       expect(prepared.analysis).toEqual(
         analyzePrompt(new PromptValidator(NSIDS.prompt), NSIDS, ev.did, ev.rkey, ev.record),
       )
+    } finally {
+      await pool.close()
+    }
+  })
+
+  it('starts its workers only once the queue holds startAt events, and analyzes here till then', async () => {
+    const { logger, lines } = capturingLogger()
+    const pool = createAnalysisPool({
+      threads: 1,
+      nsids: NSIDS,
+      validator: new PromptValidator(NSIDS.prompt),
+      logger,
+    })
+    try {
+      const w = new World()
+      const ev = () => w.prompt({ did: 'did:plc:analysislazyaaaaaaaaaaa', rkey: w.tid() })
+      const first = pool.prepare(ev(), ANALYSIS_START_AT - 1)
+      expect(first).not.toBeInstanceOf(Promise)
+      expect((first as CommitEvent).analysis).toBeDefined()
+      expect(pool.started).toBe(false)
+      const behind = pool.prepare(ev(), ANALYSIS_START_AT)
+      expect(pool.started).toBe(true)
+      expect(behind).toBeInstanceOf(Promise)
+      expect((await behind).analysis).toBeDefined()
+      expect(lines.some((l) => l.msg === 'analysis workers started: ingest is behind')).toBe(true)
     } finally {
       await pool.close()
     }
@@ -125,17 +152,19 @@ describe('the analysis pool', () => {
       validator: new PromptValidator(NSIDS.prompt),
       logger,
       workerUrl: new URL('../fixtures/silent-analysis-worker.ts', import.meta.url),
+      startAt: 0,
     })
     const w = new World()
     const pending = pool.prepare(
       w.prompt({ did: 'did:plc:analysiscloseaaaaaaaaaa', rkey: w.tid() }),
+      0,
     )
     expect(pending).toBeInstanceOf(Promise)
     await pool.close()
     // The silent worker never answered: the event comes back as it went, for its batch.
     expect((await pending).analysis).toBeUndefined()
     const late = w.prompt({ did: 'did:plc:analysiscloseaaaaaaaaaa', rkey: w.tid() })
-    expect(pool.prepare(late)).toBe(late)
+    expect(pool.prepare(late, 0)).toBe(late)
   })
 })
 
@@ -181,7 +210,7 @@ describe('a pipeline analyzing on a worker', () => {
   }
 
   const pool = (workerUrl?: URL, logger?: pino.Logger) => (ctx: ReturnType<typeof testContext>) =>
-    createAnalysisPool({ ...ctx, logger: logger ?? ctx.logger, threads: 1, workerUrl })
+    createAnalysisPool({ ...ctx, logger: logger ?? ctx.logger, threads: 1, workerUrl, startAt: 0 })
 
   it('stores what a pipeline without one stores, and when its worker dies or fails too', async () => {
     const reference = await run(dbs[0], () => null)
