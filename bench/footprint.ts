@@ -68,6 +68,9 @@ async function measure(
     cwd: REPO_ROOT,
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group: the end signals the whole tree. npm does not pass SIGTERM on
+    // to the node it started, which then ran on through the next command's measurement.
+    detached: true,
   })
   let out = ''
   const keep = (d: Buffer) => {
@@ -99,8 +102,10 @@ async function measure(
     await sleep(firstAnswerS === null ? 20 : 1000)
   }
   const cpuCores = half ? (last.cpuS - half.cpuS) / ((performance.now() - t0 - half.at) / 1000) : 0
-  child.kill('SIGTERM')
+  process.kill(-child.pid!, 'SIGTERM')
   const exitCode = await exited
+  // The tree's last processes (npm's node) exit after npm; none may outlive the row.
+  for (let i = 0; i < 100 && groupAlive(child.pid!); i++) await sleep(100)
   return {
     firstAnswerS,
     hwmMb,
@@ -108,6 +113,16 @@ async function measure(
     rssQuarterMb,
     cpuCores,
     exitCode,
+  }
+}
+
+/** Whether any process of group `pgid` is alive. */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0)
+    return true
+  } catch {
+    return false
   }
 }
 
