@@ -61,8 +61,19 @@ export interface CurrentRecord {
   json: string
 }
 
-const RECORD_TABLES = ['prompts', 'conversations', 'agents'] as const
-export type RecordTable = (typeof RECORD_TABLES)[number]
+export type RecordTable = 'prompts' | 'conversations' | 'agents'
+
+// Built once per table: the keys travel as two text arrays (see ReadOptions.values).
+const currentRecordsQuery = (table: RecordTable) => sql`
+  SELECT t.did, t.rkey, t.cid, t.record::text AS json
+  FROM unnest(${sql.placeholder('dids')}::text[], ${sql.placeholder('rkeys')}::text[]) AS k(did, rkey)
+  JOIN ${sql.identifier(table)} t ON t.did = k.did AND t.rkey = k.rkey
+  WHERE NOT t.deleted AND NOT t.hidden AND t.record IS NOT NULL`
+const CURRENT_RECORDS: Record<RecordTable, SQL> = {
+  prompts: currentRecordsQuery('prompts'),
+  conversations: currentRecordsQuery('conversations'),
+  agents: currentRecordsQuery('agents'),
+}
 
 /**
  * The current, visible records of `keys` in `table` (`did rkey` -> record): what a feed line
@@ -74,12 +85,11 @@ export async function readCurrentRecords(
   table: RecordTable,
   keys: ReadonlyArray<{ did: string; rkey: string }>,
 ): Promise<Map<string, CurrentRecord>> {
-  if (keys.length === 0 || !RECORD_TABLES.includes(table)) return new Map()
-  const rows = await db.rows<{ did: string; rkey: string; cid: string | null; json: string }>(sql`
-    SELECT t.did, t.rkey, t.cid, t.record::text AS json
-    FROM unnest(${keys.map((k) => k.did)}::text[], ${keys.map((k) => k.rkey)}::text[]) AS k(did, rkey)
-    JOIN ${sql.identifier(table)} t ON t.did = k.did AND t.rkey = k.rkey
-    WHERE NOT t.deleted AND NOT t.hidden AND t.record IS NOT NULL`)
+  if (keys.length === 0) return new Map()
+  const rows = await db.read<{ did: string; rkey: string; cid: string | null; json: string }>(
+    CURRENT_RECORDS[table],
+    { values: { dids: keys.map((k) => k.did), rkeys: keys.map((k) => k.rkey) } },
+  )
   return new Map(rows.map((r) => [`${r.did} ${r.rkey}`, { cid: r.cid, json: r.json }]))
 }
 

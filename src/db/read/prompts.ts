@@ -142,9 +142,9 @@ export async function readPromptAnswers(
 }
 
 // Up to 16 keys a statement and 4 statements at once: on 2 cores, 50 concurrent lookups
-// ran fastest so (16 and 4: 6,608 lookups/s; 8 and 10: 6,186; 4 and 10: 6,044; one
-// statement a key: 5,288); more at once means smaller batches and the per-statement cost
-// again, larger batches a longer wait for the first key's answer.
+// ran fastest so (bench/README.md, "Lookups in batches"); more at once means smaller
+// batches and the per-statement cost again, larger batches a longer wait for the first
+// key's answer.
 const ANSWER_BATCH: BatchOptions = { maxBatch: 16, inFlight: 4 }
 
 /** A reader of one prompt's answer row whose lookups arriving together share a statement. */

@@ -54,6 +54,12 @@ export async function readAgent(db: Database, did: string, rkey: string): Promis
   return { record: records[0] ?? null, prompts: flagCountsOf(counts[0]) }
 }
 
+const AGENT_NAMES = sql`
+  SELECT a.did, a.rkey, a.record->>'name' AS name
+  FROM unnest(${sql.placeholder('dids')}::text[], ${sql.placeholder('rkeys')}::text[]) AS k(did, rkey)
+  JOIN agents a ON a.did = k.did AND a.rkey = k.rkey
+  WHERE NOT a.deleted AND NOT a.hidden AND jsonb_typeof(a.record->'name') = 'string'`
+
 /**
  * The names visible agent records give themselves (`name`, when a string), by `did rkey`:
  * what the browse UI shows for an agent instead of its at-uri.
@@ -63,10 +69,8 @@ export async function readAgentNames(
   keys: ReadonlyArray<{ did: string; rkey: string }>,
 ): Promise<Map<string, string>> {
   if (keys.length === 0) return new Map()
-  const rows = await db.rows<{ did: string; rkey: string; name: string }>(sql`
-    SELECT a.did, a.rkey, a.record->>'name' AS name
-    FROM unnest(${keys.map((k) => k.did)}::text[], ${keys.map((k) => k.rkey)}::text[]) AS k(did, rkey)
-    JOIN agents a ON a.did = k.did AND a.rkey = k.rkey
-    WHERE NOT a.deleted AND NOT a.hidden AND jsonb_typeof(a.record->'name') = 'string'`)
+  const rows = await db.read<{ did: string; rkey: string; name: string }>(AGENT_NAMES, {
+    values: { dids: keys.map((k) => k.did), rkeys: keys.map((k) => k.rkey) },
+  })
   return new Map(rows.map((r) => [`${r.did} ${r.rkey}`, r.name]))
 }
