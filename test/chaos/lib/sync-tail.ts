@@ -35,9 +35,12 @@ export function syncTail(set: EventSet): SyncTail {
       time_us: lastUs + 1_000_000 + i,
       commit: { ...e.commit, rev, operation: 'create' as const },
     }))
+  // After every create: the reference waits for its cursor to reach the last line's time,
+  // and a delete stamped before the creates let that wait end while they were still being
+  // indexed (the reference then missed some of them, seed 559446698 on a loaded machine).
   const del: JetstreamCommitEvent = {
     did,
-    time_us: lastUs + 1_000_000,
+    time_us: lastUs + 1_000_000 + creates.length,
     kind: 'commit',
     commit: { rev, operation: 'delete', collection: PROMPT, rkey: left.commit.rkey },
   }
