@@ -180,19 +180,15 @@ export async function getHandles(
 }
 
 /**
- * The names of the agents `uris` name (at most 200 asked at once), by at-uri: a visible
- * agent record's `name`, trimmed and at most 100 characters; agents without one are absent.
+ * The names of `agents` (at-uri -> its record's key; at most 200 asked at once), by at-uri:
+ * a visible agent record's `name`, trimmed and at most 100 characters; agents without one
+ * are absent.
  */
 export async function getAgentNames(
   db: Database,
-  uris: Iterable<string | null>,
-  agentNsid: string,
+  agents: ReadonlyMap<string, { did: string; rkey: string }>,
 ): Promise<Map<string, string>> {
-  const keys = new Map<string, { did: string; rkey: string }>()
-  for (const uri of uris) {
-    const m = uri === null ? null : /^at:\/\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(uri)
-    if (m && m[2] === agentNsid && keys.size < 200) keys.set(uri!, { did: m[1], rkey: m[3] })
-  }
+  const keys = new Map([...agents].slice(0, 200))
   const names = await readAgentNames(db, [...keys.values()])
   const out = new Map<string, string>()
   for (const [uri, k] of keys) {

@@ -7,6 +7,7 @@ import {
   bytes,
   flagBadges,
   listHref,
+  parseAtUri,
   promptHref,
   repoLink,
   str,
@@ -58,6 +59,16 @@ export interface Names {
   agents: Map<string, string>
 }
 
+/** The agent records `items` name, by at-uri, parsed as agentLink parses them. */
+function agentKeys(items: ReadonlyArray<Pick<PromptItem, 'agent'>>, ctx: PageContext) {
+  const keys = new Map<string, { did: string; rkey: string }>()
+  for (const { agent } of items) {
+    const ref = parseAtUri(agent.uri)
+    if (ref?.collection === ctx.nsids.agent) keys.set(agent.uri!, ref)
+  }
+  return keys
+}
+
 /** The handles and agent names of a page of prompts. */
 export async function namesOf(
   items: ReadonlyArray<Pick<PromptItem, 'did' | 'agent'>>,
@@ -68,11 +79,7 @@ export async function namesOf(
       ctx.db,
       items.map((p) => p.did),
     ),
-    getAgentNames(
-      ctx.db,
-      items.map((p) => p.agent.uri),
-      ctx.nsids.agent,
-    ),
+    getAgentNames(ctx.db, agentKeys(items, ctx)),
   ])
   return { handles, agents }
 }
