@@ -1,11 +1,13 @@
 // The layers of src/ (ARCHITECTURE.md), enforced: imports go one way, down.
 //
 //   cli  ->  ingest | api | demo  ->  indexer  ->  context  ->  db  ->  bottom  ->  model
+//   cli, api  ->  export  ->  db
 //
 // model (src/model/) is pure and imports nothing of the project. "bottom" is the top-level
 // src/*.ts a process is configured and observed with (config and its schema, backoff, the worker
 // pool, logger, metrics, errors, version); it may import model only. context.ts is the dependency bag the layers above
-// db/ are handed. ingest/ and api/ never import each other. Nothing imports cli/ but cli/.
+// db/ are handed. ingest/ and api/ never import each other. export/ (the snapshot export's
+// file writers) sits on db/ beside indexer/, for api/ and cli/. Nothing imports cli/ but cli/.
 // `npm run deps` runs this; .ci/run fails on any error.
 
 const BOTTOM = '^src/(config|config-schema|config-parse|backoff|worker-pool|logger|metrics|chain-metrics|errors|version)[.]ts$'
@@ -27,6 +29,8 @@ module.exports = {
       { path: '^src/context[.]ts$' }, { path: '^src/(indexer|ingest|api|demo|cli)/' }),
     forbid('indexer-below-sources-and-api', 'indexer/ knows no source, no API, no CLI.',
       { path: '^src/indexer/' }, { path: '^src/(ingest|api|demo|cli)/' }),
+    forbid('export-reads-db-only', 'export/ writes snapshot files from db/ reads; nothing above.',
+      { path: '^src/export/' }, { path: '^src/(indexer|ingest|api|demo|cli)/' }),
     forbid('ingest-not-api', 'ingest/ and api/ are siblings: they never import each other.',
       { path: '^src/ingest/' }, { path: '^src/(api|demo)/' }),
     forbid('api-not-ingest', 'ingest/ and api/ are siblings: they never import each other.',

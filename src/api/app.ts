@@ -15,6 +15,7 @@ import { addCacheHeaders } from './http-cache.ts'
 import { errorNameOf, HttpError, validationMessage } from './http-errors.ts'
 import { adminRoutes } from './routes/admin.ts'
 import { changesRoutes } from './routes/changes.ts'
+import { exportRoutes } from './routes/export.ts'
 import { registerDocs } from './routes/docs.ts'
 import { healthRoutes } from './routes/health.ts'
 import { metricsRoutes } from './routes/metrics.ts'
@@ -169,6 +170,7 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   await app.register(recordRoutes)
   await app.register(repoRoutes)
   await app.register(changesRoutes, { pageSize: opts.changesPageSize ?? 500 })
+  await app.register(exportRoutes)
   await app.register(uiRoutes)
   if (ctx.config.adminToken) {
     await app.register(adminRoutes, { token: ctx.config.adminToken, resyncRepo: opts.resyncRepo })

@@ -11,7 +11,7 @@ import {
 } from '../db/read/revisions.ts'
 import type { RevisionTextRow } from '../db/revision-texts.ts'
 import type { Nsids } from '../model/nsids.ts'
-import { applyDelta } from '../model/text-delta.ts'
+import { type KeptTexts, keptHashes, keptTexts, rebuildText } from '../model/text-delta.ts'
 import { notFound } from './http-errors.ts'
 import { type Hunk, lineDiff } from './line-diff.ts'
 import { encodeRevCursor } from './params.ts'
@@ -80,22 +80,6 @@ async function assertReadable(db: Database, nsids: Nsids, did: string, rkey: str
   if (!state || state.hidden) throw notFound(`no prompt at at://${did}/${nsids.prompt}/${rkey}`)
 }
 
-/** The text `hash` names, rebuilt from its chain: null when a link is missing or it is too long. */
-function rebuild(byHash: Map<string, TextRow>, hash: string): string | null {
-  // Walk down to the whole text, then apply the deltas back up.
-  const chain: TextRow[] = []
-  for (let h: string | null = hash; h !== null; ) {
-    const row = byHash.get(h)
-    if (!row || chain.length > 64) return null
-    chain.push(row)
-    h = row.base
-  }
-  let text = ''
-  for (const row of chain.reverse())
-    text = row.base === null ? row.body : applyDelta(text, row.body)
-  return text.length === Number(byHash.get(hash)?.length) ? text : null
-}
-
 async function loadTexts(
   db: Database,
   did: string,
@@ -105,17 +89,20 @@ async function loadTexts(
   const byHash = new Map(rows.map((r) => [r.hash, r]))
   const memo = new Map<string, string | null>()
   return (hash) => {
-    if (!memo.has(hash)) memo.set(hash, rebuild(byHash, hash))
+    if (!memo.has(hash)) memo.set(hash, rebuildText(byHash, hash))
     return memo.get(hash) ?? null
   }
 }
 
-function hashesOf(r: RevisionTextRow): string[] {
-  if (!r.text_kept) return []
-  return [r.content_hash, r.core_memory_at === null ? r.core_memory_hash : null].filter(
-    (h): h is string => h !== null,
-  )
-}
+/** The kept-text columns of a revision row, by their model names. */
+const keptOf = (r: RevisionTextRow): KeptTexts => ({
+  contentHash: r.content_hash,
+  coreMemoryHash: r.core_memory_hash,
+  coreMemoryAt: r.core_memory_at,
+  coreMemoryLength: r.core_memory_length,
+})
+
+const hashesOf = (r: RevisionTextRow): string[] => (r.text_kept ? keptHashes(keptOf(r)) : [])
 
 async function textsOf(
   db: Database,
@@ -130,14 +117,7 @@ async function textsOf(
     if (cur) return { content: cur.content, coreMemory: cur.core_memory, note: null }
     return { content: null, coreMemory: null, note: NOT_KEPT }
   }
-  const content = r.content_hash === null ? null : decode(r.content_hash)
-  let coreMemory: string | null = null
-  if (r.core_memory_at !== null && content !== null)
-    coreMemory = content.slice(r.core_memory_at, r.core_memory_at + Number(r.core_memory_length))
-  else if (r.core_memory_hash !== null) coreMemory = decode(r.core_memory_hash)
-  const broken =
-    (r.content_hash !== null && content === null) ||
-    (r.core_memory_hash !== null && coreMemory === null)
+  const { content, coreMemory, broken } = keptTexts(keptOf(r), decode)
   return {
     content,
     coreMemory,

@@ -11,7 +11,7 @@ export interface ParsedArgs {
   positionals: string[]
 }
 
-const BOOLEAN_FLAGS = new Set(['help', 'h', 'reset'])
+const BOOLEAN_FLAGS = new Set(['help', 'h', 'reset', 'revisions'])
 
 export function parseArgs(argv: string[]): ParsedArgs {
   const out: ParsedArgs = { command: null, help: false, flags: {}, lists: {}, positionals: [] }

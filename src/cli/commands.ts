@@ -18,9 +18,22 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${helpText(null)}`)
     return 2
   }
-  const own = takeOptions(args, ['did', 'concurrency', 'reset', 'rate', 'dids', 'events', 'wire'])
+  const own = takeOptions(args, [
+    ...['did', 'concurrency', 'reset', 'rate', 'dids', 'events', 'wire'],
+    ...['out', 'format', 'revisions'],
+  ])
   const config = loadConfig(args.flags)
+  if (command === 'run' || command === 'ingest' || command === 'serve')
+    return runCommand(command, config)
+  return oneShotCommand(command, config, own)
+}
 
+/** The commands that do one job and exit, each loaded only when it runs. */
+async function oneShotCommand(
+  command: string,
+  config: Config,
+  own: Record<string, string[]>,
+): Promise<number> {
   switch (command) {
     case 'migrate': {
       const rt = await openRuntime(config, { migrate: true })
@@ -28,15 +41,21 @@ async function main(argv: string[]): Promise<number> {
       await rt.close()
       return 0
     }
-    // Loaded only by the command that runs them: the demo network and the backfill's repo
-    // fetcher are no part of a `serve` or `run` process.
+    // Loaded only by the command that runs them: the demo network, the backfill's repo
+    // fetcher and the export's file writers are no part of a `serve` or `run` process.
     case 'backfill':
       return (await import('./backfill.ts')).backfillCommand(config, {
         dids: own.did ?? [],
         concurrency: positiveInt(own.concurrency?.at(-1) ?? '4', '--concurrency'),
         reset: own.reset !== undefined,
       })
-    case 'demo':
+    case 'export':
+      return (await import('./export.ts')).exportCommand(config, {
+        out: own.out?.at(-1) ?? null,
+        format: own.format?.at(-1) ?? 'parquet',
+        revisions: own.revisions !== undefined,
+      })
+    default: // demo, the last of COMMAND_NAMES
       return (await import('./demo.ts')).demoCommand(config, {
         rate: positiveInt(own.rate?.at(-1) ?? '500', '--rate'),
         dids: positiveInt(own.dids?.at(-1) ?? '50', '--dids'),
@@ -44,8 +63,6 @@ async function main(argv: string[]): Promise<number> {
         wire: demoWire(own.wire?.at(-1) ?? 'v1'),
       })
   }
-
-  return runCommand(command as 'run' | 'ingest' | 'serve', config)
 }
 
 /**

@@ -22,6 +22,16 @@ const COMMANDS: Record<string, { summary: string; usage: string; options?: strin
       '  --concurrency N    repos fetched at once (default 4)\n' +
       '  --reset            forget which repos were finished and start over',
   },
+  export: {
+    summary: 'write one consistent snapshot of the visible state (Parquet or NDJSON) and exit',
+    usage: 'prompt-appview export --out DIR [--format parquet|ndjson] [--revisions] [settings]',
+    options:
+      '  --out DIR          the directory to write into (created if missing)\n' +
+      '  --format F         parquet (default) or ndjson\n' +
+      '  --revisions        also write every revision of the visible prompts, with its texts\n' +
+      '  Files: prompts, conversations, agents[, revisions] and manifest.json (last), whose\n' +
+      '  "seq" is the change-feed seq to follow with /v1/changes?since=<seq>',
+  },
   migrate: {
     summary: 'apply database migrations and exit',
     usage: 'prompt-appview migrate [settings]',

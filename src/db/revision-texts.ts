@@ -95,7 +95,7 @@ export function revisionPairQuery(did: string, rkey: string, atOrBelow: string |
 }
 
 /** Deltas a chain may hold, and more: a longer chain is a broken one, never a loop. */
-const CHAIN_LIMIT = 64
+export const CHAIN_LIMIT = 64
 
 /** The rows of each named text and of every text its deltas rest on. */
 export function textChainsQuery(did: string, hashes: string[]): SQL {

@@ -45,3 +45,61 @@ export function applyDelta(base: string, body: string): string {
   }
   return parts.join('')
 }
+
+/** A stored text: whole (`base` null) or a delta against the text `base` names. */
+export interface TextLink {
+  base: string | null
+  body: string
+  /** UTF-16 length of the text it decodes to. */
+  length: number | string
+}
+
+/** Deltas a chain may hold, and more: a longer chain is a broken one, never a loop. */
+const CHAIN_LIMIT = 64
+
+/** The text `hash` names, rebuilt from its chain: null when a link is missing or it is too long. */
+export function rebuildText(byHash: ReadonlyMap<string, TextLink>, hash: string): string | null {
+  // Walk down to the whole text, then apply the deltas back up.
+  const chain: TextLink[] = []
+  for (let h: string | null = hash; h !== null; ) {
+    const row = byHash.get(h)
+    if (!row || chain.length > CHAIN_LIMIT) return null
+    chain.push(row)
+    h = row.base
+  }
+  let text = ''
+  for (const row of chain.reverse())
+    text = row.base === null ? row.body : applyDelta(text, row.body)
+  return text.length === Number(byHash.get(hash)?.length) ? text : null
+}
+
+/** Where a revision's texts are kept: hashes, and coreMemory's place in content when it is there. */
+export interface KeptTexts {
+  contentHash: string | null
+  coreMemoryHash: string | null
+  coreMemoryAt: number | null
+  coreMemoryLength: number | string | null
+}
+
+/** The hashes of the texts a revision is rebuilt from. */
+export function keptHashes(r: KeptTexts): string[] {
+  return [r.contentHash, r.coreMemoryAt === null ? r.coreMemoryHash : null].filter(
+    (h): h is string => h !== null,
+  )
+}
+
+/** A revision's content and coreMemory from its kept texts; `broken` when a part is missing. */
+export function keptTexts(
+  r: KeptTexts,
+  decode: (hash: string) => string | null,
+): { content: string | null; coreMemory: string | null; broken: boolean } {
+  const content = r.contentHash === null ? null : decode(r.contentHash)
+  let coreMemory: string | null = null
+  if (r.coreMemoryAt !== null && content !== null)
+    coreMemory = content.slice(r.coreMemoryAt, r.coreMemoryAt + Number(r.coreMemoryLength))
+  else if (r.coreMemoryHash !== null) coreMemory = decode(r.coreMemoryHash)
+  const broken =
+    (r.contentHash !== null && content === null) ||
+    (r.coreMemoryHash !== null && coreMemory === null)
+  return { content, coreMemory, broken }
+}

@@ -1,0 +1,87 @@
+import { mkdtemp, open, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { FastifyPluginAsync } from 'fastify'
+import { nsidsOf } from '../../config.ts'
+import type { ExportTable } from '../../db/read/export.ts'
+import type { ExportFormat } from '../../export/files.ts'
+import { EXPORT_TABLES, exportSnapshot } from '../../export/snapshot.ts'
+import { badRequest } from '../http-errors.ts'
+import { errorResponses } from '../schemas.ts'
+
+// GET /v1/export/{table}.{parquet|ndjson} (SPEC 13): one table of one snapshot. The file is
+// written whole to a private temporary directory first, then sent with its length: the
+// snapshot's transaction lasts as long as the database takes to read it, not as long as a
+// slow client takes to download (on PGlite, writers wait for it), a database that fails
+// half-way is a clean 503 rather than a truncated 200, and the length lets any client tell
+// a cut download from a whole one. Memory stays one row group either way.
+
+/** Exports running at once in this process; past it a request is told to come back. */
+const MAX_RUNNING = 2
+/** An export costs this many requests of the client's rate limit. */
+const EXPORT_WEIGHT = 100
+
+const FILE = /^(prompts|conversations|agents|revisions)\.(parquet|ndjson)$/
+const TYPES: Record<ExportFormat, string> = {
+  parquet: 'application/vnd.apache.parquet',
+  ndjson: 'application/x-ndjson; charset=utf-8',
+}
+
+export const exportRoutes: FastifyPluginAsync = async (app) => {
+  const { db, config } = app.ctx
+  let running = 0
+
+  app.get<{ Params: { file: string } }>(
+    '/v1/export/:file',
+    {
+      handlerTimeout: 600_000,
+      config: {
+        rateLimit: { max: Math.max(1, Math.floor(config.rateLimitPerMinute / EXPORT_WEIGHT)) },
+      },
+      schema: {
+        tags: ['export'],
+        summary: 'One table of a consistent snapshot of the visible state',
+        description: `Tables: ${EXPORT_TABLES.join(', ')}; formats: parquet, ndjson. The x-snapshot-seq header is the change-feed seq the snapshot is consistent with: follow it with /v1/changes?since=<seq>.`,
+        params: { type: 'object', properties: { file: { type: 'string' } } },
+        produces: [TYPES.parquet, 'application/x-ndjson'],
+        response: { ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const m = FILE.exec(request.params.file)
+      if (!m)
+        throw badRequest(
+          `no export ${JSON.stringify(request.params.file)}: ask for {${EXPORT_TABLES.join('|')}}.{parquet|ndjson}`,
+        )
+      const [, table, format] = m as unknown as [string, ExportTable, ExportFormat]
+      if (running >= MAX_RUNNING)
+        return reply
+          .status(503)
+          .header('retry-after', '30')
+          .send({ error: 'ServiceUnavailable', message: 'exports are busy: try again shortly' })
+      running++
+      const dir = await mkdtemp(join(tmpdir(), 'prompt-appview-export-'))
+      try {
+        const manifest = await exportSnapshot(db, nsidsOf(config), {
+          dir,
+          format,
+          tables: [table],
+        })
+        const [file] = manifest.files
+        // Open, then remove: the open file is read to its end, and nothing is left behind
+        // however the download ends.
+        const body = (await open(join(dir, file.file))).createReadStream()
+        reply
+          .header('x-snapshot-seq', String(manifest.seq))
+          .header('cache-control', 'no-store')
+          .header('content-disposition', `attachment; filename="${file.file}"`)
+          .header('content-length', String(file.bytes))
+          .type(TYPES[format])
+        return reply.send(body)
+      } finally {
+        await rm(dir, { recursive: true, force: true })
+        running--
+      }
+    },
+  )
+}

@@ -1,0 +1,182 @@
+import { type SQL, sql } from 'drizzle-orm'
+import type { Database, Executor } from '../client.ts'
+
+// The snapshot export (SPEC 13): the visible state read in keyset pages inside one
+// repeatable-read, read-only transaction, so every page of every table sees the same
+// moment, and that moment is the change log's newest seq as the transaction first saw it.
+// Seqs are committed in order under the writers' lock, so a job that loads the snapshot and
+// then reads /v1/changes?since=<seq> misses nothing and repeats nothing.
+
+/** A prompt as the export writes it: the record's fields pulled out as text, in SQL. */
+export interface PromptExportRow {
+  did: string
+  rkey: string
+  cid: string | null
+  rev: string
+  agent: string | null
+  conversation: string | null
+  compiledAt: string | null
+  content: string | null
+  coreMemory: string | null
+  memfsRevision: string | null
+  rawSystemHash: string | null
+  flags: number
+  recompiles: number
+  indexedAt: string | Date
+  contentBytes: number | null
+  conversationExists: boolean
+  agentExists: boolean
+}
+
+/** A conversation or agent: its record as JSON text. */
+export interface RecordExportRow {
+  did: string
+  rkey: string
+  cid: string | null
+  rev: string
+  record: string | null
+  indexedAt: string | Date
+}
+
+/** A revision of a visible prompt, with what its texts are rebuilt from. */
+export interface RevisionExportRow {
+  did: string
+  rkey: string
+  rev: string
+  cid: string
+  compiledAt: string | null
+  memfsRevision: string | null
+  rawSystemHash: string | null
+  seenAt: string | Date
+  textKept: boolean
+  contentHash: string | null
+  coreMemoryHash: string | null
+  coreMemoryAt: number | null
+  coreMemoryLength: number | null
+  /** The current record's texts, when this revision is the current one (older databases). */
+  currentContent: string | null
+  currentCoreMemory: string | null
+}
+
+export interface TextChainRow {
+  did: string
+  hash: string
+  base: string | null
+  length: number
+  body: string
+}
+
+export type ExportTable = 'prompts' | 'conversations' | 'agents' | 'revisions'
+
+/** Where a keyset page starts: after this key (null: from the start). */
+export interface ExportKey {
+  did: string
+  rkey: string
+  rev?: string
+}
+
+/** What the export reads while its transaction is open. */
+export interface SnapshotReader {
+  /** The change log's newest seq in this snapshot (0 when it is empty). */
+  readonly seq: number
+  prompts(after: ExportKey | null, take: number): Promise<PromptExportRow[]>
+  records(
+    table: 'conversations' | 'agents',
+    after: ExportKey | null,
+    take: number,
+  ): Promise<RecordExportRow[]>
+  revisions(after: ExportKey | null, take: number): Promise<RevisionExportRow[]>
+  /** The rows of each named (did, hash) text and of every text its deltas rest on. */
+  textChains(keys: ReadonlyArray<{ did: string; hash: string }>): Promise<TextChainRow[]>
+}
+
+const after2 = (alias: string, k: ExportKey | null): SQL =>
+  k === null
+    ? sql`true`
+    : sql`(${sql.raw(alias)}.did, ${sql.raw(alias)}.rkey) > (${k.did}, ${k.rkey})`
+
+const promptPage = (after: ExportKey | null, take: number): SQL => sql`
+  SELECT p.did, p.rkey, p.cid, p.rev,
+    p.record->>'agent' AS agent, p.record->>'conversation' AS conversation,
+    p.record->>'compiledAt' AS "compiledAt", p.record->>'content' AS content,
+    p.record->>'coreMemory' AS "coreMemory", p.record->>'memfsRevision' AS "memfsRevision",
+    p.record->>'rawSystemHash' AS "rawSystemHash",
+    p.flags, p.recompiles, p.indexed_at AS "indexedAt", p.content_bytes AS "contentBytes",
+    EXISTS (SELECT 1 FROM conversations c WHERE c.did = p.did AND c.rkey = p.rkey AND NOT c.deleted AND NOT c.hidden) AS "conversationExists",
+    EXISTS (SELECT 1 FROM agents a WHERE a.did = p.agent_did AND a.rkey = p.agent_rkey AND NOT a.deleted AND NOT a.hidden) AS "agentExists"
+  FROM prompts p
+  WHERE NOT p.deleted AND NOT p.hidden AND ${after2('p', after)}
+  ORDER BY p.did, p.rkey LIMIT ${take}`
+
+const recordPage = (
+  table: 'conversations' | 'agents',
+  after: ExportKey | null,
+  take: number,
+) => sql`
+  SELECT t.did, t.rkey, t.cid, t.rev, t.record::text AS record, t.indexed_at AS "indexedAt"
+  FROM ${sql.identifier(table)} t
+  WHERE NOT t.deleted AND NOT t.hidden AND ${after2('t', after)}
+  ORDER BY t.did, t.rkey LIMIT ${take}`
+
+// Revisions of visible prompts only: a deleted or hidden prompt's history is not shown.
+const revisionPage = (after: ExportKey | null, take: number): SQL => {
+  const bound =
+    after === null
+      ? sql`true`
+      : sql`(r.did, r.rkey, r.rev) > (${after.did}, ${after.rkey}, ${after.rev ?? ''})`
+  return sql`
+  SELECT r.did, r.rkey, r.rev, r.cid, r.compiled_at AS "compiledAt",
+    r.memfs_revision AS "memfsRevision", r.raw_system_hash AS "rawSystemHash",
+    r.seen_at AS "seenAt", r.text_kept AS "textKept", r.content_hash AS "contentHash",
+    r.core_memory_hash AS "coreMemoryHash", r.core_memory_at AS "coreMemoryAt",
+    r.core_memory_length AS "coreMemoryLength",
+    CASE WHEN NOT r.text_kept AND r.cid = p.cid THEN p.record->>'content' END AS "currentContent",
+    CASE WHEN NOT r.text_kept AND r.cid = p.cid THEN p.record->>'coreMemory' END AS "currentCoreMemory"
+  FROM prompt_revisions r
+  JOIN prompts p ON p.did = r.did AND p.rkey = r.rkey AND NOT p.deleted AND NOT p.hidden
+  WHERE ${bound}
+  ORDER BY r.did, r.rkey, r.rev LIMIT ${take}`
+}
+
+/** Deltas a chain may hold, as revision-texts.ts reads them. */
+const CHAIN_LIMIT = 64
+
+const textChainsQuery = (keys: ReadonlyArray<{ did: string; hash: string }>): SQL => sql`
+  WITH RECURSIVE chain AS (
+    SELECT t.did, t.hash, t.base, t.length, t.body, 0 AS n
+    FROM jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS k(did text, hash text)
+    JOIN revision_texts t ON t.did = k.did AND t.hash = k.hash
+    UNION
+    SELECT t.did, t.hash, t.base, t.length, t.body, c.n + 1 FROM chain c
+    JOIN revision_texts t ON t.did = c.did AND t.hash = c.base
+    WHERE c.n < ${CHAIN_LIMIT}
+  )
+  SELECT DISTINCT ON (did, hash) did, hash, base, length, body FROM chain`
+
+/**
+ * Runs `work` in one read-only, repeatable-read transaction and hands it the reader of that
+ * snapshot. On PGlite (one connection) writers wait until it ends; on Postgres they go on.
+ */
+export async function readSnapshot<T>(
+  db: Database,
+  work: (reader: SnapshotReader) => Promise<T>,
+): Promise<T> {
+  return db.orm.transaction(
+    async (tx) => {
+      const rows = <R>(q: SQL) => db.rows<R>(q, tx as Executor)
+      // The first statement fixes the snapshot, so the seq and every page agree.
+      const [head] = await rows<{ seq: number | string | null }>(
+        sql`SELECT max(seq) AS seq FROM changes`,
+      )
+      return work({
+        seq: Number(head?.seq ?? 0),
+        prompts: (after, take) => rows(promptPage(after, take)),
+        records: (table, after, take) => rows(recordPage(table, after, take)),
+        revisions: (after, take) => rows(revisionPage(after, take)),
+        textChains: (keys) =>
+          keys.length === 0 ? Promise.resolve([]) : rows(textChainsQuery(keys)),
+      })
+    },
+    { isolationLevel: 'repeatable read', accessMode: 'read only' },
+  )
+}
