@@ -126,6 +126,14 @@ function positiveInt(raw: string, name: string): number {
   return n
 }
 
+/** The causes under an error, one line each: a driver's "Failed query" says why only there. */
+function causes(err: unknown): string {
+  let text = ''
+  for (let c = (err as Error)?.cause, n = 0; c !== undefined && n < 5; c = (c as Error)?.cause, n++)
+    text += `\ncaused by: ${(c as Error)?.message || (c as { code?: string })?.code || String(c)}`
+  return text
+}
+
 /** Runs one command line; the process's exit code is set when it is done. */
 export function runMain(argv: string[]): Promise<void> {
   return main(argv).then(
@@ -136,7 +144,9 @@ export function runMain(argv: string[]): Promise<void> {
       if (err instanceof ConfigError || err instanceof AppError) {
         process.stderr.write(`prompt-appview: ${err.message}\n`)
       } else {
-        process.stderr.write(`prompt-appview: ${(err as Error)?.stack ?? String(err)}\n`)
+        process.stderr.write(
+          `prompt-appview: ${(err as Error)?.stack ?? String(err)}${causes(err)}\n`,
+        )
       }
       process.exitCode = 1
     },

@@ -95,16 +95,18 @@ const after2 = (alias: string, k: ExportKey | null): SQL =>
     ? sql`true`
     : sql`(${sql.raw(alias)}.did, ${sql.raw(alias)}.rkey) > (${k.did}, ${k.rkey})`
 
+// The record is detoasted once, by jsonb_to_record, not once per field: seven `->>` on a
+// record of tens of kB cost seven decompressions of it.
 const promptPage = (after: ExportKey | null, take: number): SQL => sql`
-  SELECT p.did, p.rkey, p.cid, p.rev,
-    p.record->>'agent' AS agent, p.record->>'conversation' AS conversation,
-    p.record->>'compiledAt' AS "compiledAt", p.record->>'content' AS content,
-    p.record->>'coreMemory' AS "coreMemory", p.record->>'memfsRevision' AS "memfsRevision",
-    p.record->>'rawSystemHash' AS "rawSystemHash",
+  SELECT p.did, p.rkey, p.cid, p.rev, r.agent, r.conversation, r."compiledAt", r.content,
+    r."coreMemory", r."memfsRevision", r."rawSystemHash",
     p.flags, p.recompiles, p.indexed_at AS "indexedAt", p.content_bytes AS "contentBytes",
     EXISTS (SELECT 1 FROM conversations c WHERE c.did = p.did AND c.rkey = p.rkey AND NOT c.deleted AND NOT c.hidden) AS "conversationExists",
     EXISTS (SELECT 1 FROM agents a WHERE a.did = p.agent_did AND a.rkey = p.agent_rkey AND NOT a.deleted AND NOT a.hidden) AS "agentExists"
   FROM prompts p
+  LEFT JOIN LATERAL jsonb_to_record(CASE WHEN jsonb_typeof(p.record) = 'object' THEN p.record END)
+    AS r(agent text, conversation text, "compiledAt" text, content text, "coreMemory" text,
+      "memfsRevision" text, "rawSystemHash" text) ON true
   WHERE NOT p.deleted AND NOT p.hidden AND ${after2('p', after)}
   ORDER BY p.did, p.rkey LIMIT ${take}`
 

@@ -117,6 +117,11 @@ async function probeOutage(p: CliProc, pauseMs: number): Promise<Probe> {
     failures.push(
       `a read answered ${read.status} in ${read.ms} ms with the database down (want a 503 within 5 s)`,
     )
+  // An export (SPEC 13) is a clean 503 too, never a 200 with a truncated file.
+  const exported = await timed(`${url}/v1/export/prompts.ndjson`)
+  parts.push(`export ${exported.status} in ${exported.ms} ms`)
+  if (!p.exit() && exported.status !== 503)
+    failures.push(`an export answered ${exported.status} with the database down (want 503)`)
   const left = pauseMs - (Date.now() - started)
   if (left > 0) await sleep(left)
   return { text: parts.join(', '), failures }
@@ -149,10 +154,12 @@ async function terminateUnderReads(url: string, p: CliProc, uris: Iterable<strin
   const admin = postgres(url, { max: 1, onnotice: () => {} })
   let terminated = 0
   let reads: ReturnType<typeof timed>[] = []
+  let exported: ReturnType<typeof timed> | null = null
   try {
     await admin.begin(async (tx) => {
       await tx`LOCK TABLE prompts, conversations, agents IN ACCESS EXCLUSIVE MODE`
       reads = [1, 2, 3, 4, 5, 6, 7].map((n) => timed(`${base}/v1/prompts?limit=${n}`))
+      exported = timed(`${base}/v1/export/prompts.ndjson`)
       for (let i = 0; i < 100; i++) {
         const [{ n }] = await tx<{ n: number }[]>`SELECT count(*)::int AS n
           FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`
@@ -169,11 +176,33 @@ async function terminateUnderReads(url: string, p: CliProc, uris: Iterable<strin
   }
   // Answered once the lock is gone: retried on a fresh connection, or a 503.
   const cut = (await Promise.all(reads)).map((r) => r.status)
+  // The export whose snapshot was cut: a clean 503, or (read again) a whole file.
+  const exp = await (exported as ReturnType<typeof timed> | null)
+  const exportProblem = exp ? cutExportProblem(exp) : 'the export was never asked'
   const after = await readsOnceReady(p, uris)
   return {
-    text: `terminated ${terminated} backends under reads (those reads: ${cut.join(' ')}); ${after.text}`,
-    failures: after.failures.map((f) => `backends terminated: ${f}`),
+    text: `terminated ${terminated} backends under reads (those reads: ${cut.join(' ')}, the export: ${exp?.status}); ${after.text}`,
+    failures: [
+      ...(exportProblem ? [`backends terminated under an export: ${exportProblem}`] : []),
+      ...after.failures.map((f) => `backends terminated: ${f}`),
+    ],
   }
+}
+
+/** Null when an export cut by the database is a 503, or a 200 whose every line is whole. */
+function cutExportProblem(r: { status: number | string; body: string }): string | null {
+  if (r.status === 503) return null
+  if (r.status !== 200) return `answered ${r.status}`
+  const lines = r.body.split('\n')
+  if (lines.pop() !== '') return 'a 200 whose last line is cut'
+  for (const line of lines) {
+    try {
+      JSON.parse(line)
+    } catch {
+      return 'a 200 with a line that is not JSON'
+    }
+  }
+  return null
 }
 
 async function timed(url: string): Promise<{ status: number | string; ms: number; body: string }> {
