@@ -6,6 +6,7 @@ import type { ChainStore } from '../src/ingest/chain/firehose-chain.ts'
 import { createDidResolver } from '../src/ingest/did-resolver.ts'
 import { createFirehoseSource } from '../src/ingest/firehose/source.ts'
 import { createMetrics } from '../src/metrics.ts'
+import { seqCursor } from '../src/model/cursor.ts'
 import type { CommitEvent, IndexEvent, SourceItem } from '../src/model/events.ts'
 import { spawnNode } from './lib/child.ts'
 import { cpuSince, cpuSnapshot } from './lib/cpu.ts'
@@ -118,12 +119,12 @@ async function runProduct(
   const sink = {
     async push(item: SourceItem) {
       if (item.event) events.push(item.event)
-      if (item.cursor !== null && item.cursor >= set.lastSeq) abort.abort()
+      if (item.cursor !== null && item.cursor.value >= set.lastSeq) abort.abort()
     },
   }
   const cpu = cpuSnapshot()
   const started = performance.now()
-  await source.run(sink, fromSeq, abort.signal)
+  await source.run(sink, seqCursor(fromSeq), abort.signal)
   const elapsedS = (performance.now() - started) / 1000
   const got = await metrics.eventsTotal.get()
   const errors = got.values

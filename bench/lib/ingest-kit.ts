@@ -8,6 +8,7 @@ import type { Database } from '../../src/db/client.ts'
 import { saveCursor } from '../../src/db/writes.ts'
 import { createJetstreamSource, jetstreamOptionsFromConfig } from '../../src/ingest/jetstream/v1.ts'
 import { createJetstreamV2Source } from '../../src/ingest/jetstream/v2.ts'
+import { timeCursor } from '../../src/model/cursor.ts'
 import type { Sink, SourceItem } from '../../src/model/events.ts'
 import { NSIDS } from './traffic.ts'
 
@@ -84,7 +85,7 @@ export async function runProduct(
   const source = benchJetstreamSource(rt, url, wire)
   await saveCursor(
     rt.ctx.db.orm,
-    { source: source.name, key: source.key, cursor: fromUs, lastEventUs: fromUs },
+    { source: source.name, key: source.key, cursor: timeCursor(fromUs), lastEventUs: fromUs },
     new Date(),
   )
   const started = performance.now()
@@ -168,7 +169,7 @@ async function runSink(
   const abort = new AbortController()
   const sink = makeSink(() => abort.abort())
   const started = performance.now()
-  await source.run(sink, fromUs, abort.signal)
+  await source.run(sink, timeCursor(fromUs), abort.signal)
   const elapsedS = (performance.now() - started) / 1000
   return { elapsedS, events: sink.written }
 }

@@ -14,6 +14,7 @@ import type { resolverFor } from '../ingest/did-resolver.ts'
 import type { Source } from '../ingest/source.ts'
 import { createLogger } from '../logger.ts'
 import { createMetrics } from '../metrics.ts'
+import type { SourceCursor } from '../model/cursor.ts'
 import type { RepoSnapshotEvent } from '../model/events.ts'
 import { VERSION } from '../version.ts'
 import { backgroundCount } from './background-count.ts'
@@ -213,7 +214,7 @@ function runIngest(
   source: Source,
   o: {
     key: string
-    startCursor: number | null
+    startCursor: SourceCursor | null
     abort: AbortController
     onNewDids?: (dids: string[]) => void
   },

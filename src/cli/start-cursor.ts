@@ -1,33 +1,48 @@
 import type { AppContext } from '../context.ts'
-import { getStoredPosition } from '../db/read/stats.ts'
-import { clearLastEventUs, deleteCursor } from '../db/writes.ts'
+import { clearLastEventUs, deleteCursor, readStoredCursor } from '../db/writes.ts'
 import { checkSourceTime } from '../ingest/cursor-guard.ts'
 import type { Source } from '../ingest/source.ts'
+import type { SourceCursor } from '../model/cursor.ts'
 
 /**
- * The stored cursor to start from, or null. A future time stored by an earlier version (which
- * took any line's time_us) would skip every later event and blind the lag: it is refused,
- * counted and logged, and the row is reset, so this run starts as if nothing was stored (top
- * of the file for replay, live tip for Jetstream: the log says to backfill).
+ * The stored cursor to start from, or null. Two kinds of stored position are refused, counted
+ * and logged, and the row is reset, so this run starts as if nothing was stored (top of the
+ * file for replay, live tip for Jetstream and the firehose: the log says to backfill):
+ * - one of a kind the source cannot resume from (a `time_us` for the firehose, a `seq` for a
+ *   replay file): its number means nothing to this upstream, and guessing would skip or
+ *   replay at random;
+ * - a `time_us` in the future, stored by an earlier version (which took any line's time_us):
+ *   it would skip every later event and blind the lag.
  */
 export async function trustedStartCursor(
   ctx: AppContext,
   source: Source,
   key: string,
-): Promise<number | null> {
-  const stored = await getStoredPosition(ctx.db, source.name, key)
+): Promise<SourceCursor | null> {
+  const stored = await readStoredCursor(ctx.db.orm, source.name, key)
   if (!stored) return null
+  const { cursor } = stored
   const nowUs = Date.now() * 1000
-  const refusal = source.cursorKind === 'time_us' ? checkSourceTime(stored.cursor, nowUs) : null
+  const foreign = !source.resumesFrom.includes(cursor.kind)
+  const refusal = cursor.kind === 'time_us' ? checkSourceTime(cursor.value, nowUs) : null
   const lastRefused = stored.lastEventUs !== null && checkSourceTime(stored.lastEventUs, nowUs)
-  if (!refusal && !lastRefused) return stored.cursor
+  if (!foreign && !refusal && !lastRefused) return cursor
   ctx.metrics.cursorRefusedTotal.inc({ source: source.name, reason: 'stored_cursor' })
-  if (refusal) {
+  if (foreign || refusal) {
     await deleteCursor(ctx.db.orm, source.name, key)
+    const why = foreign
+      ? `stored cursor is a ${cursor.kind}, and this source resumes from ${source.resumesFrom.join(' or ')} only`
+      : 'stored cursor is a future time'
     ctx.logger.error(
-      { source: source.name, key, storedCursor: stored.cursor, reason: refusal },
-      'stored cursor is a future time: ignored and reset; events after the last good one ' +
-        'may have been skipped by an earlier run, run `prompt-appview backfill` to recover them',
+      {
+        source: source.name,
+        key,
+        storedCursor: cursor.value,
+        storedKind: cursor.kind,
+        reason: foreign ? 'cursor_kind' : refusal,
+      },
+      `${why}: ignored and reset, starting as if none was stored; events after the last good ` +
+        'one may be missing, run `prompt-appview backfill` to recover them',
     )
     return null
   }
@@ -36,5 +51,5 @@ export async function trustedStartCursor(
     { source: source.name, key, lastEventUs: stored.lastEventUs },
     'stored time of the newest event is in the future: cleared, the lag reads again from the next event',
   )
-  return stored.cursor
+  return cursor
 }

@@ -3,6 +3,7 @@ import {
   bigint,
   bigserial,
   boolean,
+  check,
   customType,
   index,
   integer,
@@ -12,6 +13,7 @@ import {
   text,
   timestamp,
 } from 'drizzle-orm/pg-core'
+import type { CursorKind } from '../model/cursor.ts'
 import { FLAG_BITS, type FlagName } from '../model/flags.ts'
 
 // Every record table is keyed (did, rkey) with did first, so the store can be distributed
@@ -224,17 +226,26 @@ export const changes = pgTable(
   (t) => [primaryKey({ columns: [t.did, t.seq] }), index('changes_seq_idx').on(t.seq)],
 )
 
-/** One cursor per (source, upstream): time_us and seqs of different upstreams never mix. */
+/**
+ * One cursor per (source, upstream), with what it counts (`kind`, model/cursor.ts): a `seq`
+ * and a `time_us` never compare, and a source resumes only from the kinds it names.
+ */
 export const ingestCursors = pgTable(
   'ingest_cursors',
   {
     source: text('source').notNull(),
     key: text('key').notNull(),
+    kind: text('kind', { enum: ['seq', 'time_us'] })
+      .$type<CursorKind>()
+      .notNull(),
     cursor: bigint('cursor', { mode: 'number' }).notNull(),
     lastEventUs: bigint('last_event_us', { mode: 'number' }),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
   },
-  (t) => [primaryKey({ columns: [t.source, t.key] })],
+  (t) => [
+    primaryKey({ columns: [t.source, t.key] }),
+    check('ingest_cursors_kind', sql`${t.kind} IN ('seq', 'time_us')`),
+  ],
 )
 
 /** Repos a backfill has finished, so a restarted backfill resumes where it stopped. */

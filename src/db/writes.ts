@@ -1,4 +1,5 @@
 import { and, eq, getTableColumns, not, type SQL, sql } from 'drizzle-orm'
+import type { SourceCursor } from '../model/cursor.ts'
 import type { CursorPosition } from '../model/events.ts'
 import type { Role } from '../model/nsids.ts'
 import { type AccountRow, keyOf, type RecordRow, type StoredRecord } from '../model/rows.ts'
@@ -307,13 +308,15 @@ export async function saveCursor(ex: Executor, c: CursorPosition, now: Date): Pr
     .values({
       source: c.source,
       key: c.key,
-      cursor: c.cursor,
+      kind: c.cursor.kind,
+      cursor: c.cursor.value,
       lastEventUs: c.lastEventUs,
       updatedAt: now,
     })
     .onConflictDoUpdate({
       target: [ingestCursors.source, ingestCursors.key],
       set: {
+        kind: sql`excluded.kind`,
         cursor: sql`excluded.cursor`,
         lastEventUs: sql`COALESCE(excluded.last_event_us, ${ingestCursors.lastEventUs})`,
         updatedAt: sql`excluded.updated_at`,
@@ -323,6 +326,27 @@ export async function saveCursor(ex: Executor, c: CursorPosition, now: Date): Pr
 
 const cursorOf = (source: string, key: string) =>
   and(eq(ingestCursors.source, source), eq(ingestCursors.key, key))
+
+/** A source's stored position with its kind, as the last run left it; null when none. */
+export async function readStoredCursor(
+  ex: Executor,
+  source: string,
+  key: string,
+): Promise<{ cursor: SourceCursor; lastEventUs: number | null } | null> {
+  const [r] = await ex
+    .select({
+      kind: ingestCursors.kind,
+      value: ingestCursors.cursor,
+      lastEventUs: ingestCursors.lastEventUs,
+    })
+    .from(ingestCursors)
+    .where(cursorOf(source, key))
+  if (!r) return null
+  return {
+    cursor: { kind: r.kind, value: Number(r.value) },
+    lastEventUs: r.lastEventUs == null ? null : Number(r.lastEventUs),
+  }
+}
 
 /** Forgets a stored position found untrustworthy at start: the next run starts without it. */
 export async function deleteCursor(ex: Executor, source: string, key: string): Promise<void> {

@@ -173,6 +173,11 @@ export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<J
 
   type Base = Omit<Decision, 'wire'>
 
+  // The server's own rule, as the real one has it: a `cursor` query value at or above this is
+  // unix microseconds, below it a seq (SPEC 5). Only the server reads a number by its size;
+  // the client's cursors say their kind (src/model/cursor.ts).
+  const TIMESTAMP_CURSOR = 1e15
+
   function decideV1(u: URL, base: Base): Decision {
     const wanted = u.searchParams.getAll('wantedCollections')
     const cursor = Number(u.searchParams.get('cursor') ?? Number.NaN)
@@ -193,7 +198,7 @@ export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<J
     const d = zd === null ? null : dict
     if (raw === null) return { ...base, wire: 'v2', wanted, dict: d }
     const cursor = Math.max(1, Number(raw))
-    if (cursor < 1e15 && cursor < state.floor) {
+    if (cursor < TIMESTAMP_CURSOR && cursor < state.floor) {
       const message = `cursor ${cursor} below lookback floor ${state.floor}; re-backfill from your last seq`
       return { ...base, wire: 'v2', status: 400, error: 'CursorTooOld', message }
     }
@@ -202,7 +207,7 @@ export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<J
 
   function startOf(cursor: number): { start: number; info?: string } {
     const floorIndex = Math.max(log.base, indexOfSeq(log, state.floor))
-    if (cursor < 1e15) return { start: Math.max(floorIndex, indexOfSeq(log, cursor)) }
+    if (cursor < TIMESTAMP_CURSOR) return { start: Math.max(floorIndex, indexOfSeq(log, cursor)) }
     const floorItem = log.items[floorIndex - log.base]
     if (!floorItem || cursor >= floorItem.timeUs)
       return { start: Math.max(floorIndex, indexOfTime(log, cursor)) }

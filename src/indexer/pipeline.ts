@@ -1,4 +1,5 @@
 import type { AppContext } from '../context.ts'
+import type { SourceCursor } from '../model/cursor.ts'
 import type { CursorPosition, IndexEvent, Sink, SourceItem } from '../model/events.ts'
 import type { Provenance } from '../model/rows.ts'
 import type { AnalysisPool } from './analysis-pool.ts'
@@ -50,7 +51,7 @@ export class IngestPipeline implements Sink {
   #pendingCursor: CursorPosition | null = null
   #lastCursorWrite = 0
   #newestUs: number | null = null
-  #reached: number | null = null
+  #reached: SourceCursor | null = null
   #committed = 0
 
   constructor(ctx: PipelineDeps, opts: PipelineOptions) {
@@ -247,7 +248,7 @@ export class IngestPipeline implements Sink {
     this.#committed += events.length
     this.#pendingCursor = null
     this.#lastCursorWrite = Date.now()
-    if (cursor) this.#ctx.metrics.ingestCursor.set(cursor.cursor)
+    if (cursor) this.#ctx.metrics.ingestCursor.set(cursor.cursor.value)
   }
 
   #record(result: BatchResult): void {

@@ -20,7 +20,8 @@ export const MAX_SEQ_LEAP = 1_000_000
 // Reasons (the metric's label values, in metrics.ts): `future_time` (more than the skew ahead
 // of now), `bad_time` (not readable), `seq_backwards` / `seq_leap` (a seq that does not
 // continue the sequence, not yet confirmed by the next frame), `stored_cursor` (a stored
-// cursor that is a future time: ignored and reset at start).
+// cursor that is a future time, or of a kind the source cannot resume from: ignored and reset
+// at start, cli/start-cursor.ts).
 export type { CursorRefusal }
 
 /** A time fit for the cursor and the lag: a safe integer ≥ 0, at most the skew ahead of now. */

@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import { createInterface } from 'node:readline'
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.ts'
+import { type SourceCursor, startValueOf, timeCursor } from '../model/cursor.ts'
 import type { Sink, SourceItem } from '../model/events.ts'
 import { pushUnlessAborted } from './abortable.ts'
 import { advanceTimeCursor } from './cursor-guard.ts'
@@ -44,8 +45,13 @@ export function createReplaySource(opts: ReplaySourceOptions): Source & {
   const stats: ReplayStats = { lines: 0, pushed: 0, skippedBad: 0, skippedBeforeCursor: 0 }
   const reader: LineReader = { collections, stats, deps, refused }
 
-  async function run(sink: Sink, startCursor: number | null, signal: AbortSignal): Promise<void> {
+  async function run(
+    sink: Sink,
+    startCursor: SourceCursor | null,
+    signal: AbortSignal,
+  ): Promise<void> {
     if (signal.aborted) return
+    const startUs = startValueOf(startCursor, 'time_us', 'replay')
     Object.assign(stats, { lines: 0, pushed: 0, skippedBad: 0, skippedBeforeCursor: 0 })
     const input = createReadStream(key, { encoding: 'utf8' })
     // readline's async iterator pauses the stream when its line buffer fills, so awaiting the
@@ -53,9 +59,9 @@ export function createReplaySource(opts: ReplaySourceOptions): Source & {
     const rl = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })
     const onAbort = () => rl.close()
     signal.addEventListener('abort', onAbort, { once: true })
-    logger.info({ startCursor }, 'replay started')
+    logger.info({ startCursor: startUs }, 'replay started')
     try {
-      await pushLines(reader, rl, sink, startCursor, signal)
+      await pushLines(reader, rl, sink, startUs, signal)
     } finally {
       signal.removeEventListener('abort', onAbort)
       rl.close()
@@ -64,7 +70,7 @@ export function createReplaySource(opts: ReplaySourceOptions): Source & {
     logger.info({ ...stats, aborted: signal.aborted }, 'replay finished')
   }
 
-  return { name: 'replay', key, cursorKind: 'time_us', run, stats }
+  return { name: 'replay', key, resumesFrom: ['time_us'], run, stats }
 }
 
 /** What reading lines needs: the filter, the counters, and where skips and refusals go. */
@@ -79,20 +85,20 @@ async function pushLines(
   r: LineReader,
   lines: AsyncIterable<string>,
   sink: Sink,
-  startCursor: number | null,
+  startUs: number | null,
   signal: AbortSignal,
 ): Promise<void> {
   // Never moves backwards, even if the file is not sorted by time_us.
-  let highWater = startCursor
+  let highWater = startUs
   let lineNo = 0
   for await (const line of lines) {
     lineNo++
     r.stats.lines = lineNo
     if (signal.aborted) break
     if (line.trim() === '') continue
-    const item = readLine(r, line, lineNo, highWater, startCursor)
+    const item = readLine(r, line, lineNo, highWater, startUs)
     if (!item) continue
-    highWater = item.cursor
+    highWater = item.cursor?.value ?? null
     if (!(await pushUnlessAborted(sink, item, signal))) break
     r.stats.pushed++
   }
@@ -104,11 +110,11 @@ function readLine(
   line: string,
   lineNo: number,
   highWater: number | null,
-  startCursor: number | null,
+  startUs: number | null,
 ): SourceItem | null {
   const res = normalizeJetstreamEvent(line, { collections: r.collections })
   const timeUs = res.ok ? res.item.timeUs : res.timeUs
-  if (typeof timeUs === 'number' && startCursor !== null && timeUs <= startCursor) {
+  if (typeof timeUs === 'number' && startUs !== null && timeUs <= startUs) {
     r.stats.skippedBeforeCursor++
     return null
   }
@@ -121,5 +127,6 @@ function readLine(
   const at = advanceTimeCursor(highWater, timeUs, Date.now() * 1000)
   if (at.refusal) r.refused(at.refusal, { line: lineNo, timeUs })
   const event = res.ok ? res.item.event : null
-  return { event, cursor: at.cursor, timeUs: at.timeUs, bytes: line.length }
+  const cursor = at.cursor === null ? null : timeCursor(at.cursor)
+  return { event, cursor, timeUs: at.timeUs, bytes: line.length }
 }

@@ -1,3 +1,4 @@
+import type { CursorKind, SourceCursor } from '../model/cursor.ts'
 import type { Sink } from '../model/events.ts'
 
 /** A hole the source knows it left in the stream (backfill needed): /v1/stats and /readyz. */
@@ -5,7 +6,7 @@ export interface IngestGap {
   /** `CursorTooOld` (the upstream refused the cursor) or `OutdatedCursor` (it clamped it). */
   reason: string
   at: string
-  /** The cursor held when it happened. */
+  /** The value of the cursor held when it happened. */
   cursor: number | null
   /** What the upstream said. */
   message: string
@@ -18,13 +19,18 @@ export interface Source {
   readonly name: string
   /** The URL or file: cursors are kept per (name, key). */
   readonly key: string
-  /** What the cursor counts: a stored `time_us` in the future is refused at start. */
-  readonly cursorKind?: 'time_us' | 'seq'
+  /**
+   * The kinds of stored position this source can start from (model/cursor.ts). A stored
+   * cursor of another kind is refused at start, and a stored `time_us` in the future too
+   * (cli/start-cursor.ts).
+   */
+  readonly resumesFrom: readonly CursorKind[]
   /**
    * Reads until `signal` aborts (or, for finite sources, the input ends), pushing into `sink`.
-   * `startCursor` is the stored cursor, or null to start at the live tip / top of file.
+   * `startCursor` is the stored cursor, one of `resumesFrom`'s kinds, or null to start at the
+   * live tip / top of file.
    */
-  run(sink: Sink, startCursor: number | null, signal: AbortSignal): Promise<void>
+  run(sink: Sink, startCursor: SourceCursor | null, signal: AbortSignal): Promise<void>
   /**
    * Settles what must be known before the cursor is read (Jetstream wire auto-detection:
    * `key` names the wire chosen). Absent: nothing to settle.

@@ -1,3 +1,4 @@
+import type { SourceCursor } from './cursor.ts'
 import type { PromptFacts, Provenance } from './rows.ts'
 
 // Normalized events: every source (Jetstream, firehose, backfill, replay) turns what it
@@ -107,7 +108,7 @@ export interface CursorPosition {
   source: string
   /** The URL or file the cursor belongs to: cursors of different upstreams never mix. */
   key: string
-  cursor: number
+  cursor: SourceCursor
   /** Source time (µs) of the newest event processed, of any kind; null while none was trusted. */
   lastEventUs: number | null
 }
@@ -120,10 +121,10 @@ export interface CursorPosition {
 export interface SourceItem {
   event: IndexEvent | null
   /**
-   * The source's own cursor after this item: `time_us` (Jetstream, replay) or `seq`; null
-   * while no position was accepted yet (the item is applied, the stored cursor stays put).
+   * The source's own position after this item, of the kind the source counts (cursor.ts);
+   * null while no position was accepted yet (the item is applied, the stored cursor stays put).
    */
-  cursor: number | null
+  cursor: SourceCursor | null
   /** Source time of this item, µs since the epoch; null when refused (not used for the lag). */
   timeUs: number | null
   /** Size of the input it came from (line, message, frame): bounds queues by memory. */

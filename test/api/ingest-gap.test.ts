@@ -3,6 +3,7 @@ import { buildApp } from '../../src/api/app.ts'
 import type { Database } from '../../src/db/client.ts'
 import { startJetstreamV2Server } from '../../src/demo/jetstream-v2-server.ts'
 import { createJetstreamV2Source } from '../../src/ingest/jetstream/v2.ts'
+import { seqCursor } from '../../src/model/cursor.ts'
 import { testContext } from '../helpers/context.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { COLLECTIONS } from '../helpers/ingest-kit.ts'
@@ -37,7 +38,7 @@ describe('ingestion gap reporting', () => {
       const clean = await app.inject('/readyz')
       expect(clean.json()).toEqual({ ok: true })
       expect((await app.inject('/v1/stats')).json().ingest.gap).toBeNull()
-      await source.run({ push: async () => {} }, 5, new AbortController().signal)
+      await source.run({ push: async () => {} }, seqCursor(5), new AbortController().signal)
       const stats = (await app.inject('/v1/stats')).json()
       expect(stats.ingest.gap).toMatchObject({ reason: 'CursorTooOld', cursor: 5 })
       expect(stats.ingest.gap.action).toContain('prompt-appview backfill')

@@ -11,6 +11,7 @@ import {
   type JetstreamV2Server,
   startJetstreamV2Server,
 } from '../../src/demo/jetstream-v2-server.ts'
+import { seqCursor } from '../../src/model/cursor.ts'
 import { getJson, type ServingCli, startServing, waitFor } from '../helpers/cli.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { account, commit, DID, tid } from '../helpers/jetstream-json.ts'
@@ -107,7 +108,7 @@ describe('Jetstream v2: kill -9 during a replay', () => {
     // stop during the dictionary fetch goes unheard by the session opened after it.)
     await saveCursor(
       ref.orm,
-      { source: 'jetstream', key: server.url, cursor: 0, lastEventUs: 0 },
+      { source: 'jetstream', key: server.url, cursor: seqCursor(0), lastEventUs: 0 },
       new Date(),
     )
     const replay = startIndexer(ref, 'v2', server.url)
@@ -122,7 +123,7 @@ describe('Jetstream v2: kill -9 during a replay', () => {
       await seed.migrate()
       await saveCursor(
         seed.orm,
-        { source: 'jetstream', key: server.url, cursor: 0, lastEventUs: 0 },
+        { source: 'jetstream', key: server.url, cursor: seqCursor(0), lastEventUs: 0 },
         new Date(),
       )
       await seed.close()

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { Database } from '../../src/db/client.ts'
 import { getCursor } from '../../src/db/read/stats.ts'
+import { readStoredCursor } from '../../src/db/writes.ts'
 import { IngestPipeline } from '../../src/indexer/pipeline.ts'
 import { createJetstreamSource } from '../../src/ingest/jetstream/v1.ts'
 import { createJetstreamV2Source, type JetstreamV2Options } from '../../src/ingest/jetstream/v2.ts'
@@ -44,7 +45,7 @@ export function startIndexer(
   })
   const abort = new AbortController()
   const done = (async () => {
-    const start = await getCursor(db, 'jetstream', source.key)
+    const start = (await readStoredCursor(db.orm, 'jetstream', source.key))?.cursor ?? null
     const writer = pipeline.run()
     await source.run(pipeline, start, abort.signal).finally(() => pipeline.stop())
     await writer

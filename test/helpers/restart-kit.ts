@@ -78,13 +78,15 @@ export async function storedCursor(
   db: Database,
   source: string,
   key: string,
-): Promise<{ cursor: number; lastEventUs: number | null } | null> {
-  const rows = await db.rows<{ cursor: string; last_event_us: string | null }>(
-    sql`SELECT cursor, last_event_us FROM ingest_cursors WHERE source = ${source} AND key = ${key}`,
+): Promise<{ kind: string; cursor: number; lastEventUs: number | null } | null> {
+  const rows = await db.rows<{ kind: string; cursor: string; last_event_us: string | null }>(
+    sql`SELECT kind, cursor, last_event_us FROM ingest_cursors
+      WHERE source = ${source} AND key = ${key}`,
   )
   const r = rows[0]
   if (!r) return null
   return {
+    kind: r.kind,
     cursor: Number(r.cursor),
     lastEventUs: r.last_event_us === null ? null : Number(r.last_event_us),
   }

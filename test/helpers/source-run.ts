@@ -1,5 +1,6 @@
 import { afterEach } from 'vitest'
 import type { Source } from '../../src/ingest/source.ts'
+import type { SourceCursor } from '../../src/model/cursor.ts'
 import { collectingSink } from './ingest-kit.ts'
 
 // What a source test opens (servers, running sources) is closed after each test, newest first.
@@ -17,7 +18,7 @@ export function onCleanup(fn: () => unknown): void {
 export function sourceRun(source: Source) {
   const ac = new AbortController()
   const sink = collectingSink()
-  const start = (cursor: number | null) => {
+  const start = (cursor: SourceCursor | null) => {
     const done = source.run(sink, cursor, ac.signal)
     onCleanup(() => {
       ac.abort()

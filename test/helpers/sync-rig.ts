@@ -3,6 +3,7 @@ import type { AppContext } from '../../src/context.ts'
 import type { Database } from '../../src/db/client.ts'
 import { IngestPipeline } from '../../src/indexer/pipeline.ts'
 import { createSource } from '../../src/ingest/create-source.ts'
+import { seqCursor } from '../../src/model/cursor.ts'
 import { waitFor } from './cli.ts'
 import { testContext } from './context.ts'
 import { sha256 } from './events.ts'
@@ -43,7 +44,8 @@ export async function startIngest(
   })
   const abort = new AbortController()
   const writer = pipeline.run()
-  const reader = source.run(pipeline, cursor, abort.signal).finally(() => pipeline.stop())
+  const start = cursor === null ? null : seqCursor(cursor)
+  const reader = source.run(pipeline, start, abort.signal).finally(() => pipeline.stop())
   return {
     ctx,
     key: source.key,

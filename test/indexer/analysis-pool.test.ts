@@ -14,6 +14,7 @@ import {
 } from '../../src/indexer/analysis-pool.ts'
 import { IngestPipeline } from '../../src/indexer/pipeline.ts'
 import { createReplaySource } from '../../src/ingest/replay.ts'
+import { timeCursor } from '../../src/model/cursor.ts'
 import type { CommitEvent, IndexEvent, SourceItem } from '../../src/model/events.ts'
 import { analyzePrompt, PromptValidator } from '../../src/model/prompt-record.ts'
 import { testContext } from '../helpers/context.ts'
@@ -195,7 +196,12 @@ describe('a pipeline analyzing on a worker', () => {
     const done = p.run()
     let cursor = 0
     for (const event of events)
-      await p.push({ event, cursor: ++cursor, timeUs: cursor, bytes: 100 } satisfies SourceItem)
+      await p.push({
+        event,
+        cursor: timeCursor(++cursor),
+        timeUs: cursor,
+        bytes: 100,
+      } satisfies SourceItem)
     p.stop()
     await done
     await pool?.close()

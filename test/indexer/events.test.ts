@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { getCursor, getStats } from '../../src/db/read/stats.ts'
 import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
+import { timeCursor } from '../../src/model/cursor.ts'
 import { analyzePrompt } from '../../src/model/prompt-record.ts'
 import { apply, NSIDS, type World } from '../helpers/events.ts'
 import { getPrompt } from '../helpers/get-prompt.ts'
@@ -196,7 +197,12 @@ describe('accounts', () => {
 describe('atomicity', () => {
   it('a batch that fails midway leaves no partial rows and no advanced cursor', async () => {
     const rkey = w.tid()
-    const cursor = { source: 'replay', key: `/tmp/atomic-${n}`, cursor: 42, lastEventUs: w.us }
+    const cursor = {
+      source: 'replay',
+      key: `/tmp/atomic-${n}`,
+      cursor: timeCursor(42),
+      lastEventUs: w.us,
+    }
     await applyBatch(deps, [w.conversation({ did, rkey })], cursor)
     const good = w.prompt({ did, rkey })
     // A record Postgres refuses (jsonb has no \u0000) after a good one in the same batch.
@@ -205,7 +211,9 @@ describe('atomicity', () => {
       rkey: w.tid(),
       record: { $type: C, title: 'nul \u0000 inside' },
     })
-    await expect(applyBatch(deps, [good, bad], { ...cursor, cursor: 43 })).rejects.toThrow()
+    await expect(
+      applyBatch(deps, [good, bad], { ...cursor, cursor: timeCursor(43) }),
+    ).rejects.toThrow()
     expect(await getPrompt(db, NSIDS, did, rkey)).toBeNull()
     expect(await getCursor(db, 'replay', cursor.key)).toBe(42)
   })

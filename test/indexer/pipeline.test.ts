@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { getCursor } from '../../src/db/read/stats.ts'
 import { IngestPipeline, type PipelineOptions } from '../../src/indexer/pipeline.ts'
+import { timeCursor } from '../../src/model/cursor.ts'
 import type { SourceItem } from '../../src/model/events.ts'
 import { testContext } from '../helpers/context.ts'
 import { createTestDatabase } from '../helpers/db.ts'
@@ -32,7 +33,7 @@ function pipeline(over: Partial<PipelineOptions> = {}) {
 }
 const item = (event: SourceItem['event'], bytes = 100): SourceItem => ({
   event,
-  cursor: w.tick(),
+  cursor: timeCursor(w.tick()),
   timeUs: w.us,
   bytes,
 })
@@ -95,7 +96,7 @@ describe('IngestPipeline', () => {
     await done
     expect(await getPrompt(db, NSIDS, did, good)).not.toBeNull()
     expect(await counter(ctx, 'error')).toBe(1)
-    expect(await getCursor(db, 'replay', key)).toBe(last.cursor)
+    expect(await getCursor(db, 'replay', key)).toBe(last.cursor?.value)
   })
 
   it('frames with nothing to index still move the stored cursor', async () => {
@@ -106,7 +107,7 @@ describe('IngestPipeline', () => {
       await p.push(last)
     }
     await new Promise((r) => setTimeout(r, 50))
-    expect(await getCursor(db, 'replay', key)).toBe(last!.cursor)
+    expect(await getCursor(db, 'replay', key)).toBe(last!.cursor?.value)
     p.stop()
     await done
   })
@@ -129,6 +130,6 @@ describe('IngestPipeline', () => {
     const committed = p.committedEvents
     expect(committed).toBeGreaterThan(0)
     expect(committed).toBeLessThan(pushed.length)
-    expect(await getCursor(db, 'replay', key)).toBe(pushed[committed - 1].cursor)
+    expect(await getCursor(db, 'replay', key)).toBe(pushed[committed - 1].cursor?.value)
   })
 })

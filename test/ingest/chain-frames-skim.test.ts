@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest'
 import type { ChainFrames } from '../../src/ingest/chain/chain-frames.ts'
 import type { DidResolver } from '../../src/ingest/did-resolver.ts'
 import { createFrameProcessor } from '../../src/ingest/firehose/frame.ts'
+import { seqCursor } from '../../src/model/cursor.ts'
 import { COLLECTIONS, PROMPT, silentLogger, testMetrics } from '../helpers/ingest-kit.ts'
 
 // Which frames reach the Sync 1.1 chain checks: every #commit and #sync of a tracked repo,
@@ -36,11 +37,11 @@ function rig() {
   const frames: ChainFrames = {
     commit: async (body, timeUs) => {
       judged.push(`commit ${body.repo} ${body.seq}`)
-      return [{ event: null, cursor: body.seq, timeUs }]
+      return [{ event: null, cursor: seqCursor(body.seq), timeUs }]
     },
     sync: async (body, timeUs) => {
       judged.push(`sync ${body.did} ${body.seq}`)
-      return [{ event: null, cursor: body.seq, timeUs }]
+      return [{ event: null, cursor: seqCursor(body.seq), timeUs }]
     },
   }
   const resolver = {} as DidResolver
@@ -64,7 +65,7 @@ describe('frames routed to the chain checks', () => {
     await r.process(commit(TRACKED, 1, 'app.bsky.feed.post/a'))
     const skipped = await r.process(commit(OTHER, 2, 'app.bsky.feed.post/b'))
     expect(skipped.items).toEqual([
-      { event: null, cursor: 2, timeUs: Date.parse('2026-01-01') * 1000 },
+      { event: null, cursor: seqCursor(2), timeUs: Date.parse('2026-01-01') * 1000 },
     ])
     expect(r.judged).toEqual([`commit ${TRACKED} 1`])
   })

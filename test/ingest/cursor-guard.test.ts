@@ -9,6 +9,7 @@ import {
   type SeqTrack,
 } from '../../src/ingest/cursor-guard.ts'
 import { createRefusalReporter } from '../../src/ingest/cursor-refusals.ts'
+import { seqCursor } from '../../src/model/cursor.ts'
 import { captureLogger, testMetrics } from '../helpers/ingest-kit.ts'
 
 const NOW = 1_764_460_800_000_000
@@ -91,12 +92,12 @@ describe('advanceSeqCursor', () => {
 describe('guardSeqFrame', () => {
   it('a refused seq takes the cursor off every item, a refused time only the lag', () => {
     const items = [
-      { event: null, cursor: 99, timeUs: NOW - 5 },
-      { event: null, cursor: 100, timeUs: NOW + 3_600_000_000 },
-      { event: null, cursor: 100, timeUs: null },
+      { event: null, cursor: seqCursor(99), timeUs: NOW - 5 },
+      { event: null, cursor: seqCursor(100), timeUs: NOW + 3_600_000_000 },
+      { event: null, cursor: seqCursor(100), timeUs: null },
     ]
     const ok = guardSeqFrame({ accepted: 98, candidate: null }, 100, items, NOW)
-    expect(ok.items.map((i) => [i.cursor, i.timeUs])).toEqual([
+    expect(ok.items.map((i) => [i.cursor?.value, i.timeUs])).toEqual([
       [99, NOW - 5],
       [100, null],
       [100, null],

@@ -5,6 +5,7 @@ import { CID } from 'multiformats/cid'
 import { describe, expect, it } from 'vitest'
 import type { DidResolver } from '../../src/ingest/did-resolver.ts'
 import { createFrameProcessor } from '../../src/ingest/firehose/frame.ts'
+import { seqCursor } from '../../src/model/cursor.ts'
 import {
   COLLECTIONS,
   counterValue,
@@ -85,14 +86,14 @@ describe('frame processor', () => {
   it('moves the cursor past an unknown message type', async () => {
     const { process } = make()
     const res = await process(frame({ op: 1, t: '#future' }, { seq: 42, time: TIME }))
-    expect(res.items).toEqual([{ event: null, cursor: 42, timeUs: TIME_US }])
+    expect(res.items).toEqual([{ event: null, cursor: seqCursor(42), timeUs: TIME_US }])
   })
 
   it('moves the cursor past a commit of other collections without verifying it', async () => {
     const { process, errors } = make()
     const ops = [{ action: 'create', path: 'app.bsky.feed.post/3m6sm7ncql52b', cid: CID_A }]
     const res = await process(frame({ op: 1, t: '#commit' }, commitBody(ops)))
-    expect(res.items).toEqual([{ event: null, cursor: 7, timeUs: TIME_US }])
+    expect(res.items).toEqual([{ event: null, cursor: seqCursor(7), timeUs: TIME_US }])
     expect(await errors()).toBe(0)
   })
 
@@ -103,7 +104,7 @@ describe('frame processor', () => {
       { action: 'delete', path: `${PROMPT}/3m6sm7ncql52c`, cid: null },
     ]
     const res = await process(frame({ op: 1, t: '#commit' }, commitBody(ops)))
-    expect(res.items).toEqual([{ event: null, cursor: 7, timeUs: TIME_US }])
+    expect(res.items).toEqual([{ event: null, cursor: seqCursor(7), timeUs: TIME_US }])
     expect(await errors(PROMPT, 'create')).toBe(1)
     expect(await errors(PROMPT, 'delete')).toBe(1)
   })
@@ -138,14 +139,14 @@ describe('frame processor', () => {
     const { process, errors } = make()
     const body = { seq: 11, did: DID, time: TIME, rev: '3m6sm7ncxdj2b', blocks: new Uint8Array() }
     const res = await process(frame({ op: 1, t: '#sync' }, body))
-    expect(res.items).toEqual([{ event: null, cursor: 11, timeUs: TIME_US }])
+    expect(res.items).toEqual([{ event: null, cursor: seqCursor(11), timeUs: TIME_US }])
     expect(await errors()).toBe(1)
   })
 
   it('counts a malformed account message as an account error', async () => {
     const { process, errors } = make()
     const res = await process(frame({ op: 1, t: '#account' }, { seq: 12, did: DID, time: TIME }))
-    expect(res.items).toEqual([{ event: null, cursor: 12, timeUs: TIME_US }])
+    expect(res.items).toEqual([{ event: null, cursor: seqCursor(12), timeUs: TIME_US }])
     expect(await errors('unknown', 'account')).toBe(1)
   })
 
@@ -214,7 +215,7 @@ describe('frame processor on signed commits', () => {
     expect(ok.items.map((i) => i.event?.kind)).toEqual(['commit'])
     expect(await errors()).toBe(0)
     const twin = await process(await signedCommit(highS(kp)))
-    expect(twin.items).toEqual([{ event: null, cursor: 7, timeUs: TIME_US }])
+    expect(twin.items).toEqual([{ event: null, cursor: seqCursor(7), timeUs: TIME_US }])
     expect(await errors()).toBe(1)
   })
 })

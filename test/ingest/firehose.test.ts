@@ -6,6 +6,7 @@ import {
   type FirehoseSourceOptions,
 } from '../../src/ingest/firehose/source.ts'
 import { createHandleVerifier } from '../../src/ingest/identity.ts'
+import { seqCursor } from '../../src/model/cursor.ts'
 import type { CommitEvent, IndexEvent, SourceItem } from '../../src/model/events.ts'
 import type { HandleVerifier } from '../../src/model/handles.ts'
 import { type ExpectedCommit, writeScenario } from '../helpers/firehose-scenario.ts'
@@ -59,8 +60,8 @@ async function runUntilSeq(
   const source = firehoseSource(metrics, over)
   const sink = collectingSink(delayMs)
   const ac = new AbortController()
-  const run = source.run(sink, start, ac.signal)
-  await sink.until((items) => items.at(-1)?.cursor === lastSeq, 20_000)
+  const run = source.run(sink, start === null ? null : seqCursor(start), ac.signal)
+  await sink.until((items) => items.at(-1)?.cursor?.value === lastSeq, 20_000)
   ac.abort()
   await run
   return { items: sink.items, metrics }
@@ -101,7 +102,7 @@ describe('firehose source against the reference PDS', () => {
   })
 
   it('advances the cursor across frames with nothing to index, never backwards', () => {
-    const cursors = baseline.map((i) => i.cursor!)
+    const cursors = baseline.map((i) => i.cursor!.value)
     expect(cursors).toEqual([...cursors].sort((a, b) => a - b))
     expect(cursors.at(-1)).toBe(lastSeq)
     // Every seq the PDS produced is covered: the noise posts and the empty first commits too.
@@ -113,7 +114,7 @@ describe('firehose source against the reference PDS', () => {
       (i) => i.event?.kind === 'commit' && i.event.rev === expected[3].rev,
     )
     expect(batchItems).toHaveLength(2)
-    expect(batchItems[0].cursor).toBe(batchItems[1].cursor! - 1)
+    expect(batchItems[0].cursor).toEqual(seqCursor(batchItems[1].cursor!.value - 1))
   })
 
   it('reports account status changes and verified handles', () => {
@@ -158,7 +159,7 @@ describe('firehose source against the reference PDS', () => {
     const got = commits(items)
     expect(got.every((e) => e.did === bob.did)).toBe(true)
     expect(got).toHaveLength(1)
-    expect(items.at(-1)?.cursor).toBe(lastSeq)
+    expect(items.at(-1)?.cursor).toEqual(seqCursor(lastSeq))
     const errors = (collection: string, op: string) =>
       counterValue(metrics, { source: 'firehose', collection, op, outcome: 'error' })
     expect(await errors(PROMPT, 'create')).toBe(1)
@@ -213,7 +214,7 @@ describe('firehose source against the reference PDS', () => {
       ).toBeGreaterThanOrEqual(1)
       expect(proxy.cursors[0]).toBe('0')
       // Each reconnect asks for what follows the last item handed on: no gap, no replay.
-      expect(proxy.cursors[1]).toBe(String(items[4].cursor))
+      expect(proxy.cursors[1]).toBe(String(items[4].cursor?.value))
     } finally {
       await proxy.close()
     }
@@ -224,7 +225,7 @@ describe('firehose source against the reference PDS', () => {
     const source = firehoseSource(metrics, { reconnectMinMs: 10 })
     const sink = collectingSink()
     const ac = new AbortController()
-    const run = source.run(sink, 1_000_000_000, ac.signal)
+    const run = source.run(sink, seqCursor(1_000_000_000), ac.signal)
     try {
       // Whether the restarted connection is up yet is not observable from outside: write
       // until a write shows up.

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { normalizeJetstreamEvent } from '../../src/ingest/jetstream/event.ts'
 import type { NormalizeResult } from '../../src/ingest/jetstream/skip.ts'
 import { recordSkip } from '../../src/ingest/record-skip.ts'
+import { timeCursor } from '../../src/model/cursor.ts'
 import {
   COLLECTIONS,
   captureLogger,
@@ -32,7 +33,7 @@ describe('normalizeJetstreamEvent', () => {
       unverifiedHandle: null,
       sanitized: false,
       item: {
-        cursor: T0 + 1000,
+        cursor: timeCursor(T0 + 1000),
         timeUs: T0 + 1000,
         event: {
           kind: 'commit',
@@ -91,7 +92,7 @@ describe('normalizeJetstreamEvent', () => {
 
   it('moves the cursor past collections we do not keep, without an error', () => {
     const r = norm(commit(4, { collection: 'app.bsky.feed.post' }))
-    expect(r).toMatchObject({ ok: true, item: { event: null, cursor: T0 + 4000 } })
+    expect(r).toMatchObject({ ok: true, item: { event: null, cursor: timeCursor(T0 + 4000) } })
   })
 
   it('takes already parsed objects', () => {
@@ -197,7 +198,7 @@ describe('normalizeJetstreamEvent', () => {
 
   it('does not judge commits of collections we do not keep', () => {
     const r = norm(withCommit(9, { collection: 'app.bsky.feed.post', rkey: undefined }))
-    expect(r).toMatchObject({ ok: true, item: { event: null, cursor: T0 + 9000 } })
+    expect(r).toMatchObject({ ok: true, item: { event: null, cursor: timeCursor(T0 + 9000) } })
   })
 
   it('reports no timeUs when time_us is unreadable', () => {

@@ -8,6 +8,7 @@ import {
   frameDictionaryId,
   ZstdFrameError,
 } from '../../src/ingest/jetstream/v2-zstd.ts'
+import { seqCursor, timeCursor } from '../../src/model/cursor.ts'
 import { COLLECTIONS } from '../helpers/ingest-kit.ts'
 import { DID, tid, V2_TIME, v2Delete, v2Frame } from '../helpers/jetstream-json.ts'
 import { DICTIONARY, OTHER_DICTIONARY } from '../helpers/jetstream-v2-kit.ts'
@@ -35,7 +36,7 @@ describe('Jetstream v2 frames', () => {
     expect(commit).toMatchObject({
       type: 'item',
       seq: 1042,
-      item: { cursor: 1042, timeUs: Date.parse('2026-08-14T12:00:00Z') * 1000 + 123456 },
+      item: { cursor: seqCursor(1042), timeUs: Date.parse('2026-08-14T12:00:00Z') * 1000 + 123456 },
     })
     expect(commit.type === 'item' && commit.item.event).toMatchObject({
       kind: 'commit',
@@ -156,9 +157,9 @@ describe('Jetstream v2 frames', () => {
       commit: { rev: tid(1), operation: 'delete', collection: COLLECTIONS[0], rkey: tid(1) },
     }
     const withSeq = normalizeJetstreamEvent(JSON.stringify(v1), { ...opts, seqCursor: true })
-    expect(withSeq.ok && withSeq.item.cursor).toBe(77)
+    expect(withSeq.ok && withSeq.item.cursor).toEqual(seqCursor(77))
     const replay = normalizeJetstreamEvent(JSON.stringify(v1), opts)
-    expect(replay.ok && replay.item.cursor).toBe(v1.time_us)
+    expect(replay.ok && replay.item.cursor).toEqual(timeCursor(v1.time_us))
   })
 })
 

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { JetstreamConfigError } from '../../src/ingest/jetstream/v2.ts'
+import { seqCursor, timeCursor } from '../../src/model/cursor.ts'
+import type { SourceItem } from '../../src/model/events.ts'
 import { counterValue, PROMPT, until } from '../helpers/ingest-kit.ts'
 import {
   account,
@@ -23,14 +25,16 @@ import {
 // note's cases 2-4 and 7-9 (notes/jetstream-v2.md), and every bad input of issue 12 that
 // happens on the wire. The database side (#sync, duplicates, filters) is in test/e2e.
 
-const seqs = (items: { cursor: number | null }[]) => items.map((i) => i.cursor)
+/** The items' seq cursors (a cursor of another kind shows as itself, and fails the match). */
+const seqs = (items: SourceItem[]) =>
+  items.map((i) => (i.cursor?.kind === 'seq' ? i.cursor.value : i.cursor))
 
 describe('Jetstream v2 source: cursors', () => {
   it('resumes inclusively: the first event (seq N) is dropped and the cursor stays', async () => {
     const s = await v2Server()
     s.append([commit(1), commit(2), commit(3), commit(4)])
     const t = v2Setup(s.url, { zstd: false })
-    void t.start(2)
+    void t.start(seqCursor(2))
     await t.sink.waitFor(2)
     expect(s.requests[0].params.get('cursor')).toBe('2')
     expect(s.requests[0].params.getAll('collections')).toEqual(['xyz.quasigod.lab.letta.*'])
@@ -44,7 +48,7 @@ describe('Jetstream v2 source: cursors', () => {
     s.append([commit(1), commit(2)])
     s.floor = 50
     const t = v2Setup(s.url, { zstd: false })
-    await t.start(7) // resolves: the source stopped instead of looping
+    await t.start(seqCursor(7)) // resolves: the source stopped instead of looping
     expect(s.requests).toHaveLength(1)
     expect(await faults(t.metrics, 'cursor_too_old')).toBe(1)
     expect(await counterValue(t.metrics, { source: 'jetstream' }, 'resumeGapsTotal')).toBe(1)
@@ -61,7 +65,7 @@ describe('Jetstream v2 source: cursors', () => {
     s.append([commit(1), commit(2)])
     s.floor = 50
     const t = v2Setup(s.url, { zstd: false, onTooOld: 'tip' })
-    void t.start(7)
+    void t.start(seqCursor(7))
     await until(() => s.connections === 1)
     s.append([commit(3)])
     await t.sink.waitFor(1)
@@ -76,7 +80,7 @@ describe('Jetstream v2 source: cursors', () => {
     s.append([commit(1), commit(2), commit(3), commit(4), commit(5)])
     s.floor = 4
     const t = v2Setup(s.url, { zstd: false })
-    void t.start(commit(1).time_us)
+    void t.start(timeCursor(commit(1).time_us))
     await t.sink.waitFor(2)
     expect(seqs(t.sink.items)).toEqual([4, 5])
     expect(await faults(t.metrics, 'outdated_cursor')).toBe(1)
@@ -170,7 +174,7 @@ describe('Jetstream v2 source: bad frames', () => {
       v2Frame('commit', { seq: 1, ...v2Delete(8) }),
     ])
     s.append([commit(20)])
-    await until(() => t.sink.items.some((i) => i.cursor === 5), 5000)
+    await until(() => t.sink.items.some((i) => i.cursor?.value === 5), 5000)
     // seq 1 (commit), 2..4 (skipped but readable: the cursor moves), 5 (commit(20)).
     expect(seqs(t.sink.items)).toEqual([1, 2, 3, 4, 5])
     expect(t.sink.items.map((i) => i.event?.kind ?? null)).toEqual([
@@ -195,7 +199,7 @@ describe('Jetstream v2 source: dictionary zstd', () => {
     const s = await v2Server({ dictionary: DICTIONARY })
     s.append([commit(1), account(2), identity(3)])
     const t = v2Setup(s.url)
-    void t.start(0)
+    void t.start(seqCursor(0))
     await t.sink.waitFor(3)
     expect(s.requests[0].params.get('zstdDictionary')).toBe('20261201')
     expect(t.sink.items.map((i) => i.event?.kind)).toEqual(['commit', 'account', 'identity'])
@@ -217,7 +221,7 @@ describe('Jetstream v2 source: dictionary zstd', () => {
         return fetch(input, init)
       },
     })
-    const done = t.start(0)
+    const done = t.start(seqCursor(0))
     await fetchStarted
     t.ac.abort()
     const t0 = Date.now()
@@ -249,7 +253,7 @@ describe('Jetstream v2 source: dictionary zstd', () => {
   it('frames made with another dictionary are refused loudly, then read after a refetch', async () => {
     const s = await v2Server({ dictionary: DICTIONARY })
     const t = v2Setup(s.url)
-    void t.start(0)
+    void t.start(seqCursor(0))
     await until(() => s.connections === 1)
     s.setDictionary(OTHER_DICTIONARY, true)
     // Nothing was read yet: the cursor 0 it started from replays seq 1 after the refetch.

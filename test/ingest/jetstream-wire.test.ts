@@ -3,6 +3,7 @@ import { loadConfig } from '../../src/config.ts'
 import { startJetstreamServer } from '../../src/demo/jetstream-server.ts'
 import { startJetstreamV2Server } from '../../src/demo/jetstream-v2-server.ts'
 import { jetstreamSourceFor, wireOf, wireUrls } from '../../src/ingest/jetstream/wire.ts'
+import { seqCursor } from '../../src/model/cursor.ts'
 import { captureLogger, collectingSink, testMetrics, until } from '../helpers/ingest-kit.ts'
 import { commit } from '../helpers/jetstream-json.ts'
 
@@ -39,8 +40,11 @@ describe('Jetstream wire selection', () => {
     cleanups.push(() => s.close())
     const { source } = sourceFor(s.origin)
     expect(source.key).toBe(s.origin)
+    // Which stored cursors it may resume from is the wire's to say: none is judged before.
+    expect(() => source.resumesFrom).toThrow('before prepare')
     await source.prepare?.(new AbortController().signal)
     expect(source.key).toBe(s.url)
+    expect(source.resumesFrom).toEqual(['seq', 'time_us'])
     const ac = new AbortController()
     const sink = collectingSink()
     const done = source.run(sink, null, ac.signal)
@@ -51,7 +55,7 @@ describe('Jetstream wire selection', () => {
     await until(() => s.connections > 0)
     s.append([commit(1)])
     await sink.waitFor(1)
-    expect(sink.items[0].cursor).toBe(1)
+    expect(sink.items[0].cursor).toEqual(seqCursor(1))
     expect(s.requests.every((r) => r.path.endsWith('subscribeEvents'))).toBe(true)
   })
 
@@ -62,6 +66,7 @@ describe('Jetstream wire selection', () => {
     const { source, logs } = sourceFor(origin)
     await source.prepare?.(new AbortController().signal)
     expect(source.key).toBe(s.url)
+    expect(source.resumesFrom).toEqual(['time_us', 'seq'])
     expect(logs.some((l) => l.wire === 'v1' && l.status === 404)).toBe(true)
   })
 })

@@ -8,6 +8,8 @@ import {
   createJetstreamSource,
   type JetstreamSourceOptions,
 } from '../../src/ingest/jetstream/v1.ts'
+import { timeCursor } from '../../src/model/cursor.ts'
+import type { SourceItem } from '../../src/model/events.ts'
 import {
   COLLECTIONS,
   captureLogger,
@@ -20,6 +22,9 @@ import { onCleanup, sourceRun } from '../helpers/source-run.ts'
 
 const us = (n: number) => T0 + n * 1000
 const WANTED = ['xyz.quasigod.lab.letta.*']
+/** The items' time_us cursors (a cursor of another kind shows as itself, and fails the match). */
+const times = (items: SourceItem[]) =>
+  items.map((i) => (i.cursor?.kind === 'time_us' ? i.cursor.value : i.cursor))
 
 function setup(url: string, o: Partial<JetstreamSourceOptions> = {}) {
   const metrics = testMetrics()
@@ -78,7 +83,7 @@ describe('jetstream source', () => {
     const verifyHandle = async (did: string, h: string | null) =>
       did === DID && h === 'ada.example.com' ? h : null
     const { sink, start, metrics, source } = setup(s.url, { verifyHandle })
-    start(us(1) + 1_000_000)
+    start(timeCursor(us(1) + 1_000_000))
     await sink.waitFor(4)
     expect(s.requests[0]).toEqual({ cursor: us(1), wantedCollections: WANTED })
     expect(sink.items.map((i) => [i.timeUs, i.event?.kind ?? null])).toEqual([
@@ -90,14 +95,14 @@ describe('jetstream source', () => {
       [us(7), 'commit'],
     ])
     // The rewound events were applied before: the cursor stays where it was.
-    expect(new Set(sink.items.map((i) => i.cursor))).toEqual(new Set([us(1) + 1_000_000]))
+    expect(new Set(times(sink.items))).toEqual(new Set([us(1) + 1_000_000]))
     expect(sink.items[2].event).toMatchObject({ kind: 'identity', handle: 'ada.example.com' })
     expect(await counterValue(metrics, { source: 'jetstream', outcome: 'error' })).toBe(2)
     expect(await counterValue(metrics, { source: 'jetstream' }, 'resumeGapsTotal')).toBe(0)
-    expect(source.lastCursor).toBe(us(1) + 1_000_000)
+    expect(source.lastCursor).toEqual(timeCursor(us(1) + 1_000_000))
     s.append([commit(2000)])
-    await until(() => source.lastCursor === us(2000), 2000, 'the cursor to move')
-    expect(sink.items.at(-1)?.cursor).toBe(us(2000))
+    await until(() => source.lastCursor?.value === us(2000), 2000, 'the cursor to move')
+    expect(sink.items.at(-1)?.cursor).toEqual(timeCursor(us(2000)))
   })
 
   it('starts at the live tip without a cursor; identity handles are null unverified', async () => {
@@ -108,7 +113,7 @@ describe('jetstream source', () => {
     expect(s.requests[0].cursor).toBe(null)
     s.append([identity(2), commit(3)])
     await sink.waitFor(2)
-    expect(sink.items.map((i) => i.cursor)).toEqual([us(2), us(3)])
+    expect(times(sink.items)).toEqual([us(2), us(3)])
     expect(sink.items[0].event).toMatchObject({ kind: 'identity', handle: null })
   })
 
@@ -122,10 +127,10 @@ describe('jetstream source', () => {
       await new Promise((r) => setTimeout(r, 0))
       return slowPush(item)
     }
-    start(us(0))
+    start(timeCursor(us(0)))
     await sink.waitFor(50)
     s.dropConnections()
-    const before = source.lastCursor!
+    const before = source.lastCursor!.value
     await until(() => s.requests.length === 2, 2000, 'a reconnect')
     s.append(Array.from({ length: total - 300 }, (_, i) => commit(300 + i)))
     const seen = () => new Set(sink.items.map((i) => i.timeUs))
@@ -135,7 +140,7 @@ describe('jetstream source', () => {
     expect(s.requests[1].cursor).toBeGreaterThanOrEqual(before - 10_000)
     expect(sink.items.length - total).toBeLessThanOrEqual(11)
     expect(s.requests[1].cursor).toBeLessThan(us(299)) // the drop really cut the replay short
-    const cursors = sink.items.map((i) => i.cursor!)
+    const cursors = sink.items.map((i) => i.cursor!.value)
     expect(cursors).toEqual([...cursors].sort((a, b) => a - b))
     expect(await counterValue(metrics, { source: 'jetstream' }, 'resumeGapsTotal')).toBe(0)
   })
@@ -156,7 +161,7 @@ describe('jetstream source', () => {
       await blocked
       return push(item)
     }
-    start(us(0))
+    start(timeCursor(us(0)))
     await until(() => s.connections === 1)
     await new Promise((r) => setTimeout(r, 300))
     // 40 MB of events; socket buffers hold a few MB at most while the client is paused.
@@ -212,7 +217,7 @@ describe('jetstream source', () => {
     const hour = 3_600_000_000
     const s = await server([commit(1), { ...commit(2), time_us: us(2) + hour }])
     const { sink, start, metrics, logs } = setup(s.url)
-    start(us(1) + hour - 10_000_000) // the server no longer has what came after this
+    start(timeCursor(us(1) + hour - 10_000_000)) // the server no longer has what came after this
     await sink.waitFor(1)
     expect(await counterValue(metrics, { source: 'jetstream' }, 'resumeGapsTotal')).toBe(1)
     const err = logs.find((l) => l.level === 50)
@@ -225,7 +230,7 @@ describe('jetstream source', () => {
     sink.push = async () => {
       throw new Error('database is gone')
     }
-    await expect(start(us(1))).rejects.toThrow('database is gone')
+    await expect(start(timeCursor(us(1)))).rejects.toThrow('database is gone')
     expect(await counterValue(metrics, { source: 'jetstream' }, 'sourceReconnectsTotal')).toBe(0)
   })
 

@@ -62,8 +62,8 @@ async function setup(): Promise<{ db: Database; relay: HostileRelay }> {
   const relay = await startHostileRelay(net.pdsWsUrl, rewrite)
   relays.push(relay)
   // From the first seq on, not the live tip: the frames were written before we connect.
-  await db.rows(sql`INSERT INTO ingest_cursors (source, key, cursor, updated_at)
-    VALUES ('firehose', ${relay.url}, 0, now())`)
+  await db.rows(sql`INSERT INTO ingest_cursors (source, key, kind, cursor, updated_at)
+    VALUES ('firehose', ${relay.url}, 'seq', 0, now())`)
   return { db, relay }
 }
 

@@ -98,6 +98,7 @@ describe('a poisoned replay line', () => {
     const first = await ingestToEnd(rt1, replay(rt1, file))
     const lastInPrefix = JSON.parse(lines[cut - 1]).time_us
     expect(await storedCursor(dbB, 'replay', first.key)).toEqual({
+      kind: 'time_us',
       cursor: lastInPrefix,
       lastEventUs: lastInPrefix,
     })
@@ -124,13 +125,18 @@ describe('a poisoned replay line', () => {
     const reference = await referenceRun(file)
 
     const dbB = await freshDb()
-    await dbB.rows(sql`INSERT INTO ingest_cursors (source, key, cursor, last_event_us, updated_at)
-      VALUES ('replay', ${file}, ${FAR}, ${FAR}, now())`)
+    await dbB.rows(sql`INSERT INTO ingest_cursors
+      (source, key, kind, cursor, last_event_us, updated_at)
+      VALUES ('replay', ${file}, 'time_us', ${FAR}, ${FAR}, now())`)
     const rt = testRuntime(dbB)
     await ingestToEnd(rt, replay(rt, file))
     expect(await refusals(rt.ctx.metrics, 'replay', 'stored_cursor')).toBe(1)
     expectSameEndState(await stateDigest(dbB), reference)
     const last = events.at(-1)!.time_us
-    expect(await storedCursor(dbB, 'replay', file)).toEqual({ cursor: last, lastEventUs: last })
+    expect(await storedCursor(dbB, 'replay', file)).toEqual({
+      kind: 'time_us',
+      cursor: last,
+      lastEventUs: last,
+    })
   }, 240_000)
 })

@@ -3,6 +3,7 @@ import { MemoryBlockstore, type RecordWriteOp, Repo, WriteOpAction } from '@atpr
 import { describe, expect, it } from 'vitest'
 import { startFirehoseChain } from '../../src/ingest/chain/firehose-chain.ts'
 import { ResyncBuffer } from '../../src/ingest/chain/resync-buffer.ts'
+import { seqCursor } from '../../src/model/cursor.ts'
 import type { ChainEvent, CommitEvent, RepoSnapshotEvent } from '../../src/model/events.ts'
 import {
   COLLECTIONS,
@@ -72,7 +73,7 @@ describe('commits held during a resync', () => {
         listUnsynchronized: async () => [],
       },
       sink,
-      startCursor: 10,
+      startCursor: seqCursor(10),
       resolver,
       collections: COLLECTIONS,
       logger: silentLogger(),

@@ -1,6 +1,7 @@
 import { createGenerator } from '../../src/demo/generator.ts'
 import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
 import { normalizeJetstreamEvent } from '../../src/ingest/jetstream/event.ts'
+import { timeCursor } from '../../src/model/cursor.ts'
 import type { IndexEvent } from '../../src/model/events.ts'
 import { apply, NSIDS, World } from '../helpers/events.ts'
 
@@ -32,7 +33,7 @@ export async function indexDemoTraffic(deps: IndexerDeps, events: number): Promi
     const cursor = {
       source: 'jetstream',
       key: 'ws://127.0.0.1/demo',
-      cursor: last,
+      cursor: timeCursor(last),
       lastEventUs: last,
     }
     await applyBatch(deps, batch.slice(i, i + 200), i + 200 >= batch.length ? cursor : null)

@@ -2,6 +2,7 @@ import type { parseCommitUnauthenticated } from '@atproto/sync'
 import type { Logger } from 'pino'
 import type { ChainHead } from '../../db/repo-chain.ts'
 import type { Metrics } from '../../metrics.ts'
+import { seqCursor } from '../../model/cursor.ts'
 import type { ChainEvent, CommitEvent, SourceItem } from '../../model/events.ts'
 import type { SignatureCheck } from '../firehose/native-verify.ts'
 import type { KeyLookup } from '../firehose/signature.ts'
@@ -38,7 +39,7 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
   const { tracker, logger, metrics } = o
   const deps = { resolveKey: o.resolveKey, match: o.match, check: o.checkSignature }
   const chainItem = (ev: ChainEvent, seq: number, timeUs: number): SourceItem[] => [
-    { event: ev, cursor: seq, timeUs },
+    { event: ev, cursor: seqCursor(seq), timeUs },
   ]
   // The stored head stays (a resync starts from it); only the state says it is stale.
   const desynchronize = (did: string, head: ChainHead | null) =>
@@ -59,7 +60,7 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
   const judge = async (body: CommitBody, timeUs: number): Promise<SourceItem[]> => {
     const did = body.repo
     const seq = body.seq
-    const cursorOnly: SourceItem[] = [{ event: null, cursor: seq, timeUs }]
+    const cursorOnly: SourceItem[] = [{ event: null, cursor: seqCursor(seq), timeUs }]
     const head = await tracker.head(did)
     const v: CommitVerdict = await checkCommit(deps, body, head, timeUs)
     const log = { did, seq, rev: body.rev }
@@ -90,7 +91,7 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
         tracker.setHead({ did, rev: v.chain.rev, data: v.chain.data, state: 'synchronized' })
         const items = recordItems(body, v, timeUs, logger, metrics, o.match)
         // Only the last item completes the frame: an earlier cursor replays all of it.
-        for (const it of items) it.cursor = seq - 1
+        for (const it of items) it.cursor = seqCursor(seq - 1)
         return [...items, ...chainItem(v.chain, seq, timeUs)]
       }
     }
@@ -102,19 +103,19 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
     if (head && head.state !== 'synchronized') {
       // A resync is on its way already; it brings a state at least as new as this.
       o.onWaiting(did)
-      return [{ event: null, cursor: seq, timeUs }]
+      return [{ event: null, cursor: seqCursor(seq), timeUs }]
     }
     const v = await checkSync(o.resolveKey, body, head, timeUs)
     const log = { did, seq, rev: body.rev }
     switch (v.kind) {
       case 'noop':
-        return [{ event: null, cursor: seq, timeUs }]
+        return [{ event: null, cursor: seqCursor(seq), timeUs }]
       case 'unverifiable':
       case 'future_rev':
         if (v.kind === 'future_rev') metrics.chainBreaksTotal.inc({ reason: 'future_rev' })
         else metrics.unverifiableSyncsTotal.inc()
         logger.warn({ ...log, reason: v.detail }, 'firehose #sync ignored')
-        return [{ event: null, cursor: seq, timeUs }]
+        return [{ event: null, cursor: seqCursor(seq), timeUs }]
       case 'advance':
         tracker.setHead({ did, rev: v.chain.rev, data: v.chain.data, state: 'synchronized' })
         return chainItem(v.chain, seq, timeUs)
@@ -167,7 +168,7 @@ function recordItems(
       timeUs,
       provenance,
     }
-    items.push({ event, cursor: body.seq, timeUs })
+    items.push({ event, cursor: seqCursor(body.seq), timeUs })
   }
   return items
 }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import type { ChainHead } from '../../db/repo-chain.ts'
 import type { Metrics } from '../../metrics.ts'
+import type { SourceCursor } from '../../model/cursor.ts'
 import type { ChainEvent, RepoSnapshotEvent, Sink, SourceItem } from '../../model/events.ts'
 import { fetchRepoSnapshot } from '../backfill/repo-snapshot.ts'
 import type { DidResolver } from '../did-resolver.ts'
@@ -26,7 +27,7 @@ export interface ChainStore {
 export interface FirehoseChainOptions {
   store: ChainStore
   sink: Sink
-  startCursor: number | null
+  startCursor: SourceCursor | null
   resolver: DidResolver
   collections: string[]
   checkSignature?: SignatureCheck

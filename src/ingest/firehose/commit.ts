@@ -2,6 +2,7 @@ import { cborDecode } from '@atproto/common'
 import { cborToLex } from '@atproto/repo'
 import { parseCommitUnauthenticated } from '@atproto/sync'
 import type { Logger } from 'pino'
+import { seqCursor } from '../../model/cursor.ts'
 import type { CommitEvent, SourceItem } from '../../model/events.ts'
 import { lexToJson } from '../lex-json.ts'
 import type { SignatureCheck } from './native-verify.ts'
@@ -32,18 +33,18 @@ export async function commitItems(
   timeUs: number | null,
 ): Promise<SourceItem[]> {
   const seq = body.seq
-  const cursorOnly = [{ event: null, cursor: seq, timeUs }]
+  const cursorOnly = [{ event: null, cursor: seqCursor(seq), timeUs }]
   const parsed = await parseOps(ctx, body, ops)
   if (parsed === null) return cursorOnly
   const items: SourceItem[] = []
   for (const op of ops) {
     const event = eventOfOp(ctx, body, op, parsed, timeUs)
-    if (event) items.push({ event, cursor: seq, timeUs })
+    if (event) items.push({ event, cursor: seqCursor(seq), timeUs })
   }
   if (items.length === 0) return cursorOnly
   // Only the last item of a frame completes it: a cursor committed after an earlier item
   // must make a restart replay the whole frame (seq - 1), never skip the rest of it.
-  for (let i = 0; i < items.length - 1; i++) items[i].cursor = seq - 1
+  for (let i = 0; i < items.length - 1; i++) items[i].cursor = seqCursor(seq - 1)
   return items
 }
 

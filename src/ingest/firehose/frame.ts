@@ -1,6 +1,7 @@
 import { cborDecodeMulti } from '@atproto/common'
 import type { Logger } from 'pino'
 import type { Metrics } from '../../metrics.ts'
+import { seqCursor } from '../../model/cursor.ts'
 import type {
   AccountEvent,
   IdentityEvent,
@@ -114,7 +115,7 @@ async function processFrame(ctx: FrameContext, frame: Uint8Array): Promise<Frame
   const skimmed = skimUnmatchedCommit(frame, ctx.needles)
   if (skimmed && !ctx.chain?.isTracked(skimmed.repo)) {
     const timeUs = toTimeUs(skimmed.time)
-    return { items: [{ event: null, cursor: skimmed.seq, timeUs }], seq: skimmed.seq }
+    return { items: [{ event: null, cursor: seqCursor(skimmed.seq), timeUs }], seq: skimmed.seq }
   }
   const decoded = decodeFrame(ctx, frame)
   if ('items' in decoded) return decoded
@@ -171,7 +172,7 @@ async function messageItems(ctx: FrameContext, m: Message): Promise<SourceItem[]
 }
 
 function cursorOnly(m: { seq: number; timeUs: number | null }): SourceItem {
-  return { event: null, cursor: m.seq, timeUs: m.timeUs }
+  return { event: null, cursor: seqCursor(m.seq), timeUs: m.timeUs }
 }
 
 async function commitFrameItems(
@@ -206,7 +207,7 @@ function accountItems(m: Message): SourceItem[] | null {
     seq,
     timeUs: eventUs(timeUs),
   }
-  return [{ event, cursor: seq, timeUs }]
+  return [{ event, cursor: seqCursor(seq), timeUs }]
 }
 
 async function identityItems(ctx: FrameContext, m: Message): Promise<SourceItem[]> {
@@ -215,7 +216,7 @@ async function identityItems(ctx: FrameContext, m: Message): Promise<SourceItem[
   if (isKnownDid && !(await isKnownDid(did))) return [cursorOnly(m)]
   const handle = await verifyHandle(did, str(m.b.handle) ?? null)
   const event: IdentityEvent = { kind: 'identity', did, handle, seq, timeUs: eventUs(timeUs) }
-  return [{ event, cursor: seq, timeUs }]
+  return [{ event, cursor: seqCursor(seq), timeUs }]
 }
 
 function syncFrameItems(
@@ -241,7 +242,7 @@ async function snapshotItems(
   try {
     if (isKnownDid && !(await isKnownDid(did))) return [cursorOnly({ seq, timeUs })]
     const snapshot = await fetchSnapshot(did)
-    return [{ event: { ...snapshot, timeUs: eventUs(timeUs) }, cursor: seq, timeUs }]
+    return [{ event: { ...snapshot, timeUs: eventUs(timeUs) }, cursor: seqCursor(seq), timeUs }]
   } catch (err) {
     ctx.countError('unknown', 'unknown')
     logger.warn(

@@ -1,4 +1,5 @@
 import { backoffMs } from '../../backoff.ts'
+import { type SourceCursor, startValueOf } from '../../model/cursor.ts'
 import type { RepoSnapshotEvent, Sink } from '../../model/events.ts'
 import { sleepUnlessAborted } from '../abortable.ts'
 import { fetchRepoSnapshot, withRetries } from '../backfill/repo-snapshot.ts'
@@ -115,12 +116,12 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
   /** Connects, reads, and reconnects with backoff until aborted. */
   async function readUntilAborted(
     sink: Sink,
-    startCursor: number | null,
+    startSeq: number | null,
     signal: AbortSignal,
     processFrame: FrameProcessor,
     chain: FirehoseChain | null,
   ): Promise<void> {
-    let cursor = startCursor
+    let cursor = startSeq
     let failures = 0
     const refused = createRefusalReporter({ source: 'firehose', logger, metrics })
     for (let first = true; !signal.aborted; first = false) {
@@ -146,7 +147,7 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
         // Each connection starts from the cursor it asked for; a candidate seq dies with it.
         guard: createFrameGuard({ accepted: cursor, candidate: null }, refused),
         onItem: (item) => {
-          if (item.cursor !== null) cursor = item.cursor
+          if (item.cursor !== null) cursor = item.cursor.value
           chain?.onPushed(item)
         },
       })
@@ -167,7 +168,9 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
   return {
     name: 'firehose',
     key: opts.url,
-    async run(sink: Sink, startCursor: number | null, signal: AbortSignal) {
+    resumesFrom: ['seq'],
+    async run(sink: Sink, startCursor: SourceCursor | null, signal: AbortSignal) {
+      const startSeq = startValueOf(startCursor, 'seq', 'firehose')
       // Checks wait in the pool's workers while frames are decoded here; the pool lives
       // exactly as long as this run.
       const pool = createVerifyPool({
@@ -185,7 +188,7 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
             checkSignature: pool.check,
           })
         const processor = makeProcessor(signal, pool, chain)
-        await readUntilAborted(sink, startCursor, signal, processor, chain)
+        await readUntilAborted(sink, startSeq, signal, processor, chain)
       } finally {
         await chain?.close()
         await pool.close()

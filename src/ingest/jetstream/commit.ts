@@ -1,4 +1,5 @@
 import { isValidNsid, isValidRecordKey, isValidTid } from '@atproto/syntax'
+import { timeCursor } from '../../model/cursor.ts'
 import type { CommitOp, IndexEvent } from '../../model/events.ts'
 import { sanitizeJson } from './sanitize-json.ts'
 import {
@@ -60,7 +61,7 @@ export function normalizeCommit(
   }
   return {
     ok: true,
-    item: { event, cursor: at, timeUs: at },
+    item: { event, cursor: timeCursor(at), timeUs: at },
     unverifiedHandle: null,
     sanitized: body.sanitized,
   }
@@ -116,7 +117,7 @@ function readRecord(c: Json, coll: string, op: CommitOp, at: number): RecordBody
 function filtered(timeUs: number): NormalizeOk {
   return {
     ok: true,
-    item: { event: null, cursor: timeUs, timeUs },
+    item: { event: null, cursor: timeCursor(timeUs), timeUs },
     unverifiedHandle: null,
     sanitized: false,
   }

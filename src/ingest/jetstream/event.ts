@@ -1,4 +1,5 @@
 import { isValidDid, isValidHandle } from '@atproto/syntax'
+import { seqCursor, timeCursor } from '../../model/cursor.ts'
 import type { IndexEvent } from '../../model/events.ts'
 import { normalizeCommit } from './commit.ts'
 import {
@@ -31,21 +32,19 @@ export function normalizeJetstreamEvent(
     return skipOf('not_object', 'event is not a JSON object', 'unknown', 'unknown')
 
   const res = normalizeObject(value, opts)
-  // A v2 server adds its own `seq` as `cursor` to v1 frames: the better resume point (SPEC 5).
+  // A v2 server adds its own `seq` as `cursor` to v1 frames: the better resume point (SPEC 5),
+  // so the line's position is that seq instead of its time_us.
   const seq = opts.seqCursor ? jetstreamSeqOf(value.cursor) : null
   if (seq === null) return res
-  if (res.ok) res.item.cursor = seq
-  else res.cursor = seq
+  if (res.ok) res.item.cursor = seqCursor(seq)
+  else res.seq = seq
   return res
 }
 
-/** A Jetstream seq: a positive safe integer below the range v2 reads as unix microseconds. */
+/** A Jetstream seq: a positive safe integer. */
 export function jetstreamSeqOf(v: unknown): number | null {
-  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 1 && v < SEQ_LIMIT ? v : null
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 1 ? v : null
 }
-
-/** Cursor values at or above this are unix-microsecond timestamps (v1 and v2 alike). */
-export const SEQ_LIMIT = 1e15
 
 function normalizeObject(value: Json, opts: NormalizeOptions): NormalizeResult {
   const timeUs = rawTimeUs(value)
@@ -83,7 +82,7 @@ function normalizeAccount(v: Json, did: string, timeUs: number): NormalizeResult
   }
   return {
     ok: true,
-    item: { event, cursor: timeUs, timeUs },
+    item: { event, cursor: timeCursor(timeUs), timeUs },
     unverifiedHandle: null,
     sanitized: false,
   }
@@ -98,7 +97,7 @@ function normalizeIdentity(v: Json, did: string, timeUs: number): NormalizeResul
   const event: IndexEvent = { kind: 'identity', did, handle: null, seq: seqOf(i.seq), timeUs }
   return {
     ok: true,
-    item: { event, cursor: timeUs, timeUs },
+    item: { event, cursor: timeCursor(timeUs), timeUs },
     unverifiedHandle: handle,
     sanitized: false,
   }

@@ -42,8 +42,8 @@ export interface NormalizeSkip {
    * so the cursor can still move past the line; absent, the line must not move the cursor.
    */
   timeUs?: number
-  /** The frame's Jetstream seq (`cursor` field), when a v2 server sent one. */
-  cursor?: number
+  /** The frame's Jetstream seq (its `cursor` field), when a v2 server sent one. */
+  seq?: number
 }
 
 export type NormalizeResult = NormalizeOk | NormalizeSkip
@@ -51,7 +51,10 @@ export type NormalizeResult = NormalizeOk | NormalizeSkip
 export interface NormalizeOptions {
   /** Collections we keep; commits of any other collection yield `event: null`. */
   collections: ReadonlySet<string>
-  /** Take a frame's `cursor` field (a v2 server's seq) as its cursor; replay files do not. */
+  /**
+   * Take a frame's `cursor` field (a v2 server's seq) as its position, a `seq` cursor instead
+   * of the line's `time_us`; replay files do not.
+   */
   seqCursor?: boolean
 }
 

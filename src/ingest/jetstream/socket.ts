@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import { type RawData, WebSocket } from 'ws'
+import type { SourceCursor } from '../../model/cursor.ts'
 
 // One Jetstream v1 connection as a small state machine: messages queue while one is being
 // handled, the socket pauses while the queue drains (so TCP pushes back on the server), and
@@ -19,7 +20,7 @@ export interface SessionEnd {
 export interface SocketSessionOptions {
   url: string
   /** For the log line on open. */
-  cursor: number | null
+  cursor: SourceCursor | null
   connectTimeoutMs: number
   /** A connection that answers neither pings nor with data in one period is cut. */
   heartbeatMs: number

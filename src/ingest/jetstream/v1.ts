@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import { backoffMs } from '../../backoff.ts'
 import { type Config, collectionsOf } from '../../config.ts'
 import type { Metrics } from '../../metrics.ts'
+import { type SourceCursor, seqCursor, timeCursor, valueOfKind } from '../../model/cursor.ts'
 import type { IdentityEvent, IndexEvent, Sink, SourceItem } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'
 import { pushUnlessAborted, sleepUnlessAborted } from '../abortable.ts'
@@ -10,7 +11,7 @@ import { createRefusalReporter } from '../cursor-refusals.ts'
 import { recordSkip } from '../record-skip.ts'
 import type { Source } from '../source.ts'
 import { verifyWithTimeout } from '../verify-handle.ts'
-import { normalizeJetstreamEvent, SEQ_LIMIT } from './event.ts'
+import { normalizeJetstreamEvent } from './event.ts'
 import type { NormalizeResult } from './skip.ts'
 import { runSocketSession } from './socket.ts'
 
@@ -75,33 +76,36 @@ export function backoffDelayMs(
   return backoffMs(attempt - 1, { baseMs, maxMs, jitter: 'full', random })
 }
 
-const isSeq = (cursor: number) => cursor < SEQ_LIMIT
-const seqOf = (cursor: number | null) => (cursor !== null && isSeq(cursor) ? cursor : null)
+// The v1 wire counts time: a line's `time_us` is its position, a `time_us` cursor. A v2 server
+// serving this frozen wire adds its own seq to every line as `cursor` (SPEC 5); that seq is
+// the better resume point, so against such a server the position is a `seq` cursor. Both
+// kinds are this source's own: it resumes from either (`resumesFrom`).
 
-/** Where a connection resumes: a seq as is (inclusive), a time_us minus the rewind. */
-function requestedCursor(last: number | null, rewindUs: number): number | null {
-  if (last === null || isSeq(last)) return last
-  return Math.max(0, last - rewindUs)
+/** Where a connection resumes: a time_us minus the rewind, a seq as is (inclusive). */
+function requestedCursor(last: SourceCursor | null, rewindUs: number): SourceCursor | null {
+  if (last?.kind !== 'time_us') return last
+  return timeCursor(Math.max(0, last.value - rewindUs))
 }
 
 /** A message's place in the stream; null when it has none, or a seq resume sent it again. */
 function positionOf(
   res: NormalizeResult,
-  last: number | null,
+  last: SourceCursor | null,
 ): { rawUs: number; seq: number | null } | null {
   const rawUs = res.ok ? res.item.timeUs : res.timeUs
   // No readable envelope (DID, time_us): not an event of the stream, the cursor stays.
   if (typeof rawUs !== 'number') return null
-  // A v2 server's `cursor` field (its seq) is the better resume point; a seq resume is
-  // inclusive, and a seq never compares with a time_us.
-  const seq = res.ok ? seqOf(res.item.cursor) : (res.cursor ?? null)
-  if (seq !== null && last !== null && isSeq(last) && seq <= last) return null
+  // A v2 server's `cursor` field (its seq): a seq resume is inclusive, so a seq at or below
+  // the last one was handled already. A seq never compares with a time_us.
+  const seq = res.ok ? valueOfKind(res.item.cursor, 'seq') : (res.seq ?? null)
+  const lastSeq = valueOfKind(last, 'seq')
+  if (seq !== null && lastSeq !== null && seq <= lastSeq) return null
   return { rawUs, seq }
 }
 
 export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
   /** The newest cursor pushed: where a reconnect resumes (minus the rewind). */
-  readonly lastCursor: number | null
+  readonly lastCursor: SourceCursor | null
 } {
   const collections = new Set(opts.collections)
   const logger = opts.logger.child({ source: SOURCE })
@@ -110,7 +114,7 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
   const rewindUs = Math.round(opts.rewindSeconds * 1_000_000)
   const gapUs = rewindUs + Math.round((opts.gapToleranceSeconds ?? 2) * 1_000_000)
   const verifyTimeoutMs = opts.verifyTimeoutMs ?? 10_000
-  let lastCursor: number | null = null
+  let lastCursor: SourceCursor | null = null
   warnUncovered(collections, opts.wantedCollections, logger)
 
   /** An identity event's handle, verified both ways; other events as they came. */
@@ -139,34 +143,36 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     if (!res.ok) recordSkip(deps, SOURCE, res)
     const pos = positionOf(res, lastCursor)
     if (pos === null) return true
-    const timeCursor = lastCursor !== null && !isSeq(lastCursor) ? lastCursor : null
-    const at = advanceTimeCursor(timeCursor, pos.rawUs, Date.now() * 1000)
+    const highWater = valueOfKind(lastCursor, 'time_us')
+    const at = advanceTimeCursor(highWater, pos.rawUs, Date.now() * 1000)
     if (at.refusal) refused(at.refusal, { timeUs: pos.rawUs, cursor: lastCursor })
     else observe(pos.rawUs)
     const event = await eventOf(res)
-    const cursor = pos.seq ?? at.cursor
+    const cursor =
+      pos.seq !== null ? seqCursor(pos.seq) : at.cursor === null ? null : timeCursor(at.cursor)
     const item: SourceItem = { event, cursor, timeUs: at.timeUs, bytes: text.length }
     if (!(await pushUnlessAborted(sink, item, signal))) return false
     lastCursor = cursor
     return true
   }
 
-  function checkGap(requested: number | null, firstUs: number): void {
+  function checkGap(requested: SourceCursor | null, firstUs: number): void {
     // A seq resume has no time to compare with (and v1 clamps silently): no heuristic there.
-    if (requested === null || isSeq(requested) || firstUs - requested <= gapUs) return
+    const fromUs = valueOfKind(requested, 'time_us')
+    if (fromUs === null || firstUs - fromUs <= gapUs) return
     opts.metrics.resumeGapsTotal.inc({ source: SOURCE })
     logger.error(
       {
-        requestedCursor: requested,
+        requestedCursor: fromUs,
         firstEventUs: firstUs,
-        gapSeconds: (firstUs - requested) / 1e6,
+        gapSeconds: (firstUs - fromUs) / 1e6,
       },
       'Jetstream resumed later than the cursor asked for (it keeps about a day): events in ' +
         'between were missed. Run `prompt-appview backfill` to recover them.',
     )
   }
 
-  function session(requested: number | null, sink: Sink, signal: AbortSignal) {
+  function session(requested: SourceCursor | null, sink: Sink, signal: AbortSignal) {
     let first = true
     const observe = (timeUs: number) => {
       if (!first) return
@@ -174,7 +180,7 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
       checkGap(requested, timeUs)
     }
     return runSocketSession({
-      url: buildSubscribeUrl(opts.url, opts.wantedCollections, requested),
+      url: buildSubscribeUrl(opts.url, opts.wantedCollections, requested?.value ?? null),
       cursor: requested,
       connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
       heartbeatMs: opts.heartbeatMs ?? 30_000,
@@ -184,7 +190,11 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     })
   }
 
-  async function run(sink: Sink, startCursor: number | null, signal: AbortSignal): Promise<void> {
+  async function run(
+    sink: Sink,
+    startCursor: SourceCursor | null,
+    signal: AbortSignal,
+  ): Promise<void> {
     lastCursor = startCursor
     let attempt = 0
     for (let connects = 0; !signal.aborted; connects++) {
@@ -210,7 +220,7 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
   return {
     name: SOURCE,
     key: opts.url,
-    cursorKind: 'time_us',
+    resumesFrom: ['time_us', 'seq'],
     run,
     get lastCursor() {
       return lastCursor

@@ -1,4 +1,5 @@
 import { isValidDid, isValidTid } from '@atproto/syntax'
+import { seqCursor } from '../../model/cursor.ts'
 import type { SourceItem } from '../../model/events.ts'
 import { jetstreamSeqOf, normalizeJetstreamEvent } from './event.ts'
 import { isObject, type NormalizeOptions, type NormalizeSkip, skipOf, str } from './skip.ts'
@@ -88,7 +89,7 @@ function payloadFrame(type: string | null, p: Json, opts: NormalizeOptions): V2F
   return {
     type: 'item',
     seq,
-    item: { ...res.item, cursor: seq },
+    item: { ...res.item, cursor: seqCursor(seq) },
     unverifiedHandle: res.unverifiedHandle,
   }
 }

@@ -1,11 +1,11 @@
 import type { Logger } from 'pino'
 import type { Metrics } from '../../metrics.ts'
+import { type SourceCursor, seqCursor, valueOfKind } from '../../model/cursor.ts'
 import type { IdentityEvent, IndexEvent, Sink, SourceItem } from '../../model/events.ts'
 import { pushUnlessAborted } from '../abortable.ts'
 import { advanceSeqCursor, checkSourceTime, type SeqTrack } from '../cursor-guard.ts'
 import { createRefusalReporter } from '../cursor-refusals.ts'
 import { recordSkip } from '../record-skip.ts'
-import { SEQ_LIMIT } from './event.ts'
 import { parseV2Frame, type V2Frame } from './v2-frame.ts'
 import type { Verdict } from './v2-session.ts'
 import type { SyncWindows } from './v2-sync.ts'
@@ -28,8 +28,12 @@ export interface HandlerDeps {
 }
 
 export interface HandlerState {
-  /** Newest seq handled: what a reconnect resumes from (inclusive, so it is dropped). */
-  lastSeq: number | null
+  /**
+   * What a reconnect resumes from: the newest seq handled (inclusive, so it is dropped when
+   * sent again), or the `time_us` the run started from until a seq arrives (the server
+   * translates a timestamp cursor to its first seq at or after it, SPEC 5).
+   */
+  resume: SourceCursor | null
   /** Highest seq of the current session: a lower one after it is out of order. */
   sessionSeq: number | null
   /** The seq accepted as the cursor (cursor-guard.ts); null before the first one. */
@@ -76,7 +80,7 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
   async function pushPrunes(events: IndexEvent[], sink: Sink, signal: AbortSignal) {
     for (const event of events) {
       const a = state.track.accepted
-      const cursor = a === null ? null : deps.windows.safeCursor(a)
+      const cursor = a === null ? null : seqCursor(deps.windows.safeCursor(a))
       if (!(await push({ event, cursor, timeUs: null }, sink, signal))) return false
     }
     return true
@@ -99,9 +103,9 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
       logger.warn({ seq, after: state.sessionSeq }, 'seq went backwards: frame skipped')
       return true
     }
-    // A timestamp start cursor (>= 1e15) is no seq: the server translated it, nothing to drop.
-    if (state.lastSeq !== null && state.lastSeq < SEQ_LIMIT && seq <= state.lastSeq) return true
-    return false
+    // Only a seq resume sends a handled frame again: a time_us one was translated by the server.
+    const last = valueOfKind(state.resume, 'seq')
+    return last !== null && seq <= last
   }
 
   async function onEvent(
@@ -118,9 +122,9 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
     if (!(await pushPrunes(w.closeBefore(closingOf(f, timeUs)), sink, signal))) return false
     if (f.type === 'sync' && !(await openWindow(f, timeUs, sink, signal))) return false
     const event = f.type === 'item' ? await verified(f) : null
-    state.lastSeq = f.seq
+    state.resume = seqCursor(f.seq)
     state.sessionSeq = f.seq
-    const cursor = at.cursor === null ? null : w.safeCursor(at.cursor)
+    const cursor = at.cursor === null ? null : seqCursor(w.safeCursor(at.cursor))
     const item: SourceItem = { event, cursor, timeUs: at.timeUs, bytes }
     return push(item, sink, signal)
   }
@@ -161,10 +165,10 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
     }
     // A readable seq still moves the cursor past the frame, as a filtered one would.
     if (f.seq === undefined || f.timeUs === undefined || seen(f.seq)) return true
-    state.lastSeq = f.seq
+    state.resume = seqCursor(f.seq)
     state.sessionSeq = f.seq
     const at = position(f.seq, f.timeUs)
-    const cursor = at.cursor === null ? null : deps.windows.safeCursor(at.cursor)
+    const cursor = at.cursor === null ? null : seqCursor(deps.windows.safeCursor(at.cursor))
     return push({ event: null, cursor, timeUs: at.timeUs, bytes }, sink, signal)
   }
 

@@ -1,12 +1,12 @@
 import type { Logger } from 'pino'
 import { AppError } from '../../errors.ts'
 import type { Metrics } from '../../metrics.ts'
+import { type SourceCursor, valueOfKind } from '../../model/cursor.ts'
 import type { Sink } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'
 import { sleepUnlessAborted } from '../abortable.ts'
 import type { IngestGap, Source } from '../source.ts'
 import { verifyWithTimeout } from '../verify-handle.ts'
-import { SEQ_LIMIT } from './event.ts'
 import { backoffDelayMs } from './v1.ts'
 import { createV2Handler, type HandlerState, SOURCE } from './v2-handler.ts'
 import { runSession, type SessionEnd } from './v2-session.ts'
@@ -81,7 +81,7 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
     maxPayloadBytes: MAX_PAYLOAD_BYTES,
   }
   const state: HandlerState = {
-    lastSeq: null,
+    resume: null,
     sessionSeq: null,
     track: { accepted: null, candidate: null },
     dictionary: null,
@@ -108,7 +108,7 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
         reportGap({
           reason: 'OutdatedCursor',
           at: new Date().toISOString(),
-          cursor: state.lastSeq,
+          cursor: state.resume?.value ?? null,
           message,
           action: BACKFILL,
         })
@@ -178,17 +178,17 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
     reportGap({
       reason: 'CursorTooOld',
       at: new Date().toISOString(),
-      cursor: state.lastSeq,
+      cursor: state.resume?.value ?? null,
       message,
       action: BACKFILL,
     })
     logger.error(
-      { cursor: state.lastSeq, message, onTooOld: tip ? 'tip' : 'stop' },
+      { cursor: state.resume, message, onTooOld: tip ? 'tip' : 'stop' },
       `Jetstream no longer holds events after the stored cursor (CursorTooOld). ${BACKFILL} ` +
         (tip ? TOO_OLD_TIP : TOO_OLD_STOP),
     )
     if (!tip) return 'stop'
-    state.lastSeq = null
+    state.resume = null
     state.track = { accepted: null, candidate: null }
     return 'now'
   }
@@ -206,9 +206,14 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
     return 'retry'
   }
 
-  async function run(sink: Sink, startCursor: number | null, signal: AbortSignal): Promise<void> {
-    state.lastSeq = startCursor
-    state.track = { accepted: seqOrNull(startCursor), candidate: null }
+  async function run(
+    sink: Sink,
+    startCursor: SourceCursor | null,
+    signal: AbortSignal,
+  ): Promise<void> {
+    state.resume = startCursor
+    // A time_us start is no seq to continue from: the first seq the server sends is taken.
+    state.track = { accepted: valueOfKind(startCursor, 'seq'), candidate: null }
     attempt = 0
     for (let connects = 0; !signal.aborted; connects++) {
       if (connects > 0) metrics.sourceReconnectsTotal.inc({ source: SOURCE })
@@ -219,7 +224,7 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
       if (next === 'now') continue
       const delayMs = backoffAfter(end.received)
       logger.warn(
-        { end, attempt, delayMs, cursor: state.lastSeq },
+        { end, attempt, delayMs, cursor: state.resume },
         'Jetstream connection lost; reconnecting',
       )
       await sleepUnlessAborted(delayMs, signal)
@@ -247,11 +252,11 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
     const url = buildV2Url(
       opts.url,
       opts.wantedCollections,
-      state.lastSeq,
+      state.resume?.value ?? null,
       state.dictionary?.id ?? null,
     )
     state.sessionSeq = null
-    const onOpen = () => logger.info({ url, cursor: state.lastSeq }, 'connected to Jetstream v2')
+    const onOpen = () => logger.info({ url, cursor: state.resume }, 'connected to Jetstream v2')
     const quiet = watchQuiet({
       handle: (d, b) => handler.handle(d, b, sink, signal),
       closeQuiet: () => handler.closeQuiet(sink, signal),
@@ -268,20 +273,17 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
   return {
     name: SOURCE,
     key: opts.url,
-    cursorKind: 'seq',
+    // Writes seqs; also starts from a time_us, which the server translates (SPEC 5).
+    resumesFrom: ['seq', 'time_us'],
     run,
     get gap() {
       return gap
     },
     get lastSeq() {
-      return state.lastSeq
+      return valueOfKind(state.resume, 'seq')
     },
   }
 }
-
-/** A timestamp start cursor (>= 1e15) is no seq to continue from. */
-const seqOrNull = (cursor: number | null): number | null =>
-  cursor !== null && cursor < SEQ_LIMIT ? cursor : null
 
 const TOO_OLD_TIP = 'Continuing from the live tip (JETSTREAM_ON_TOO_OLD=tip).'
 const TOO_OLD_STOP =

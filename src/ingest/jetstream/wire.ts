@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import type { AppContext } from '../../context.ts'
+import type { SourceCursor } from '../../model/cursor.ts'
 import type { Sink } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'
 import { sleepUnlessAborted } from '../abortable.ts'
@@ -79,8 +80,10 @@ export function createAutoJetstreamSource(
     get wire() {
       return wire
     },
-    get cursorKind() {
-      return inner?.cursorKind
+    /** The chosen wire's: unknown before `prepare`, and no stored cursor may be judged then. */
+    get resumesFrom() {
+      if (!inner) throw new Error('createAutoJetstreamSource: resumesFrom before prepare')
+      return inner.resumesFrom
     },
     get gap(): IngestGap | null {
       return inner?.gap ?? null
@@ -90,7 +93,7 @@ export function createAutoJetstreamSource(
       wire = await detectWire(url, o, signal)
       inner = make[wire](wireUrls(url)[wire])
     },
-    async run(sink: Sink, startCursor: number | null, signal: AbortSignal) {
+    async run(sink: Sink, startCursor: SourceCursor | null, signal: AbortSignal) {
       if (!inner) throw new Error('createAutoJetstreamSource: run before prepare')
       return inner.run(sink, startCursor, signal)
     },
