@@ -66,7 +66,8 @@ async function timedChild(args: string[], env: Record<string, string>, execArgv:
   return { seconds: (performance.now() - t0) / 1000, peakMb, output } satisfies Timed
 }
 
-const childPath = (file: string) => fileURLToPath(new URL(`./lib/${file}`, import.meta.url))
+const PLAIN_CHILD = fileURLToPath(new URL('./lib/plain-export-child.ts', import.meta.url))
+const WRITER_CHILD = fileURLToPath(new URL('./lib/parquet-writer-child.ts', import.meta.url))
 
 async function duckCount(path: string): Promise<number> {
   const duck = await DuckDBInstance.create(':memory:')
@@ -118,11 +119,7 @@ export async function runExportBench(o: ExportBenchOptions): Promise<ScenarioRes
       )
     }
     log('plain export (postgres.js cursor, NDJSON)')
-    const plain = await timedChild(
-      [childPath('plain-export-child.ts'), db.url, join(out, 'plain.ndjson')],
-      {},
-      [],
-    )
+    const plain = await timedChild([PLAIN_CHILD, db.url, join(out, 'plain.ndjson')], {}, [])
     runs.plain = { ...plain, fileMb: (await stat(join(out, 'plain.ndjson'))).size / 1e6 }
     const read = await duckCount(join(out, 'parquet', 'prompts.parquet'))
     checks.push({
@@ -181,7 +178,7 @@ async function compareWriters(
   for (const lib of ['hyparquet-writer', 'duckdb'] as const) {
     const file = join(out, `writer-${lib}.parquet`)
     const t = await timedChild(
-      [childPath('parquet-writer-child.ts'), lib, ndjson, file, String(o.writerRows)],
+      [WRITER_CHILD, lib, ndjson, file, String(o.writerRows)],
       {},
       nodeFlagsFromEnv('BENCH_EXPORT_NODE_FLAGS'),
     )

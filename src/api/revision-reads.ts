@@ -7,7 +7,6 @@ import {
   readRevisionPage,
   readRevisionPair,
   readTextChains,
-  type TextRow,
 } from '../db/read/revisions.ts'
 import type { RevisionTextRow } from '../db/revision-texts.ts'
 import type { Nsids } from '../model/nsids.ts'
