@@ -93,7 +93,7 @@ export const prompts = pgTable(
      */
     listRecord: jsonb('list_record'),
     /**
-     * The words of content for /v1/search (see db/read/search.ts, searchVectorOf): written
+     * The words of content for /v1/search (model/search-words.ts, one definition): written
      * with the record, and only then. Not a generated column: Postgres recomputes those on
      * every UPDATE of the row, and flag updates would re-parse the whole content each time.
      */

@@ -7,18 +7,6 @@ import { listWhere, type PromptListQuery, type PromptRow, promptListSelect } fro
 // content for the page's rows only. Same visibility, filters and keyset order as lists.
 // Raw `sql`: tsquery, LATERAL and regexp_instr are beyond the builder.
 
-/**
- * The search words of a record's content in SQL, for rows the indexer did not write (the
- * backfill of migration 0006, tests that seed tables directly): the same words as
- * model/search-words.ts as closely as Postgres's regexes allow.
- */
-export function searchVectorOf(record: SQL): SQL {
-  return sql`array_to_tsvector(ARRAY(SELECT DISTINCT lower(m[1])
-    FROM regexp_matches(CASE WHEN jsonb_typeof(${record}->'content') = 'string'
-      THEN left(${record}->>'content', 200000) ELSE '' END, '([[:alnum:]]+)', 'g') m
-    WHERE length(m[1]) <= 100))`
-}
-
 export interface SearchQuery extends PromptListQuery {
   /** Lowercase words of letters and digits, at least one: the caller tokenizes. */
   words: string[]
