@@ -3,14 +3,22 @@ import {
   type RevisionRow,
   readCurrentText,
   readPromptState,
+  readRepoTextChains,
   readRevision,
   readRevisionPage,
   readRevisionPair,
+  readRevisionRecords,
   readTextChains,
 } from '../db/read/revisions.ts'
 import type { RevisionTextRow } from '../db/revision-texts.ts'
 import type { Nsids } from '../model/nsids.ts'
-import { type KeptTexts, keptHashes, keptTexts, rebuildText } from '../model/text-delta.ts'
+import {
+  type KeptTexts,
+  keptHashes,
+  keptTexts,
+  rebuildText,
+  type TextLink,
+} from '../model/text-delta.ts'
 import { notFound } from './http-errors.ts'
 import { type Hunk, lineDiff } from './line-diff.ts'
 import { encodeRevCursor } from './params.ts'
@@ -200,4 +208,39 @@ export async function getRevisionDiff(
   const content = ta.note || tb.note ? null : diff(ta.content ?? '', tb.content ?? '')
   const coreMemory = ta.note || tb.note ? null : diff(ta.coreMemory ?? '', tb.coreMemory ?? '')
   return { uri, from: a?.rev ?? null, to: b.rev, content, coreMemory, note: ta.note ?? tb.note }
+}
+
+/**
+ * Whole records of older versions, by `did rkey cid`, as JSON text: the kept rest of the
+ * record with its content and coreMemory rebuilt from revision_texts. A version whose rest
+ * or a text is missing is left out (the feed says `superseded`).
+ */
+export async function getRevisionRecords(
+  db: Database,
+  keys: ReadonlyArray<{ did: string; rkey: string; cid: string }>,
+): Promise<Map<string, string>> {
+  const rows = await readRevisionRecords(db, keys)
+  const chains = await readRepoTextChains(
+    db,
+    rows.flatMap((r) => keptHashes(r).map((hash) => ({ did: r.did, hash }))),
+  )
+  const byRepo = new Map<string, Map<string, TextLink>>()
+  for (const t of chains) byRepo.set(t.did, (byRepo.get(t.did) ?? new Map()).set(t.hash, t))
+  const out = new Map<string, string>()
+  for (const r of rows) {
+    const texts = byRepo.get(r.did) ?? new Map<string, TextLink>()
+    const { content, coreMemory, broken } = keptTexts(r, (hash) => rebuildText(texts, hash))
+    const rest = JSON.parse(r.rest) as unknown
+    if (broken) continue
+    const whole =
+      typeof rest === 'object' && rest !== null && !Array.isArray(rest)
+        ? {
+            ...rest,
+            ...(content !== null && { content }),
+            ...(coreMemory !== null && { coreMemory }),
+          }
+        : rest
+    out.set(`${r.did} ${r.rkey} ${r.cid}`, JSON.stringify(whole))
+  }
+  return out
 }

@@ -95,7 +95,7 @@ export function revisionPairQuery(did: string, rkey: string, atOrBelow: string |
 }
 
 /** Deltas a chain may hold, and more: a longer chain is a broken one, never a loop. */
-export const CHAIN_LIMIT = 64
+const CHAIN_LIMIT = 64
 
 /** The rows of each named text and of every text its deltas rest on. */
 export function textChainsQuery(did: string, hashes: string[]): SQL {
@@ -108,6 +108,20 @@ export function textChainsQuery(did: string, hashes: string[]): SQL {
       WHERE c.n < ${CHAIN_LIMIT}
     )
     SELECT DISTINCT ON (hash) hash, base, length, body FROM chain`
+}
+
+/** As textChainsQuery, for texts of several repos: each (did, hash) and the texts under it. */
+export function repoTextChainsQuery(keys: ReadonlyArray<{ did: string; hash: string }>): SQL {
+  return sql`WITH RECURSIVE chain AS (
+      SELECT t.did, t.hash, t.base, t.length, t.body, 0 AS n
+      FROM jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS k(did text, hash text)
+      JOIN revision_texts t ON t.did = k.did AND t.hash = k.hash
+      UNION
+      SELECT t.did, t.hash, t.base, t.length, t.body, c.n + 1 FROM chain c
+      JOIN revision_texts t ON t.did = c.did AND t.hash = c.base
+      WHERE c.n < ${CHAIN_LIMIT}
+    )
+    SELECT DISTINCT ON (did, hash) did, hash, base, length, body FROM chain`
 }
 
 /** The current record's content and coreMemory, for a revision indexed before texts were kept. */

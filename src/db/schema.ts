@@ -145,6 +145,12 @@ export const promptRevisions = pgTable(
      */
     coreMemoryAt: integer('core_memory_at'),
     coreMemoryLength: integer('core_memory_length'),
+    /**
+     * The record without content and coreMemory (those are in revision_texts): with them,
+     * this revision's whole record, which a feed line with include=record carries once a
+     * later version replaced it. Null for revisions indexed before it was kept.
+     */
+    recordRest: jsonb('record_rest'),
   },
   (t) => [primaryKey({ columns: [t.did, t.rkey, t.rev] })],
 )

@@ -2,6 +2,7 @@ import type { AppContext } from '../context.ts'
 import { emitChanges } from '../db/change-log.ts'
 import type { Executor } from '../db/client.ts'
 import { recomputeFlags } from '../db/recompute-flags.ts'
+import { JsonText } from '../db/recordset.ts'
 import { saveChains } from '../db/repo-chain.ts'
 import { insertRevisionTexts, loadPreviousTexts } from '../db/revision-texts.ts'
 import { beginWriterTransaction } from '../db/writer-lock.ts'
@@ -126,6 +127,7 @@ async function writePlan(
       rawSystemHash: r.facts.rawSystemHash,
       memfsRevision: r.facts.memfsRevision,
       contentHash: r.facts.contentHash,
+      recordRest: new JsonText(r.facts.recordParts.rest),
       ...texts.refs[i],
     })),
     now,

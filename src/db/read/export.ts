@@ -1,5 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Database, Executor } from '../client.ts'
+import { repoTextChainsQuery } from '../revision-texts.ts'
 
 // The snapshot export (SPEC 13): the visible state read in keyset pages inside one
 // repeatable-read, read-only transaction, so every page of every table sees the same
@@ -140,21 +141,6 @@ const revisionPage = (after: ExportKey | null, take: number): SQL => {
   ORDER BY r.did, r.rkey, r.rev LIMIT ${take}`
 }
 
-/** Deltas a chain may hold, as revision-texts.ts reads them. */
-const CHAIN_LIMIT = 64
-
-const textChainsQuery = (keys: ReadonlyArray<{ did: string; hash: string }>): SQL => sql`
-  WITH RECURSIVE chain AS (
-    SELECT t.did, t.hash, t.base, t.length, t.body, 0 AS n
-    FROM jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS k(did text, hash text)
-    JOIN revision_texts t ON t.did = k.did AND t.hash = k.hash
-    UNION
-    SELECT t.did, t.hash, t.base, t.length, t.body, c.n + 1 FROM chain c
-    JOIN revision_texts t ON t.did = c.did AND t.hash = c.base
-    WHERE c.n < ${CHAIN_LIMIT}
-  )
-  SELECT DISTINCT ON (did, hash) did, hash, base, length, body FROM chain`
-
 /**
  * Runs `work` in one read-only, repeatable-read transaction and hands it the reader of that
  * snapshot. On PGlite (one connection) writers wait until it ends; on Postgres they go on.
@@ -176,7 +162,7 @@ export async function readSnapshot<T>(
         records: (table, after, take) => rows(recordPage(table, after, take)),
         revisions: (after, take) => rows(revisionPage(after, take)),
         textChains: (keys) =>
-          keys.length === 0 ? Promise.resolve([]) : rows(textChainsQuery(keys)),
+          keys.length === 0 ? Promise.resolve([]) : rows(repoTextChainsQuery(keys)),
       })
     },
     { isolationLevel: 'repeatable read', accessMode: 'read only' },

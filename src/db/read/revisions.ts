@@ -3,6 +3,7 @@ import type { Database } from '../client.ts'
 import {
   currentTextQuery,
   type RevisionTextRow,
+  repoTextChainsQuery,
   revisionPairQuery,
   revisionQuery,
   textChainsQuery,
@@ -79,4 +80,46 @@ export async function readCurrentText(db: Database, did: string, rkey: string, c
     currentTextQuery(did, rkey, cid),
   )
   return rows[0] ?? null
+}
+
+/** A revision as a whole record is rebuilt from: the rest of it and where its texts are. */
+export interface RevisionRecordRow {
+  did: string
+  rkey: string
+  cid: string
+  /** The record without content and coreMemory, as JSON text. */
+  rest: string
+  contentHash: string | null
+  coreMemoryHash: string | null
+  coreMemoryAt: number | null
+  coreMemoryLength: number | null
+}
+
+/**
+ * The kept revisions with these CIDs (one per key), for feed lines whose version is no
+ * longer the current one; revisions indexed before the rest of the record was kept are not
+ * among them. Keys travel as one JSON parameter (a list of keys, not a fixed statement).
+ */
+export function readRevisionRecords(
+  db: Database,
+  keys: ReadonlyArray<{ did: string; rkey: string; cid: string }>,
+): Promise<RevisionRecordRow[]> {
+  if (keys.length === 0) return Promise.resolve([])
+  return db.rows<RevisionRecordRow>(sql`
+    SELECT DISTINCT ON (r.did, r.rkey, r.cid) r.did, r.rkey, r.cid, r.record_rest::text AS rest,
+      r.content_hash AS "contentHash", r.core_memory_hash AS "coreMemoryHash",
+      r.core_memory_at AS "coreMemoryAt", r.core_memory_length AS "coreMemoryLength"
+    FROM jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS k(did text, rkey text, cid text)
+    JOIN prompt_revisions r ON r.did = k.did AND r.rkey = k.rkey AND r.cid = k.cid
+    WHERE r.text_kept AND r.record_rest IS NOT NULL
+    ORDER BY r.did, r.rkey, r.cid, r.rev DESC`)
+}
+
+/** The rows of each named (did, hash) text and of every text its deltas rest on. */
+export function readRepoTextChains(
+  db: Database,
+  keys: ReadonlyArray<{ did: string; hash: string }>,
+): Promise<Array<TextRow & { did: string }>> {
+  if (keys.length === 0) return Promise.resolve([])
+  return db.rows(repoTextChainsQuery(keys))
 }

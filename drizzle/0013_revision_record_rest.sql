@@ -1,0 +1,1 @@
+ALTER TABLE "prompt_revisions" ADD COLUMN "record_rest" jsonb;
