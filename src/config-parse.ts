@@ -1,4 +1,4 @@
-import { isValidNsid } from '@atproto/syntax'
+import { isValidDid, isValidNsid } from '@atproto/syntax'
 
 // The value parsers of the config schema (config-schema.ts): each takes the raw string of
 // a flag or variable and returns the value or throws the reason, which loadConfig collects.
@@ -84,3 +84,40 @@ export const pgMemory =
       throw new Error(`must be from ${minKb}kB to ${maxKb / 1024}MB (${why})`)
     return s
   }
+
+/**
+ * A `did:web` naming a host (a port written %3A), or null when empty: its document is
+ * served at https://<host>/.well-known/did.json. A did:web with a path is served elsewhere
+ * (/<path>/did.json), which this process does not do.
+ */
+export const didWeb: Parse<string | null> = (s) => {
+  if (s === '') return null
+  if (!s.startsWith('did:web:') || !isValidDid(s))
+    throw new Error('must be a did:web, e.g. did:web:appview.example.com')
+  const host = s.slice('did:web:'.length)
+  if (host.includes(':'))
+    throw new Error(
+      'must name a host only (a port as %3A): a did:web with a path is not served at /.well-known/did.json',
+    )
+  let name: string
+  try {
+    name = decodeURIComponent(host)
+  } catch {
+    name = '/'
+  }
+  if (/[/?#@\\]/.test(name) || !URL.canParse(`https://${name}`))
+    throw new Error('must name a host, e.g. did:web:appview.example.com')
+  return s
+}
+
+/** An http(s) origin (scheme, host, port; no path), or null when empty. */
+export const origin: Parse<string | null> = (s) => {
+  if (s === '') return null
+  url('http:', 'https:')(s)
+  const u = new URL(s)
+  if (u.pathname !== '/' || u.search || u.hash || u.username || u.password)
+    throw new Error(
+      'must be an origin (scheme, host and port) without a path, e.g. https://appview.example.com',
+    )
+  return u.origin
+}

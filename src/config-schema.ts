@@ -1,10 +1,12 @@
 import {
   autoOrInt,
   bool,
+  didWeb,
   int,
   nsid,
   nullable,
   oneOf,
+  origin,
   type Parse,
   partition,
   pgMemory,
@@ -48,6 +50,8 @@ export interface Config {
   jetstreamOnTooOld: 'stop' | 'tip'
   jetstreamZstd: boolean
   rateLimitPerMinute: number
+  serviceDid: string | null
+  publicUrl: string | null
   partition: { index: number; count: number } | null
 }
 
@@ -240,6 +244,20 @@ export const SETTINGS = [
     600,
     int(1, 10_000_000),
     'Requests per client address per minute',
+  ),
+  setting(
+    'serviceDid',
+    'SERVICE_DID',
+    null,
+    didWeb,
+    'did:web of this AppView: serves /.well-known/did.json with a #prompt_appview service, so a PDS can proxy XRPC calls to it (atproto-proxy: <did>#prompt_appview)',
+  ),
+  setting(
+    'publicUrl',
+    'PUBLIC_URL',
+    null,
+    origin,
+    "Origin clients and PDSes reach this AppView at (the service's endpoint); absent: https://<host of SERVICE_DID> (http for localhost)",
   ),
   setting(
     'partition',

@@ -57,6 +57,8 @@ function crossChecks(config: Config): string[] {
     problems.push('SOURCE=replay needs REPLAY_FILE (or --replay-file)')
   if (new Set(collectionsOf(config)).size !== 3)
     problems.push('PROMPT_NSID, CONVERSATION_NSID and AGENT_NSID must differ')
+  if (config.publicUrl && !config.serviceDid)
+    problems.push('PUBLIC_URL is the endpoint of the SERVICE_DID service: set SERVICE_DID too')
   return problems
 }
 

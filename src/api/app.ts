@@ -28,6 +28,7 @@ import { statsRoutes } from './routes/stats.ts'
 import { isInternalRequest } from './ui/api-client.ts'
 import { sendHtmlError, uiRoutes, wantsHtml } from './ui/plugin.ts'
 import { answerConnect, clientErrorHandler } from './unroutable.ts'
+import { xrpcRoutes } from './xrpc/routes.ts'
 
 /** What a source reports of a hole it left in the stream (see ingestGapSchema). */
 export interface IngestGapInfo {
@@ -169,6 +170,7 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   await app.register(searchRoutes)
   await app.register(recordRoutes)
   await app.register(repoRoutes)
+  await app.register(xrpcRoutes)
   await app.register(changesRoutes, { pageSize: opts.changesPageSize ?? 500 })
   await app.register(exportRoutes)
   await app.register(uiRoutes)

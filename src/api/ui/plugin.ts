@@ -65,7 +65,7 @@ export function wantsHtml(request: FastifyRequest): boolean {
   const path = request.url.split('?')[0] ?? ''
   return (
     accept.includes('text/html') &&
-    !/^\/(v1|admin|metrics|healthz|readyz|openapi\.json)(\/|$)/.test(path)
+    !/^\/(v1|admin|metrics|healthz|readyz|openapi\.json|xrpc)(\/|$)/.test(path)
   )
 }
 

@@ -41,7 +41,12 @@ const EXTRA_ROUTES: Route[] = [
   { method: 'POST', path: '/admin/repos/{did}/resync', query: [] },
   { method: 'POST', path: '/admin/repos/{did}/hide', query: [] },
   { method: 'POST', path: '/admin/repos/{did}/unhide', query: [] },
+  // The XRPC catch-all: paths that are no NSID, and NSIDs this service does not implement.
+  { method: 'GET', path: '/xrpc/{nsid}', query: ['did', 'rkey', 'uri'] },
+  { method: 'GET', path: '/xrpc/com.example.notImplemented', query: ['limit'] },
 ]
+/** The DID the product serves its DID document for, so /.well-known/did.json is fuzzed. */
+const SERVICE_DID = 'did:web:appview.chaos.test'
 
 async function routesOf(url: string): Promise<Route[]> {
   const doc = (await (await fetch(`${url}/openapi.json`)).json()) as {
@@ -64,7 +69,7 @@ async function routesOf(url: string): Promise<Route[]> {
 // parameter past the app's maxParamLength is the router's answer.)
 const UI_PAGE = /^\/(prompts(\/[^/]*\/[^/]*)?|(conversations|agents)\/[^/]*\/[^/]*|repos\/[^/]*)?$/
 const MAX_PARAM = 4_096
-const API_PATH = /^\/(v1|admin|metrics|healthz|readyz|openapi\.json)(\/|$)/
+const API_PATH = /^\/(v1|admin|metrics|healthz|readyz|openapi\.json|xrpc)(\/|$)/
 
 function decodes(path: string): boolean {
   try {
@@ -111,9 +116,17 @@ export function judge(
   headers: Record<string, string> = {},
 ): string | null {
   if (res.status === null) return `no answer (${res.error ?? 'connection closed'})`
-  if (res.status >= 500) return `${res.status} ${res.body.slice(0, 200)}`
+  // XRPC's answer to a method this service does not implement is a 501 by design.
+  const notImplemented = res.status === 501 && /^\/xrpc\//.test(target)
+  if (res.status >= 500 && !notImplemented) return `${res.status} ${res.body.slice(0, 200)}`
   if (res.status < 400 || method === 'HEAD') return null
+  if (notImplemented) return errorShapeProblem(res, 'MethodNotImplemented')
   if (wantsHtmlError(method, target, headers)) return htmlProblem(res)
+  return errorShapeProblem(res, ERROR_NAMES[res.status])
+}
+
+/** What is wrong with a JSON error answer: not {"error","message"}, or named otherwise. */
+function errorShapeProblem(res: RawResponse, want: string | undefined): string | null {
   let body: { error?: unknown; message?: unknown }
   try {
     body = JSON.parse(res.body)
@@ -122,7 +135,6 @@ export function judge(
   }
   if (typeof body?.error !== 'string' || typeof body?.message !== 'string')
     return `${res.status} body not {"error","message"}: ${res.body.slice(0, 120)}`
-  const want = ERROR_NAMES[res.status]
   if (want && body.error !== want) return `${res.status} named ${body.error}, SPEC says ${want}`
   return null
 }
@@ -139,6 +151,7 @@ export function httpFuzzScenario(driver: Driver): Scenario {
         ...COMMON_ENV,
         ...db.env,
         ADMIN_TOKEN,
+        SERVICE_DID,
         BATCH_SIZE: '50',
       })
       ctx.defer('stop the product', () => void p.kill9())

@@ -1,0 +1,74 @@
+import { isValidNsid } from '@atproto/syntax'
+import type { FastifyPluginAsync, FastifyReply } from 'fastify'
+import { badRequest } from '../http-errors.ts'
+import { errorResponses } from '../schemas.ts'
+import { serveDidDocument } from './did-document.ts'
+import { paramsOf, QUERIES, queryStringSchema } from './lexicons.ts'
+import { xrpcMethods } from './methods.ts'
+
+// GET /xrpc/{nsid}: the reads of SPEC section 6 as the XRPC queries of lexicons/…/appview/.
+//
+// Routed by Fastify, one route per query lexicon, rather than by an XRPC server library:
+// @atproto/xrpc-server is an Express app (mounted here it must hijack the reply, which skips
+// this app's compression, CORS and cache headers, its 503 answer while the database is down,
+// and Fastify's `inject`, which the tests and the browse UI read through); @atcute/xrpc-server
+// fits (a fetch-style Request -> Response) but validates with @atcute/lexicons, while SPEC 13
+// names @atproto/lexicon. So each route validates its parameters with @atproto/lexicon
+// (lexicons.ts) and answers through the app like every other route: errors are the app's
+// `{"error","message"}`, which is also the XRPC error shape, with its names (InvalidRequest,
+// NotFound, ServiceUnavailable, ...).
+
+const ANY_METHOD = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const
+
+export const xrpcRoutes: FastifyPluginAsync = async (app) => {
+  const methods = xrpcMethods(app)
+  for (const [nsid, def] of QUERIES) {
+    const method = methods.get(nsid)
+    if (!method) throw new Error(`no handler for the query lexicon ${nsid}`)
+    app.get<{ Querystring: Record<string, string | string[] | undefined> }>(
+      `/xrpc/${nsid}`,
+      {
+        ...(method.cache ? { config: method.cache } : {}),
+        // The lexicon validates (paramsOf): the JSON schema only documents the parameters.
+        validatorCompiler: () => () => true,
+        schema: {
+          tags: ['xrpc'],
+          summary: `XRPC query ${nsid}`,
+          description: def.description,
+          querystring: queryStringSchema(def),
+          response: { 200: method.output, ...errorResponses },
+        },
+      },
+      async (request, reply) => method.handle(paramsOf(nsid, def, request.query), reply),
+    )
+  }
+  for (const nsid of methods.keys())
+    if (!QUERIES.has(nsid)) throw new Error(`no query lexicon for the handler ${nsid}`)
+
+  // Everything else under /xrpc/: a path that is no NSID, a query called with another
+  // method, and the methods this service does not implement (XRPC's 501).
+  app.route<{ Params: { '*': string } }>({
+    method: [...ANY_METHOD],
+    url: '/xrpc/*',
+    schema: { hide: true },
+    handler: async (request, reply: FastifyReply) => {
+      const nsid = request.params['*']
+      if (!isValidNsid(nsid))
+        throw badRequest('the path after /xrpc/ is not an NSID: call XRPC methods at /xrpc/{nsid}')
+      if (QUERIES.has(nsid))
+        return reply
+          .status(405)
+          .header('allow', 'GET, HEAD')
+          .send({
+            error: 'InvalidRequest',
+            message: `${nsid} is a query: call it with GET, not ${request.method}`,
+          })
+      return reply.status(501).send({
+        error: 'MethodNotImplemented',
+        message: `this service does not implement ${nsid}`,
+      })
+    },
+  })
+
+  await serveDidDocument(app)
+}
