@@ -2,6 +2,7 @@ import { constants as zlib } from 'node:zlib'
 import compress from '@fastify/compress'
 import cors from '@fastify/cors'
 import rateLimit from '@fastify/rate-limit'
+import websocket from '@fastify/websocket'
 import Fastify, {
   type FastifyError,
   type FastifyInstance,
@@ -25,6 +26,8 @@ import { repoRoutes } from './routes/repos.ts'
 import { revisionRoutes } from './routes/revisions.ts'
 import { searchRoutes } from './routes/search.ts'
 import { statsRoutes } from './routes/stats.ts'
+import { subscribeRoutes, websocketOptions } from './routes/subscribe.ts'
+import type { SubscribeOptions } from './routes/subscribe-hub.ts'
 import { isInternalRequest } from './ui/api-client.ts'
 import { sendHtmlError, uiRoutes, wantsHtml } from './ui/plugin.ts'
 import { answerConnect, clientErrorHandler } from './unroutable.ts'
@@ -53,6 +56,8 @@ export interface ApiOptions {
   readApi?: boolean
   /** Change rows read per query while streaming /v1/changes. */
   changesPageSize?: number
+  /** Bounds of /v1/changes/subscribe (default SUBSCRIBE_DEFAULTS). */
+  subscribe?: Partial<SubscribeOptions>
 }
 
 declare module 'fastify' {
@@ -159,6 +164,7 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
     allowList: (request) => isInternalRequest(request.headers),
   })
   if (readApi) await registerDocs(app)
+  await app.register(websocket, websocketOptions)
 
   await app.register(healthRoutes)
   await app.register(metricsRoutes)
@@ -172,6 +178,7 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   await app.register(repoRoutes)
   await app.register(xrpcRoutes)
   await app.register(changesRoutes, { pageSize: opts.changesPageSize ?? 500 })
+  await app.register(subscribeRoutes, { pageSize: opts.changesPageSize ?? 500, ...opts.subscribe })
   await app.register(exportRoutes)
   await app.register(uiRoutes)
   if (ctx.config.adminToken) {

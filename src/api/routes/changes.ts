@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream'
 import type { FastifyPluginAsync } from 'fastify'
 import { nsidsOf } from '../../config.ts'
+import type { AppContext } from '../../context.ts'
 import {
   type ChangeRow,
   type CurrentRecord,
@@ -21,18 +22,35 @@ const LIMIT = limitParam({
   description: `Most lines, 1..${CHANGES_MAX_LIMIT} in plain decimal digits, default ${CHANGES_DEFAULT_LIMIT}`,
 })
 
-// The change feed streams: rows are read in keyset chunks on seq and written as they
-// come, so a 10 000-line answer never sits in memory whole, and a slow client slows the
-// reads (the stream pulls the next chunk only when it has room). Seqs are assigned and
-// committed in order under the writers' lock, so resuming after the last seq read
-// misses nothing and repeats nothing.
-export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (app, opts) => {
-  const { db, config } = app.ctx
-  const pageSize = opts.pageSize
-  // With records a chunk holds up to this many of them (a prompt may be 200 kB), so an
-  // answer's memory stays bounded whatever `limit` asks for.
-  const recordPageSize = Math.min(pageSize, 50)
+/** A chunk of change rows as read, and the current records of its upserts (include=record). */
+export interface FeedChunk {
+  rows: ChangeRow[]
+  records: Map<string, CurrentRecord> | null
+}
 
+/**
+ * The change feed's reads and lines, shared by GET /v1/changes and its live subscription
+ * (subscribe.ts), so both say the same thing about the same row.
+ */
+export interface ChangeFeed {
+  /** Rows per read: `pageSize`, or at most 50 with records (a prompt may be 200 kB). */
+  chunkSize(withRecords: boolean): number
+  /** Up to `take` rows after `since` (withheld ones too: a reader moves past them). */
+  read(since: number, take: number, withRecords: boolean): Promise<FeedChunk>
+  /** The current records of the upsert rows among `rows`, by `collection did rkey`. */
+  recordsOf(rows: ChangeRow[]): Promise<Map<string, CurrentRecord>>
+  /**
+   * One feed line per row not withheld, each ending with a newline; with the record when
+   * the chunk has records. A subscription frame is the same line without its newline.
+   */
+  lines(chunk: FeedChunk): string[]
+}
+
+export function changeFeed(ctx: Pick<AppContext, 'db' | 'config'>, pageSize: number): ChangeFeed {
+  const { db, config } = ctx
+  // With records a chunk holds up to this many of them, so an answer's memory stays
+  // bounded whatever `limit` asks for.
+  const recordPageSize = Math.min(pageSize, 50)
   // The table each collection's records live in, for include=record.
   const tables = new Map<string, RecordTable>([
     [config.promptNsid, 'prompts'],
@@ -40,7 +58,6 @@ export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (ap
     [nsidsOf(config).agent, 'agents'],
   ])
 
-  /** The current records of a chunk's upsert lines, by `collection did rkey`. */
   async function recordsOf(rows: ChangeRow[]): Promise<Map<string, CurrentRecord>> {
     const out = new Map<string, CurrentRecord>()
     for (const [collection, table] of tables) {
@@ -51,6 +68,49 @@ export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (ap
     return out
   }
 
+  return {
+    chunkSize: (withRecords) => (withRecords ? recordPageSize : pageSize),
+    async read(since, take, withRecords) {
+      const rows = await readChanges(db, since, take)
+      return { rows, records: withRecords ? await recordsOf(rows) : null }
+    },
+    recordsOf,
+    lines({ rows, records }) {
+      const out: string[] = []
+      for (const row of rows) {
+        if (row.withheld) continue
+        const record = records
+          ? (records.get(`${row.collection} ${row.did} ${row.rkey}`) ?? null)
+          : undefined
+        out.push(changeLine(row, config.promptNsid, record))
+      }
+      return out
+    },
+  }
+}
+
+/** The `include` parameter of the feed and the subscription: `record` or nothing. */
+export const INCLUDE_PARAM = {
+  type: 'string',
+  maxLength: 64,
+  description: '`record`: upsert lines carry the record with their cid',
+} as const
+
+/** True for include=record; any other value is a 400 naming the one choice. */
+export function parseInclude(value: string | undefined): boolean {
+  if (value === undefined) return false
+  if (value === 'record') return true
+  throw badRequest('include must be record (the only thing a change line can include)')
+}
+
+// The change feed streams: rows are read in keyset chunks on seq and written as they
+// come, so a 10 000-line answer never sits in memory whole, and a slow client slows the
+// reads (the stream pulls the next chunk only when it has room). Seqs are assigned and
+// committed in order under the writers' lock, so resuming after the last seq read
+// misses nothing and repeats nothing.
+export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (app, opts) => {
+  const feed = changeFeed(app.ctx, opts.pageSize)
+
   app.get<{ Querystring: { since?: string; limit?: string; include?: string } }>(
     '/v1/changes',
     {
@@ -60,17 +120,10 @@ export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (ap
         tags: ['changes'],
         summary: 'Change feed (NDJSON), oldest first',
         description:
-          'One JSON object per line: {"seq","op":"upsert"|"delete","collection","uri","cid","flags","at"}. Resume with since = the last seq read. With include=record, each upsert line also carries "record": the record with that cid while it is the current version, else null with "superseded": true.',
+          'One JSON object per line: {"seq","op":"upsert"|"delete","collection","uri","cid","flags","at"}. Resume with since = the last seq read. With include=record, each upsert line also carries "record": the record with that cid while it is the current version, else null with "superseded": true. Live: /v1/changes/subscribe (WebSocket).',
         querystring: {
           type: 'object',
-          properties: {
-            since: SINCE.schema,
-            limit: LIMIT.schema,
-            include: {
-              type: 'string',
-              description: '`record`: upsert lines carry the record with their cid',
-            },
-          },
+          properties: { since: SINCE.schema, limit: LIMIT.schema, include: INCLUDE_PARAM },
         },
         produces: ['application/x-ndjson'],
         response: {
@@ -85,49 +138,38 @@ export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (ap
     async (request, reply) => {
       const since = SINCE.parse(request.query.since)
       const limit = LIMIT.parse(request.query.limit)
-      const { include } = request.query
-      if (include !== undefined && include !== 'record')
-        throw badRequest('include must be record (the only thing a change line can include)')
+      const withRecords = parseInclude(request.query.include)
       // The first chunk is read before the status goes out, so a database failure is
       // still a clean error (503 while the database is down) rather than a truncated 200.
-      const chunkSize = include ? recordPageSize : pageSize
+      const chunkSize = feed.chunkSize(withRecords)
       const asked = Math.min(chunkSize, limit)
-      const first = await readChanges(db, since, asked)
-      const firstRecords = include ? await recordsOf(first) : null
+      const first = await feed.read(since, asked, withRecords)
       reply.header('cache-control', 'no-store')
       reply.type('application/x-ndjson; charset=utf-8')
-      const lines = stream(first, firstRecords, asked, limit, chunkSize)
+      const lines = stream(first, asked, limit, chunkSize, withRecords)
       return reply.send(Readable.from(lines, { objectMode: false }))
     },
   )
 
-  /** `records`: null without include=record, else the current records of `first`'s lines. */
   async function* stream(
-    first: ChangeRow[],
-    firstRecords: Map<string, CurrentRecord> | null,
+    first: FeedChunk,
     firstAsked: number,
     limit: number,
     chunkSize: number,
+    withRecords: boolean,
   ): AsyncGenerator<string> {
     let chunk = first
-    let records = firstRecords
     let asked = firstAsked
     let sent = 0
     for (;;) {
-      const shown = chunk.filter((row) => !row.withheld)
-      const line = (row: ChangeRow) =>
-        changeLine(
-          row,
-          config.promptNsid,
-          records ? (records.get(`${row.collection} ${row.did} ${row.rkey}`) ?? null) : undefined,
-        )
-      if (shown.length > 0) yield shown.map(line).join('')
+      const shown = feed.lines(chunk)
+      if (shown.length > 0) yield shown.join('')
       sent += shown.length
+      const { rows } = chunk
       // A short chunk is the end of the table as of that read; a later call picks up the rest.
-      if (chunk.length < asked || sent >= limit) return
+      if (rows.length < asked || sent >= limit) return
       asked = Math.min(chunkSize, limit - sent)
-      chunk = await readChanges(db, chunk[chunk.length - 1].seq, asked)
-      if (records) records = await recordsOf(chunk)
+      chunk = await feed.read(rows[rows.length - 1].seq, asked, withRecords)
     }
   }
 }

@@ -3,9 +3,9 @@ import type { Database } from '../client.ts'
 import { changes } from '../schema.ts'
 import { columnsOf, type RawRow } from './columns.ts'
 
-// The change log as readers see it: the NDJSON feed, the UI's newest changes, and the
-// answer cache's poll. The first two are raw `sql` (a LATERAL probe with LIMIT, which the
-// builder cannot say); the poll is plain and uses the builder.
+// The change log as readers see it: the NDJSON feed and its live subscription, the UI's
+// newest changes, and the answer cache's poll. The first two are raw `sql` (a LATERAL
+// probe with LIMIT, which the builder cannot say); the poll is plain and uses the builder.
 
 const CHANGE_KEYS = ['seq', 'did', 'collection', 'rkey', 'op', 'cid', 'flags', 'at'] as const
 
@@ -53,6 +53,15 @@ const seqAsNumber = (rows: Fetched[]): ChangeRow[] =>
 
 export async function readChanges(db: Database, since: number, take: number) {
   return seqAsNumber(await db.read<Fetched>(changesQuery(since, take)))
+}
+
+/**
+ * readChanges on the monitor connection: the change subscription's poll (api/routes/
+ * subscribe-hub.ts), which like the answer cache's must not queue behind a saturated pool,
+ * or every subscriber would see commits late exactly when the process is busy.
+ */
+export async function pollChanges(db: Database, since: number, take: number) {
+  return seqAsNumber(await db.rows<Fetched>(changesQuery(since, take), db.monitor))
 }
 
 /** The record a change line names, as stored now: its CID and JSON text. */

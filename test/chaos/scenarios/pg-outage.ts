@@ -1,4 +1,6 @@
 import postgres from 'postgres'
+import WebSocket from 'ws'
+import type { ChangeRow } from '../lib/api-read.ts'
 import { COMMON_ENV, replayArgs } from '../lib/baseline.ts'
 import { type CliProc, describeExit, sleep, startCli, tail } from '../lib/cli-proc.ts'
 import { compareDigests } from '../lib/compare.ts'
@@ -14,7 +16,10 @@ import { percentOf } from './kill9.ts'
 // random pause. The process must live through it (SPEC 11), answer /readyz and reads with
 // 503 while the database is away, answer every read (no 5xx) once /readyz says 200 again,
 // and end in the uninterrupted run's state. Last, every backend is terminated under running
-// reads, and again every read must answer.
+// reads, and again every read must answer. A subscriber of /v1/changes/subscribe is
+// connected across it all: it stays connected and gets every change afterwards, or is
+// closed with a reason frame and resumes by seq (refused with a 503 while the database is
+// away); either way it ends with the feed's changes, each once, in order.
 
 // Small batches make the ingestion long enough to be hit several times, and the short
 // run's fewer events smaller ones still, so more outages land on a transaction in flight.
@@ -38,6 +43,11 @@ export const pgOutageScenario: Scenario = {
     let p = startCli(replayArgs(base.file), env)
     ctx.defer('stop the product', () => void p.kill9())
     await p.waitListening()
+    const sub = follow(
+      () => p.url(),
+      () => p.exit() === null,
+    )
+    ctx.defer('stop the subscriber', () => sub.stop())
     let died = 0
     for (const [i, t] of targets.entries()) {
       const target = first + t * (base.set.lastTimeUs - first)
@@ -75,6 +85,9 @@ export const pgOutageScenario: Scenario = {
     const cmp = compareDigests(got, base.fine, base.fine.feed)
     ctx.note(`after ${outages} outages: ${cmp.summary}`)
     failures.push(...cmp.problems)
+    const followed = await sub.settle(got.feed, takenDown(base.set.events))
+    ctx.note(followed.text)
+    failures.push(...followed.failures)
     const ready = await fetch(`${p.url()}/readyz`)
     if (ready.status !== 200) failures.push(`/readyz ${ready.status} after recovery`)
     const code = await p.stop()
@@ -213,4 +226,131 @@ async function timed(url: string): Promise<{ status: number | string; ms: number
   } catch (err) {
     return { status: `no answer (${(err as Error).name})`, ms: Date.now() - t0, body: '' }
   }
+}
+
+/** DIDs the events take down at some point: their upserts may be withheld from a reader. */
+function takenDown(events: Array<{ kind: string; did: string; account?: { active: boolean } }>) {
+  return new Set(events.filter((e) => e.kind === 'account' && !e.account?.active).map((e) => e.did))
+}
+
+type FeedLine = ChangeRow & { at: string }
+
+/**
+ * A subscriber of /v1/changes/subscribe that resumes from its last seq whenever it is
+ * closed, as a client is told to. `alive` says whether the product still runs (a close
+ * because it died is not the subscription's fault).
+ */
+function follow(url: () => string | null, alive: () => boolean) {
+  const lines: FeedLine[] = []
+  const problems: string[] = []
+  const closes: Record<string, number> = {}
+  const refusals: Record<string, number> = {}
+  let stopped = false
+  let connects = 0
+  let ws: WebSocket | null = null
+  const count = (m: Record<string, number>, k: string) => {
+    m[k] = (m[k] ?? 0) + 1
+  }
+  const again = () => {
+    if (!stopped) setTimeout(connect, 250)
+  }
+  function connect() {
+    const base = url()
+    if (stopped) return
+    if (!base) return again()
+    const since = lines.at(-1)?.seq ?? 0
+    const socket = new WebSocket(
+      `${base.replace(/^http/, 'ws')}/v1/changes/subscribe?since=${since}`,
+    )
+    ws = socket
+    let opened = false
+    let reason: { error: string; message: string } | null = null
+    socket.on('open', () => {
+      opened = true
+      connects++
+    })
+    socket.on('unexpected-response', (req, res) => {
+      // Refused before the upgrade: a 503 in the error shape while the database is away.
+      let body = ''
+      res.on('data', (d) => {
+        body += d
+      })
+      res.on('end', () => {
+        count(refusals, String(res.statusCode))
+        let shape = false
+        try {
+          const b = JSON.parse(body)
+          shape = typeof b.error === 'string' && typeof b.message === 'string'
+        } catch {}
+        if (res.statusCode !== 503 || !shape)
+          problems.push(`subscription refused with ${res.statusCode}: ${body.slice(0, 120)}`)
+        req.destroy()
+      })
+    })
+    socket.on('error', () => {})
+    socket.on('message', (data) => {
+      const frame = JSON.parse(String(data)) as FeedLine | { error: string; message: string }
+      if ('error' in frame) {
+        reason = frame
+        return
+      }
+      const last = lines.at(-1)?.seq ?? 0
+      if (frame.seq <= last) problems.push(`seq ${frame.seq} after ${last}: twice or out of order`)
+      lines.push(frame)
+    })
+    socket.on('close', (code) => {
+      if (opened) {
+        count(closes, reason ? `${code} ${reason.error}` : String(code))
+        // A close with no reason while the product lives (and is not shutting it down).
+        if (!reason && !stopped && code !== 1001)
+          setTimeout(() => {
+            if (alive()) problems.push(`subscription closed ${code} without a reason frame`)
+          }, 500)
+      }
+      again()
+    })
+  }
+  connect()
+  const stop = () => {
+    stopped = true
+    ws?.terminate()
+  }
+  /** Waits for it to reach the feed's end, stops it, and compares it with the feed. */
+  async function settle(feed: ChangeRow[], hidden: Set<string>) {
+    const end = feed.at(-1)?.seq ?? 0
+    const deadline = Date.now() + 30_000
+    while ((lines.at(-1)?.seq ?? 0) < end && Date.now() < deadline) await sleep(100)
+    stop()
+    const failures = [...problems]
+    const got = new Map(lines.map((l) => [l.seq, l]))
+    const want = new Map(feed.map((l) => [l.seq, l as FeedLine]))
+    const did = (l: ChangeRow) => l.uri.split('/')[2]
+    // A repo hidden at some point: its upserts may be withheld from one reader and not the
+    // other (a live reader saw them before the takedown; the feed shows them again after a
+    // reactivation). Every other change must be in both, the same.
+    const excused = (l: ChangeRow) => l.op === 'upsert' && hidden.has(did(l))
+    let missing = 0
+    let extra = 0
+    for (const [seq, l] of want) {
+      const g = got.get(seq)
+      if (!g) {
+        if (!excused(l)) missing++
+      } else if (JSON.stringify(g) !== JSON.stringify(l))
+        failures.push(
+          `subscription seq ${seq} differs: ${JSON.stringify(g)} vs ${JSON.stringify(l)}`,
+        )
+    }
+    for (const [seq, l] of got) if (!want.has(seq) && !excused(l)) extra++
+    if (missing > 0) failures.push(`subscription missed ${missing} changes of the feed`)
+    if (extra > 0) failures.push(`subscription got ${extra} changes the feed does not have`)
+    const say = (m: Record<string, number>) =>
+      Object.entries(m)
+        .map(([k, n]) => `${k}: ${n}`)
+        .join(', ') || 'none'
+    return {
+      text: `subscriber: ${lines.length} changes over ${connects} connections (closes ${say(closes)}; refusals ${say(refusals)}); feed ${feed.length} lines`,
+      failures,
+    }
+  }
+  return { stop, settle }
 }

@@ -1,0 +1,470 @@
+import type { WebSocket } from '@fastify/websocket'
+import type { Logger } from 'pino'
+import type { Database } from '../../db/client.ts'
+import {
+  type ChangeRow,
+  type CurrentRecord,
+  latestChangeSeq,
+  pollChanges,
+} from '../../db/read/changes.ts'
+import { CHANGE_WATCH_DEFAULTS } from '../change-watch.ts'
+import type { ChangeFeed, FeedChunk } from './changes.ts'
+
+// The live change subscription's one reader per process (SPEC 13). Every subscriber first
+// reads its backlog itself, paced by its socket, until it has read as far as the hub; from
+// then on it takes the hub's frames. The hub polls the change log on the monitor connection
+// at the answer cache's cadence (and at once on a commit of this process), only while
+// someone is subscribed, and reads each new row once for everyone: one query per tick
+// whatever the number of subscribers. Seqs become visible in order (the writers' lock), so
+// "after the last seq read" misses nothing and repeats nothing, in the backlog and live.
+//
+// The hub's frames sit in one log shared by the live subscribers, each with its own place
+// in it, and are dropped once every one of them has passed them. A subscriber holding more
+// than `maxUnsentBytes` unsent (its place in the log to the end, plus what its socket has
+// not written) when new frames arrive is cut: a reason frame, then the close. So the log
+// holds at most that much plus one page, whatever the number of subscribers, and a slow
+// one never holds up the others. It resumes from the last seq it got.
+
+export interface SubscribeOptions {
+  /** Subscribers at once in this process; past it a subscription is answered 503. */
+  maxSubscribers: number
+  /** Unsent bytes a live subscriber may hold when new frames arrive before it is cut. */
+  maxUnsentBytes: number
+  /** Time between polls of the change log while someone is subscribed. */
+  pollMs: number
+  /** Longest a backlog page may wait for the subscriber's socket to take it. */
+  stallMs: number
+  /** Time between pings; a subscriber that did not answer the last one is dropped. */
+  pingMs: number
+}
+
+export const SUBSCRIBE_DEFAULTS: SubscribeOptions = {
+  maxSubscribers: 100,
+  maxUnsentBytes: 8 * 1024 * 1024,
+  pollMs: CHANGE_WATCH_DEFAULTS.pollMs,
+  stallMs: 30_000,
+  pingMs: 30_000,
+}
+
+/** Bytes a socket may hold unwritten before a subscriber is handed no more for now. */
+const HIGH_WATER = 256 * 1024
+
+/** Close codes: the server goes away, the peer broke the rules or is too slow, try later. */
+export const CLOSE = { goingAway: 1001, policy: 1008, internal: 1011, tryLater: 1013 } as const
+
+/** A subscription admitted before its upgrade: where it starts and its first page. */
+export interface Admitted {
+  since: number
+  withRecords: boolean
+  first: FeedChunk
+  /** Gives its place back (idempotent). */
+  release: () => void
+}
+
+/** One change as the hub read it: its frame without and (when asked) with its record. */
+interface Frame {
+  seq: number
+  plain: string
+  record: string | null
+  /** Bytes of all frames of each kind appended up to this one. */
+  plainEnd: number
+  recordEnd: number
+}
+
+type State = 'backlog' | 'live' | 'closed'
+
+interface Subscriber {
+  ws: WebSocket
+  withRecords: boolean
+  state: State
+  /** Last seq it was sent or moved past (a withheld row). */
+  pos: number
+  /** Live: absolute index of the next frame of the hub's log it takes. */
+  next: number
+  /** Live: bytes of its kind of frame appended up to its place. */
+  taken: number
+  alive: boolean
+  /** Backlog: resolves when its socket has room again. */
+  waiter: (() => void) | null
+  release: () => void
+}
+
+export class ChangeHub {
+  private pos: number | null = null
+  private log: Frame[] = []
+  /** Absolute index of log[0]. */
+  private base = 0
+  private plainBytes = 0
+  private recordBytes = 0
+  private readonly subs = new Set<Subscriber>()
+  private readonly live = new Set<Subscriber>()
+  private admitted = 0
+  private running: Promise<void> | null = null
+  private again = false
+  private failing = false
+  private closed = false
+  private pollTimer: NodeJS.Timeout | null = null
+  private pingTimer: NodeJS.Timeout | null = null
+  private readonly stopSignal: () => void
+  private readonly db: Database
+  private readonly feed: ChangeFeed
+  private readonly logger: Logger
+  private readonly opts: SubscribeOptions
+  private readonly pageSize: number
+
+  constructor(
+    db: Database,
+    feed: ChangeFeed,
+    logger: Logger,
+    opts: SubscribeOptions,
+    pageSize: number,
+  ) {
+    this.db = db
+    this.feed = feed
+    this.logger = logger
+    this.opts = opts
+    this.pageSize = pageSize
+    // A commit of this process is read at once, not at the next tick.
+    this.stopSignal = db.onCommit(() => {
+      if (this.subs.size > 0) this.poll()
+    })
+  }
+
+  /** Takes a place for a new subscriber; null when all are taken. */
+  admit(): (() => void) | null {
+    if (this.closed || this.admitted >= this.opts.maxSubscribers) return null
+    this.admitted++
+    let held = true
+    return () => {
+      if (!held) return
+      held = false
+      this.admitted--
+    }
+  }
+
+  /** Starts an admitted subscription on its open socket: its backlog, then live frames. */
+  subscribe(ws: WebSocket, a: Admitted): void {
+    if (this.closed) {
+      a.release()
+      ws.close(CLOSE.goingAway, 'server shutting down')
+      return
+    }
+    const sub: Subscriber = {
+      ws,
+      withRecords: a.withRecords,
+      state: 'backlog',
+      pos: a.since,
+      next: 0,
+      taken: 0,
+      alive: true,
+      waiter: null,
+      release: a.release,
+    }
+    this.subs.add(sub)
+    if (this.subs.size === 1) this.startTimers()
+    ws.on('close', () => this.gone(sub))
+    ws.on('pong', () => {
+      sub.alive = true
+    })
+    ws.on('message', () =>
+      this.cut(
+        sub,
+        CLOSE.policy,
+        'InvalidRequest',
+        'the subscription takes no messages: close it and subscribe again with since',
+      ),
+    )
+    this.poll()
+    this.backlog(sub, a.first).catch((err) => {
+      this.logger.error({ err }, 'change subscription failed')
+      this.cut(sub, CLOSE.internal, 'InternalServerError', 'internal error')
+    })
+  }
+
+  close(): void {
+    this.closed = true
+    this.stopSignal()
+    this.stopTimers()
+    for (const sub of this.subs) {
+      this.leave(sub)
+      sub.ws.close(CLOSE.goingAway, 'server shutting down')
+    }
+  }
+
+  // --- the backlog, per subscriber ---
+
+  private async backlog(sub: Subscriber, first: FeedChunk): Promise<void> {
+    const asked = this.feed.chunkSize(sub.withRecords)
+    let chunk: FeedChunk | null = first
+    while (chunk) {
+      for (const line of this.feed.lines(chunk)) this.send(sub, line.slice(0, -1))
+      const { rows } = chunk
+      if (rows.length > 0) sub.pos = rows[rows.length - 1].seq
+      if (!(await this.drained(sub))) return
+      if (await this.caughtUp(sub, rows.length < asked)) return
+      chunk = await this.readBacklog(sub, asked)
+    }
+  }
+
+  /** True when it went live (or is gone); false while it has more to read. */
+  private async caughtUp(sub: Subscriber, endOfTable: boolean): Promise<boolean> {
+    if (this.attach(sub)) return true
+    // The end of the table as of that read, and the hub has not looked yet: wait for it.
+    if (!endOfTable || this.pos !== null) return false
+    await this.nextPoll()
+    return sub.state !== 'backlog' || this.attach(sub)
+  }
+
+  /** Its next backlog page; null when it is gone or cut (the database failed). */
+  private async readBacklog(sub: Subscriber, asked: number): Promise<FeedChunk | null> {
+    try {
+      const chunk = await this.feed.read(sub.pos, asked, sub.withRecords)
+      return sub.state === 'backlog' ? chunk : null
+    } catch (err) {
+      this.logger.warn({ err }, 'reading the backlog of a change subscription failed')
+      this.cut(
+        sub,
+        CLOSE.tryLater,
+        'ServiceUnavailable',
+        `database unavailable: subscribe again with since=${sub.pos}`,
+      )
+      return null
+    }
+  }
+
+  /** Resolves true once the socket holds less than HIGH_WATER; false if it was cut or left. */
+  private drained(sub: Subscriber): Promise<boolean> {
+    if (sub.state !== 'backlog') return Promise.resolve(false)
+    if (sub.ws.bufferedAmount < HIGH_WATER) return Promise.resolve(true)
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        sub.waiter = null
+        this.cut(
+          sub,
+          CLOSE.policy,
+          'ConsumerTooSlow',
+          `took no frames for ${this.opts.stallMs} ms: subscribe again with since=${sub.pos}`,
+        )
+        resolve(false)
+      }, this.opts.stallMs)
+      sub.waiter = () => {
+        clearTimeout(timer)
+        resolve(sub.state === 'backlog')
+      }
+    })
+  }
+
+  /**
+   * Takes it live once it has read as far as the hub: every later row comes in the hub's
+   * frames. The check and the move are one synchronous step, so no frame can be appended
+   * in between.
+   */
+  private attach(sub: Subscriber): boolean {
+    if (sub.state !== 'backlog' || this.pos === null || sub.pos < this.pos) return false
+    sub.state = 'live'
+    sub.next = this.base + this.log.length
+    sub.taken = sub.withRecords ? this.recordBytes : this.plainBytes
+    this.live.add(sub)
+    return true
+  }
+
+  // --- the hub's poll ---
+
+  private poll(): void {
+    this.again = true
+    this.running ??= this.loop()
+  }
+
+  /** The poll under way, or a new one: settles when it is done (never rejects). */
+  private nextPoll(): Promise<void> {
+    this.poll()
+    return this.running ?? Promise.resolve()
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      while (this.again && !this.closed) {
+        this.again = false
+        await this.cycle()
+      }
+      if (this.failing) this.logger.info('reading the change log for subscribers again')
+      this.failing = false
+    } catch (err) {
+      // Live subscribers stay connected: the next tick reads on from the same seq.
+      if (!this.failing)
+        this.logger.warn({ err }, 'reading the change log for subscribers failed; retrying')
+      this.failing = true
+    } finally {
+      this.running = null
+    }
+  }
+
+  private async cycle(): Promise<void> {
+    for (;;) {
+      const from = await this.readFrom()
+      if (from === null) return
+      const rows = await pollChanges(this.db, from, this.pageSize)
+      // Records are read when a subscriber asks for them; the check and the append below
+      // run without a pause, so no one who asks can go live in between.
+      const records =
+        this.wantsRecords() && rows.some((r) => !r.withheld && r.op !== 'delete')
+          ? await this.feed.recordsOf(rows)
+          : null
+      if (this.closed) return
+      this.append(rows, records)
+      this.trim()
+      if (rows.length < this.pageSize) return
+    }
+  }
+
+  /**
+   * Where to read rows from, or null after moving to the head: with nobody live only the
+   * head is needed, so that a subscriber done with its backlog knows it has read as far
+   * as the hub.
+   */
+  private async readFrom(): Promise<number | null> {
+    if (this.pos !== null && this.live.size > 0) return this.pos
+    const head = await latestChangeSeq(this.db)
+    // Someone went live meanwhile: read the rows after pos for them.
+    if (this.pos !== null && this.live.size > 0) return this.pos
+    this.pos = Math.max(this.pos ?? 0, head)
+    this.trim()
+    return null
+  }
+
+  private wantsRecords(): boolean {
+    for (const sub of this.subs) if (sub.withRecords && sub.state !== 'closed') return true
+    return false
+  }
+
+  private append(rows: ChangeRow[], records: Map<string, CurrentRecord> | null): void {
+    if (rows.length === 0) return
+    // Too slow: more than the bound still unsent from before.
+    for (const sub of this.live) {
+      if (this.unsent(sub) > this.opts.maxUnsentBytes)
+        this.cut(
+          sub,
+          CLOSE.policy,
+          'ConsumerTooSlow',
+          `more than ${this.opts.maxUnsentBytes} bytes of changes unsent: subscribe again with since=${sub.pos}`,
+        )
+    }
+    const plain = this.feed.lines({ rows, records: null })
+    const withRecord = records ? this.feed.lines({ rows, records }) : null
+    const shown = rows.filter((r) => !r.withheld)
+    for (const [i, row] of shown.entries()) {
+      const p = plain[i].slice(0, -1)
+      const r = withRecord ? withRecord[i].slice(0, -1) : null
+      this.plainBytes += Buffer.byteLength(p)
+      if (r !== null) this.recordBytes += Buffer.byteLength(r)
+      this.log.push({
+        seq: row.seq,
+        plain: p,
+        record: r,
+        plainEnd: this.plainBytes,
+        recordEnd: this.recordBytes,
+      })
+    }
+    this.pos = rows[rows.length - 1].seq
+    for (const sub of this.live) this.pump(sub)
+  }
+
+  private unsent(sub: Subscriber): number {
+    const total = sub.withRecords ? this.recordBytes : this.plainBytes
+    return total - sub.taken + sub.ws.bufferedAmount
+  }
+
+  /** Hands a live subscriber the frames after its place while its socket has room. */
+  private pump(sub: Subscriber): void {
+    const end = this.base + this.log.length
+    while (sub.state === 'live' && sub.next < end && sub.ws.bufferedAmount < HIGH_WATER) {
+      const f = this.log[sub.next - this.base]
+      sub.next++
+      sub.taken = sub.withRecords ? f.recordEnd : f.plainEnd
+      // Read in its backlog already (it may have read past the hub's position).
+      if (f.seq <= sub.pos) continue
+      sub.pos = f.seq
+      // record is set whenever a subscriber asking for it was live (see cycle).
+      this.send(sub, sub.withRecords ? (f.record ?? f.plain) : f.plain)
+    }
+  }
+
+  /** Drops the frames every live subscriber has passed. */
+  private trim(): void {
+    let min = this.base + this.log.length
+    for (const sub of this.live) min = Math.min(min, sub.next)
+    const drop = min - this.base
+    if (drop <= 0) return
+    this.log.splice(0, drop)
+    this.base = min
+  }
+
+  // --- sockets ---
+
+  private send(sub: Subscriber, text: string): void {
+    sub.ws.send(text, (err) => {
+      // An error: the socket is closing, and its 'close' cleans up.
+      if (err || sub.ws.bufferedAmount >= HIGH_WATER) return
+      if (sub.waiter) {
+        const w = sub.waiter
+        sub.waiter = null
+        w()
+      }
+      if (sub.state === 'live') this.pump(sub)
+    })
+  }
+
+  /** Ends a subscription with a reason frame, then the close. */
+  private cut(sub: Subscriber, code: number, error: string, message: string): void {
+    if (sub.state === 'closed') return
+    this.leave(sub)
+    this.logger.info({ error, pos: sub.pos }, 'change subscription cut')
+    sub.ws.send(JSON.stringify({ error, message }))
+    sub.ws.close(code, error)
+  }
+
+  /** No more frames for it; its place is kept until its socket closes. */
+  private leave(sub: Subscriber): void {
+    sub.state = 'closed'
+    this.live.delete(sub)
+    const w = sub.waiter
+    sub.waiter = null
+    w?.()
+  }
+
+  private gone(sub: Subscriber): void {
+    this.leave(sub)
+    this.subs.delete(sub)
+    sub.release()
+    if (this.subs.size === 0) this.stopTimers()
+    this.trim()
+  }
+
+  private startTimers(): void {
+    this.pollTimer = setInterval(() => {
+      if (!this.running) this.poll()
+    }, this.opts.pollMs)
+    this.pollTimer.unref()
+    this.pingTimer = setInterval(() => this.ping(), this.opts.pingMs)
+    this.pingTimer.unref()
+  }
+
+  private stopTimers(): void {
+    if (this.pollTimer) clearInterval(this.pollTimer)
+    if (this.pingTimer) clearInterval(this.pingTimer)
+    this.pollTimer = null
+    this.pingTimer = null
+  }
+
+  /** A subscriber that did not answer the last ping is gone: its place is freed. */
+  private ping(): void {
+    for (const sub of this.subs) {
+      if (!sub.alive) {
+        sub.ws.terminate()
+        continue
+      }
+      sub.alive = false
+      sub.ws.ping()
+    }
+  }
+}

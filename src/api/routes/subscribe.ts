@@ -1,0 +1,127 @@
+import type { WebsocketPluginOptions } from '@fastify/websocket'
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
+import { errorNameOf } from '../http-errors.ts'
+import { SINCE } from '../params.ts'
+import { errorResponses } from '../schemas.ts'
+import { changeFeed, INCLUDE_PARAM, parseInclude } from './changes.ts'
+import {
+  type Admitted,
+  ChangeHub,
+  CLOSE,
+  SUBSCRIBE_DEFAULTS,
+  type SubscribeOptions,
+} from './subscribe-hub.ts'
+
+// GET /v1/changes/subscribe (SPEC 13): the change feed as a WebSocket. Everything that can
+// be refused is refused before the upgrade, as an HTTP answer in the API's error shape: a
+// bad `since` or `include` (400), no place left (503), the database down when the first
+// page is read (503). Then the backlog after `since`, then each change as it commits, one
+// text frame per change holding the feed line's object (subscribe-hub.ts).
+
+interface Query {
+  since?: string
+  include?: string
+}
+
+/** How long a closing app waits for subscribers to answer its close before cutting them. */
+const CLOSE_GRACE_MS = 1_000
+
+/**
+ * The WebSocket plugin's options (app.ts registers it for every route: an upgrade asked of
+ * any other route is closed). A client never needs to send more than a close frame. On the
+ * app's close, subscribers get 1001 and those that do not answer within CLOSE_GRACE_MS are
+ * cut, so a SIGTERM never waits on a peer that stopped reading.
+ */
+export const websocketOptions: WebsocketPluginOptions = {
+  // closeTimeout (ws 8.19+, not yet in @types/ws): how long a closed socket waits for the
+  // peer's close frame before it is destroyed.
+  options: { maxPayload: 4096, closeTimeout: 10_000 } as WebsocketPluginOptions['options'],
+  errorHandler(error, socket, request) {
+    request.log.debug({ err: error }, 'change subscription socket error')
+    socket.terminate()
+  },
+  async preClose(this: FastifyInstance) {
+    const open = [...this.websocketServer.clients]
+    for (const ws of open) ws.close(CLOSE.goingAway, 'server shutting down')
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([
+      Promise.all(open.map((ws) => new Promise((resolve) => ws.once('close', resolve)))),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, CLOSE_GRACE_MS)
+      }),
+    ])
+    clearTimeout(timer)
+    for (const ws of open) ws.terminate()
+    await new Promise((resolve) => this.websocketServer.close(resolve))
+  },
+}
+
+export const subscribeRoutes: FastifyPluginAsync<
+  { pageSize: number } & Partial<SubscribeOptions>
+> = async (app, { pageSize, ...opts }) => {
+  const options = { ...SUBSCRIBE_DEFAULTS, ...opts }
+  const feed = changeFeed(app.ctx, pageSize)
+  const hub = new ChangeHub(app.ctx.db, feed, app.ctx.logger, options, pageSize)
+  app.addHook('onClose', async () => hub.close())
+  const admitted = new WeakMap<FastifyRequest, Admitted>()
+
+  app.route<{ Querystring: Query }>({
+    method: 'GET',
+    url: '/v1/changes/subscribe',
+    schema: {
+      tags: ['changes'],
+      summary: 'Live change feed (WebSocket)',
+      description: `A WebSocket (connect with Upgrade: websocket). The backlog after since, then each change as it commits, in seq order: one JSON text frame per change, the same object as a line of /v1/changes (with include=record, the record too). Resume with since = the last seq received. A subscriber holding more than ${options.maxUnsentBytes} bytes unsent when new changes arrive gets the frame {"error":"ConsumerTooSlow","message"} and is closed (1008); one that sends anything is closed too. At most ${options.maxSubscribers} subscribers per process: past it, 503 before the upgrade. On shutdown subscribers are closed with 1001. A GET without the upgrade is answered 426.`,
+      querystring: {
+        type: 'object',
+        properties: { since: SINCE.schema, include: INCLUDE_PARAM },
+      },
+      response: {
+        101: { description: 'Switching Protocols: the subscription follows as text frames' },
+        ...errorResponses,
+      },
+    },
+    async preHandler(request, reply) {
+      const since = SINCE.parse(request.query.since)
+      const withRecords = parseInclude(request.query.include)
+      if (!request.ws) return // the handler says how to ask
+      const release = hub.admit()
+      if (!release)
+        return reply
+          .status(503)
+          .header('retry-after', '5')
+          .send({
+            error: errorNameOf(503),
+            message: `too many subscribers on this server (${options.maxSubscribers}): try again shortly`,
+          })
+      // Whatever happens to the request from here (an error answer, a failed handshake, the
+      // end of the subscription), its place is given back when its socket closes.
+      request.raw.socket.once('close', release)
+      try {
+        // Read before the upgrade, as the feed reads before its status: a database that is
+        // down is a 503 the client can act on, not a socket that opens and closes.
+        const first = await feed.read(since, feed.chunkSize(withRecords), withRecords)
+        admitted.set(request, { since, withRecords, first, release })
+      } catch (err) {
+        release()
+        throw err
+      }
+    },
+    wsHandler(socket, request) {
+      const a = admitted.get(request as FastifyRequest)
+      if (!a) return void socket.close(CLOSE.internal, 'not admitted')
+      admitted.delete(request as FastifyRequest)
+      hub.subscribe(socket, a)
+    },
+    async handler(_request, reply) {
+      return reply
+        .status(426)
+        .header('upgrade', 'websocket')
+        .send({
+          error: errorNameOf(426),
+          message:
+            'this is a WebSocket endpoint: connect with Upgrade: websocket (or read /v1/changes for one page)',
+        })
+    },
+  })
+}
