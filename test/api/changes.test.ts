@@ -128,12 +128,13 @@ describe('GET /v1/changes?include=record', () => {
     [NSIDS.agent]: 'agents',
   }
 
-  it('upsert lines carry the record with their cid while it is current, else null and superseded', async () => {
+  it('upsert lines carry the record with their cid (older prompts from their history), else null and superseded', async () => {
     const plain = await read(app, '?limit=10000')
     const lines = (await read(app, '?limit=10000&include=record')) as RecordLine[]
     // The same lines, with the record beside them.
     expect(lines.map(({ record: _r, superseded: _s, ...l }) => l)).toEqual(plain)
     let current = 0
+    let older = 0
     let superseded = 0
     for (const l of lines) {
       if (l.op === 'delete') {
@@ -149,15 +150,34 @@ describe('GET /v1/changes?include=record', () => {
         expect(l.record, l.uri).toEqual(row.record)
         expect(l).not.toHaveProperty('superseded')
         current++
+      } else if (l.collection === NSIDS.prompt) {
+        // An older version of a prompt: rebuilt from its revision, texts and all.
+        const revs = await app.inject({ url: `/v1/prompts/${did}/${rkey}/revisions` })
+        const rev = revs.json().items.find((r: { cid: string }) => r.cid === l.cid)
+        const detail = await app.inject({ url: `/v1/prompts/${did}/${rkey}/revisions/${rev.rev}` })
+        const record = l.record as Record<string, unknown>
+        expect(record.content, l.uri).toBe(detail.json().content)
+        expect(record.coreMemory, l.uri).toBe(detail.json().coreMemory)
+        expect(record.compiledAt, l.uri).toBe(detail.json().compiledAt)
+        expect(l).not.toHaveProperty('superseded')
+        older++
       } else {
         expect(l.record, l.uri).toBeNull()
         expect(l.superseded, l.uri).toBe(true)
         superseded++
       }
     }
-    // The fixture recompiles and rewrites records: both kinds of line are there.
+    // The fixture recompiles and rewrites records: current and older versions are there.
     expect(current).toBeGreaterThan(10)
-    expect(superseded).toBeGreaterThan(0)
+    expect(older).toBeGreaterThan(0)
+    expect(superseded).toBe(0)
+    // The recompiled prompt's three versions, each as it was published (its `note` too).
+    const versions = lines.filter((l) => l.uri === promptUri(ALICE, s.alice.recompiled))
+    expect(versions.map((l) => (l.record as { note?: string }).note)).toEqual([
+      undefined,
+      'second',
+      'third',
+    ])
     // A prompt's record is the one its lookup answers.
     const uri = promptUri(ALICE, s.alice.recompiled)
     const newest = lines.filter((l) => l.uri === uri).at(-1)!
@@ -168,6 +188,21 @@ describe('GET /v1/changes?include=record', () => {
     expect(await read(chunky, `?since=${lines[4].seq}&limit=6&include=record`)).toEqual(
       lines.slice(5, 11),
     )
+  })
+
+  it('a version whose record was not kept whole (indexed before record_rest) is null and superseded', async () => {
+    const uri = promptUri(ALICE, s.alice.recompiled)
+    const [first] = (await read(app, '?limit=10000&include=record')).filter((l) => l.uri === uri)
+    await db.rows(sql`UPDATE prompt_revisions SET record_rest = NULL WHERE cid = ${first.cid}`)
+    try {
+      const lines = (await read(app, '?limit=10000&include=record')) as RecordLine[]
+      const again = lines.find((l) => l.seq === first.seq)!
+      expect(again.record).toBeNull()
+      expect(again.superseded).toBe(true)
+    } finally {
+      await db.rows(sql`UPDATE prompt_revisions r SET record_rest = p.record - 'content' - 'coreMemory'
+        FROM prompts p WHERE r.cid = ${first.cid} AND p.did = r.did AND p.rkey = r.rkey`)
+    }
   })
 
   it('a repo hidden now: its deletes only, with no record', async () => {

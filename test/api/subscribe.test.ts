@@ -206,7 +206,10 @@ describe('GET /v1/changes/subscribe', () => {
     const live = peer.lines.slice(before.length)
     expect(live.length).toBe(5)
     for (const l of live) expect(l.record).toBeTruthy()
-    expect(peer.lines.some((l) => l.superseded === true)).toBe(true) // the seeded recompiles
+    // The seeded recompiles' older versions come whole, from the revision history.
+    const recompiled = peer.lines.filter((l) => l.uri.endsWith(`/${s.alice.recompiled}`))
+    expect(recompiled.length).toBeGreaterThanOrEqual(3)
+    for (const l of recompiled) expect(l.record && !l.superseded).toBe(true)
     peer.ws.close()
   })
 

@@ -12,6 +12,7 @@ import {
 import { badRequest } from '../http-errors.ts'
 import { limitParam, SINCE } from '../params.ts'
 import { changeLine } from '../reads.ts'
+import { getRevisionRecords } from '../revision-reads.ts'
 import { errorResponses } from '../schemas.ts'
 
 export const CHANGES_DEFAULT_LIMIT = 1000
@@ -37,7 +38,7 @@ export interface ChangeFeed {
   chunkSize(withRecords: boolean): number
   /** Up to `take` rows after `since` (withheld ones too: a reader moves past them). */
   read(since: number, take: number, withRecords: boolean): Promise<FeedChunk>
-  /** The current records of the upsert rows among `rows`, by `collection did rkey`. */
+  /** The records of the upsert rows among `rows`, by `collection did rkey cid`. */
   recordsOf(rows: ChangeRow[]): Promise<Map<string, CurrentRecord>>
   /**
    * One feed line per row not withheld, each ending with a newline; with the record when
@@ -58,13 +59,28 @@ export function changeFeed(ctx: Pick<AppContext, 'db' | 'config'>, pageSize: num
     [nsidsOf(config).agent, 'agents'],
   ])
 
+  /**
+   * The records of the upsert rows, by `collection did rkey cid`: the current ones, and for
+   * prompt rows whose version was replaced since, that version rebuilt from the revision
+   * history when it was kept whole (revision_texts and prompt_revisions.record_rest).
+   */
   async function recordsOf(rows: ChangeRow[]): Promise<Map<string, CurrentRecord>> {
     const out = new Map<string, CurrentRecord>()
     for (const [collection, table] of tables) {
       const keys = rows.filter((r) => r.collection === collection && r.op !== 'delete')
       for (const [k, v] of await readCurrentRecords(db, table, keys))
-        out.set(`${collection} ${k}`, v)
+        out.set(`${collection} ${k} ${v.cid}`, v)
     }
+    const older = rows.flatMap((r) =>
+      r.collection === config.promptNsid &&
+      r.op !== 'delete' &&
+      r.cid !== null &&
+      !out.has(`${r.collection} ${r.did} ${r.rkey} ${r.cid}`)
+        ? [{ did: r.did, rkey: r.rkey, cid: r.cid }]
+        : [],
+    )
+    for (const [k, json] of await getRevisionRecords(db, older))
+      out.set(`${config.promptNsid} ${k}`, { cid: k.slice(k.lastIndexOf(' ') + 1), json })
     return out
   }
 
@@ -80,7 +96,7 @@ export function changeFeed(ctx: Pick<AppContext, 'db' | 'config'>, pageSize: num
       for (const row of rows) {
         if (row.withheld) continue
         const record = records
-          ? (records.get(`${row.collection} ${row.did} ${row.rkey}`) ?? null)
+          ? (records.get(`${row.collection} ${row.did} ${row.rkey} ${row.cid}`) ?? null)
           : undefined
         out.push(changeLine(row, config.promptNsid, record))
       }
@@ -120,7 +136,7 @@ export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (ap
         tags: ['changes'],
         summary: 'Change feed (NDJSON), oldest first',
         description:
-          'One JSON object per line: {"seq","op":"upsert"|"delete","collection","uri","cid","flags","at"}. Resume with since = the last seq read. With include=record, each upsert line also carries "record": the record with that cid while it is the current version, else null with "superseded": true. Live: /v1/changes/subscribe (WebSocket).',
+          'One JSON object per line: {"seq","op":"upsert"|"delete","collection","uri","cid","flags","at"}. Resume with since = the last seq read. With include=record, each upsert line also carries "record": the record with that cid (a prompt\'s older version from its revision history), else null with "superseded": true when that version is not kept. Live: /v1/changes/subscribe (WebSocket).',
         querystring: {
           type: 'object',
           properties: { since: SINCE.schema, limit: LIMIT.schema, include: INCLUDE_PARAM },
