@@ -1,5 +1,5 @@
 import type { WebsocketPluginOptions } from '@fastify/websocket'
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import { errorNameOf } from '../http-errors.ts'
 import { SINCE } from '../params.ts'
 import { errorResponses } from '../schemas.ts'
@@ -21,6 +21,13 @@ import {
 interface Query {
   since?: string
   include?: string
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the subscription route's admission (before the upgrade), read by its handler. */
+    subscription: Admitted | null
+  }
 }
 
 /** How long a closing app waits for subscribers to answer its close before cutting them. */
@@ -63,7 +70,9 @@ export const subscribeRoutes: FastifyPluginAsync<
   const feed = changeFeed(app.ctx, pageSize)
   const hub = new ChangeHub(app.ctx.db, feed, app.ctx.logger, options, pageSize)
   app.addHook('onClose', async () => hub.close())
-  const admitted = new WeakMap<FastifyRequest, Admitted>()
+  // What admission found travels on the request, as Fastify decorations do, to the socket
+  // handler the plugin calls after the upgrade.
+  app.decorateRequest('subscription', null)
 
   app.route<{ Querystring: Query }>({
     method: 'GET',
@@ -101,16 +110,16 @@ export const subscribeRoutes: FastifyPluginAsync<
         // Read before the upgrade, as the feed reads before its status: a database that is
         // down is a 503 the client can act on, not a socket that opens and closes.
         const first = await feed.read(since, feed.chunkSize(withRecords), withRecords)
-        admitted.set(request, { since, withRecords, first, release })
+        request.subscription = { since, withRecords, first, release }
       } catch (err) {
         release()
         throw err
       }
     },
     wsHandler(socket, request) {
-      const a = admitted.get(request as FastifyRequest)
+      const a = request.subscription
       if (!a) return void socket.close(CLOSE.internal, 'not admitted')
-      admitted.delete(request as FastifyRequest)
+      request.subscription = null
       hub.subscribe(socket, a)
     },
     async handler(_request, reply) {
