@@ -69,22 +69,22 @@ async function hitOf(
 }
 
 /**
- * The answer under `key`: from the cache, or built by `load` (null: not found, nothing
- * stored), serialized by `serialize` and stored tagged with the repos `reposOf` names.
+ * The answer under `key`: from the cache, or built by `load` (which throws when there is
+ * none, a 404, and nothing is stored), serialized by `serialize` and stored tagged with the
+ * repos `reposOf` names.
  */
 export async function cachedAnswer<T>(
   answers: Answers,
   key: string,
-  load: () => Promise<T | null>,
+  load: () => Promise<T>,
   serialize: (value: T) => string | Buffer,
   reposOf: (value: T) => readonly string[],
-): Promise<CachedAnswer | null> {
+): Promise<CachedAnswer> {
   const hit = await hitOf(answers, key)
   if (hit) return hit
   const { cache } = answers
   const generation = cache.generation
   const value = await load()
-  if (value === null) return null
   return cache.set(key, serialize(value), reposOf(value), generation)
 }
 

@@ -10,10 +10,10 @@ import Fastify, {
   LogController,
 } from 'fastify'
 import type { AppContext } from '../context.ts'
-import { dbErrorCode, isRetryable } from '../errors.ts'
 import { installAnswerCache } from './answer-cache-plugin.ts'
 import { addCacheHeaders } from './http-cache.ts'
-import { errorNameOf, HttpError, validationMessage } from './http-errors.ts'
+import { errorAnswer, errorNameOf } from './http-errors.ts'
+import { queryContext } from './queries.ts'
 import { adminRoutes } from './routes/admin.ts'
 import { changesRoutes } from './routes/changes.ts'
 import { registerDocs } from './routes/docs.ts'
@@ -28,7 +28,6 @@ import { searchRoutes } from './routes/search.ts'
 import { statsRoutes } from './routes/stats.ts'
 import { subscribeRoutes, websocketOptions } from './routes/subscribe.ts'
 import type { SubscribeOptions } from './routes/subscribe-hub.ts'
-import { isInternalRequest } from './ui/api-client.ts'
 import { sendHtmlError, uiRoutes, wantsHtml } from './ui/plugin.ts'
 import { answerConnect, clientErrorHandler } from './unroutable.ts'
 import { xrpcRoutes } from './xrpc/routes.ts'
@@ -92,12 +91,11 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   }) as unknown as FastifyInstance
   app.decorate('ctx', ctx)
   app.decorate('apiOptions', opts)
+  app.decorate('queries', queryContext(ctx))
   answerConnect(app.server, ctx.logger)
 
   const histogram = ctx.metrics.httpRequestDurationSeconds
   app.addHook('onResponse', async (request, reply) => {
-    // The UI's in-process reads of the API: the page request itself is the one counted.
-    if (isInternalRequest(request.headers)) return
     // The route pattern, never the raw URL: labels must not carry DIDs or URIs.
     const route = request.routeOptions.url ?? 'unmatched'
     histogram.observe(
@@ -107,28 +105,12 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   })
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    if (err.validation) {
-      return reply.status(400).send({
-        error: 'InvalidRequest',
-        message: validationMessage(err.validation, err.validationContext),
-      })
-    }
-    // The database is down or restarting: a 503 the client may retry, said at once (the
-    // driver fails fast once its connection is gone), not a 500 and not a hang. An error
-    // that carries its own HTTP status (a 429 from the rate limit) keeps it.
-    if (isRetryable(err) && !hasHttpStatus(err)) {
+    const { status, message, unavailable } = errorAnswer(err)
+    if (unavailable) {
       request.log.warn({ err }, 'request failed: database unavailable')
-      return reply
-        .status(503)
-        .header('retry-after', '5')
-        .send({ error: errorNameOf(503), message: `database unavailable (${dbErrorCode(err)})` })
-    }
-    const status =
-      err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
-    if (status >= 500) request.log.error({ err }, 'request failed')
-    return reply
-      .status(status)
-      .send({ error: errorNameOf(status), message: publicMessage(err, status) })
+      reply.header('retry-after', '5')
+    } else if (status >= 500) request.log.error({ err }, 'request failed')
+    return reply.status(status).send({ error: errorNameOf(status), message })
   })
   const readApi = opts.readApi ?? true
   app.setNotFoundHandler((request, reply) =>
@@ -157,12 +139,7 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
     brotliOptions: { params: { [zlib.BROTLI_PARAM_QUALITY]: 4 } },
   })
   // Keyed by request.ip, which honours TRUST_PROXY (Fastify's trustProxy above).
-  // The UI's in-process reads are exempt: the page request was already counted.
-  await app.register(rateLimit, {
-    max: ctx.config.rateLimitPerMinute,
-    timeWindow: 60_000,
-    allowList: (request) => isInternalRequest(request.headers),
-  })
+  await app.register(rateLimit, { max: ctx.config.rateLimitPerMinute, timeWindow: 60_000 })
   if (readApi) await registerDocs(app)
   await app.register(websocket, websocketOptions)
 
@@ -185,13 +162,4 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
     await app.register(adminRoutes, { token: ctx.config.adminToken, resyncRepo: opts.resyncRepo })
   }
   return app
-}
-
-const hasHttpStatus = (err: { statusCode?: unknown; status?: unknown }): boolean =>
-  typeof err.statusCode === 'number' || typeof err.status === 'number'
-
-/** Our own errors say what went wrong; anything else that failed stays private. */
-function publicMessage(err: FastifyError, status: number): string {
-  if (status < 500 || err instanceof HttpError) return err.message
-  return status === 503 ? 'request timed out' : 'internal error'
 }

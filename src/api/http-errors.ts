@@ -1,5 +1,8 @@
+import { dbErrorCode, isRetryable } from '../errors.ts'
+
 // The error shape of SPEC section 6: `{"error": "<Name>", "message": "..."}`. Routes throw
-// these; the app's error handler turns any thrown error into that shape.
+// these; the app's error handler turns any thrown error into that shape (errorAnswer), and
+// the browse UI into an error page with the same status and message.
 
 export const ERROR_NAMES: Record<number, string> = {
   400: 'InvalidRequest',
@@ -25,6 +28,51 @@ export const notFound = (message: string): HttpError => new HttpError(404, messa
 /** The error name for a status: 4xx without a name of its own is still the caller's fault. */
 export function errorNameOf(status: number): string {
   return ERROR_NAMES[status] ?? (status < 500 ? 'InvalidRequest' : 'InternalServerError')
+}
+
+/** What the API answers for an error: its status and the message a client may see. */
+export interface ErrorAnswer {
+  status: number
+  message: string
+  /** The database is down or restarting: a 503 worth retrying, not a fault of this code. */
+  unavailable: boolean
+}
+
+const hasHttpStatus = (err: { statusCode?: unknown; status?: unknown }): boolean =>
+  typeof err.statusCode === 'number' || typeof err.status === 'number'
+
+interface ThrownError {
+  message: string
+  statusCode?: number
+  validation?: AjvError[]
+  validationContext?: string
+}
+
+/**
+ * The answer to any error a request raised: a failed schema check is a 400 naming the
+ * parameter; the database down or restarting is a 503 the client may retry, said at once
+ * (the driver fails fast once its connection is gone), not a 500 and not a hang; an error
+ * that carries its own HTTP status (a 429 from the rate limit) keeps it. Our own errors say
+ * what went wrong; anything else that failed stays private.
+ */
+export function errorAnswer(err: ThrownError): ErrorAnswer {
+  if (err.validation)
+    return {
+      status: 400,
+      message: validationMessage(err.validation, err.validationContext),
+      unavailable: false,
+    }
+  if (isRetryable(err) && !hasHttpStatus(err))
+    return { status: 503, message: `database unavailable (${dbErrorCode(err)})`, unavailable: true }
+  const code = err.statusCode
+  const status = code && code >= 400 && code < 600 ? code : 500
+  const message =
+    status < 500 || err instanceof HttpError
+      ? err.message
+      : status === 503
+        ? 'request timed out'
+        : 'internal error'
+  return { status, message, unavailable: false }
 }
 
 /** The query-string integer syntax (schemas.ts decimalParam, params.ts strictInteger). */

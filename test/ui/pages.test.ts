@@ -12,7 +12,7 @@ import {
   type Seeded,
   useSeededApp,
 } from '../api/fixtures.ts'
-import { NSIDS } from '../helpers/events.ts'
+import { apply, NSIDS } from '../helpers/events.ts'
 
 // The browse UI's pages through Fastify's inject: status codes, headers and what the HTML
 // holds. The same pages in a real browser are in test/ui/browse.test.ts.
@@ -29,6 +29,22 @@ const page = async (url: string, accept = 'text/html') => {
   return { status: r.statusCode, headers: r.headers, body: r.body }
 }
 const enc = encodeURIComponent
+/** What the JSON API answers the same request, parsed. */
+const api = async (url: string) => {
+  const r = await page(url, 'application/json')
+  return { status: r.status, body: JSON.parse(r.body) }
+}
+/** Text as the pages escape it (hono/html). */
+const ENTITIES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+}
+const escaped = (text: string) => text.replace(/[&<>"']/g, (c) => ENTITIES[c]!)
+const rkeysOf = (html: string) =>
+  [...html.matchAll(/href="\/prompts\/[^/"]+\/([^"?#]+)"/g)].map((m) => m[1])
 
 describe('pages', () => {
   it('the overview counts flags, shows ingestion and recent changes, with a strict CSP', async () => {
@@ -61,8 +77,6 @@ describe('pages', () => {
   it('lists filtered prompts and pages forward and back with the filters kept', async () => {
     const first = await page('/prompts?did=bob.test&limit=5')
     expect(first.status).toBe(200)
-    const rkeysOf = (html: string) =>
-      [...html.matchAll(/href="\/prompts\/[^/"]+\/([^"?#]+)"/g)].map((m) => m[1])
     const newest = [...s.bobRkeys].reverse()
     expect(rkeysOf(first.body)).toEqual(newest.slice(0, 5))
     const next = /id="page-next" href="([^"]+)"/.exec(first.body)?.[1]?.replaceAll('&amp;', '&')
@@ -285,6 +299,76 @@ describe('the UI is one client of the API', () => {
       expect(src, f).not.toMatch(/from '[./]*\/ingest\//)
       expect(src, f).not.toMatch(/import\s*\{[^}]*\braw\b/)
     }
+  })
+
+  // Pages call the API's reads (src/api/queries.ts), not the API over HTTP: these compare
+  // each page with the JSON answer to the same request, so a page can show nothing the API
+  // hides and fails as the API fails.
+  it('a list shows exactly the prompts the API lists: none of a taken-down repo', async () => {
+    for (const [pageUrl, apiUrl] of [
+      ['/prompts?limit=100', '/v1/prompts?limit=100'],
+      ['/prompts?flag=orphaned&limit=100', '/v1/prompts?flag=orphaned&limit=100'],
+      [`/prompts?did=${enc(CAROL)}`, `/v1/prompts?did=${enc(CAROL)}`],
+      ['/prompts?did=carol.test', '/v1/prompts?did=carol.test'],
+      [`/prompts?q=agent&limit=100`, '/v1/search?q=agent&limit=100'],
+      [`/repos/${enc(CAROL)}`, `/v1/prompts?did=${enc(CAROL)}&limit=20`],
+      [
+        `/agents/${enc(ALICE)}/${AGENT_RKEY}`,
+        `/v1/prompts?agent=${enc(`at://${ALICE}/${NSIDS.agent}/${AGENT_RKEY}`)}&limit=20`,
+      ],
+    ]) {
+      const answer = await api(apiUrl)
+      expect(answer.status, apiUrl).toBe(200)
+      const shown = rkeysOf((await page(pageUrl)).body)
+      expect(shown, pageUrl).toEqual(answer.body.items.map((i: { rkey: string }) => i.rkey))
+      expect(shown, pageUrl).not.toContain(s.carolRkey)
+    }
+    const carol = await api(`/v1/repos/${enc(CAROL)}`)
+    expect(carol.body.account).toMatchObject({ active: false, hidden: true })
+    expect((await page(`/repos/${enc(CAROL)}`)).body).toContain(
+      `inactive (${carol.body.account.status}); hidden`,
+    )
+  })
+
+  it('a page that cannot be shown has the status and message of the API answer', async () => {
+    const prompt = `${enc(ALICE)}/${s.alice.recompiled}`
+    const cases: Array<[string, string]> = [
+      [`/prompts/${enc(CAROL)}/${s.carolRkey}`, `/v1/prompts/${enc(CAROL)}/${s.carolRkey}`],
+      [
+        `/conversations/${enc(CAROL)}/${s.carolRkey}`,
+        `/v1/conversations/${enc(CAROL)}/${s.carolRkey}`,
+      ],
+      [`/agents/${enc(CAROL)}/ghost`, `/v1/agents/${enc(CAROL)}/ghost`],
+      [`/prompts/carol.test/${s.carolRkey}`, `/v1/prompts/carol.test/${s.carolRkey}`],
+      [`/prompts/${prompt}?to=3zzzzzzzzzzzz`, `/v1/prompts/${prompt}/diff?to=3zzzzzzzzzzzz`],
+      [`/prompts/${prompt}?revcursor=%21`, `/v1/prompts/${prompt}/revisions?cursor=%21`],
+      ['/prompts?limit=abc', '/v1/prompts?limit=abc'],
+      [`/prompts?did=${'a'.repeat(3000)}`, `/v1/prompts?did=${'a'.repeat(3000)}`],
+      [`/prompts?q=${'a'.repeat(1001)}`, `/v1/search?q=${'a'.repeat(1001)}`],
+      [`/prompts/${enc(ALICE)}/${'a'.repeat(600)}`, `/v1/prompts/${enc(ALICE)}/${'a'.repeat(600)}`],
+    ]
+    for (const [pageUrl, apiUrl] of cases) {
+      const answer = await api(apiUrl)
+      expect(answer.status, apiUrl).toBeGreaterThanOrEqual(400)
+      const r = await page(pageUrl)
+      expect(r.status, pageUrl).toBe(answer.status)
+      expect(r.body, pageUrl).toContain(`<p class="message">${escaped(answer.body.message)}</p>`)
+    }
+  })
+
+  it('a deleted prompt is gone from its page and from the list, as from the API', async () => {
+    const rkey = s.bobRkeys[0]!
+    await apply(s.deps, [s.w.prompt({ did: BOB, rkey, op: 'delete' })])
+    const answer = await api(`/v1/prompts/${enc(BOB)}/${rkey}`)
+    expect(answer.status).toBe(404)
+    const r = await page(`/prompts/${enc(BOB)}/${rkey}`)
+    expect(r.status).toBe(404)
+    expect(r.body).toContain(escaped(answer.body.message))
+    const list = await api('/v1/prompts?did=bob.test&limit=100')
+    expect(list.body.items).toHaveLength(s.bobRkeys.length - 1)
+    const shown = rkeysOf((await page('/prompts?did=bob.test&limit=100')).body)
+    expect(shown).toEqual(list.body.items.map((i: { rkey: string }) => i.rkey))
+    expect(shown).not.toContain(rkey)
   })
 
   it('serves its stylesheet and script from this origin', async () => {

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import { dbErrorCode } from '../../errors.ts'
 import { ingestGapSchema, opsRoute } from '../schemas.ts'
 
@@ -33,20 +33,30 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
       response: { 200: okSchema, 503: okSchema },
     }),
     async (_request, reply) => {
-      if (!app.apiOptions.isReady())
-        return reply.status(503).send({ ok: false, reason: 'migrations pending' })
-      try {
-        await withTimeout(app.ctx.db.ping(), PING_TIMEOUT_MS)
-      } catch (err) {
-        app.log.warn({ err }, 'readiness check: database does not answer')
-        return reply
-          .status(503)
-          .send({ ok: false, reason: `database unavailable (${dbErrorCode(err)})` })
-      }
-      const gap = app.apiOptions.ingest?.gap?.() ?? null
-      return gap ? { ok: true, details: { ingest: { gap } } } : { ok: true }
+      const { status, body } = await readiness(app)
+      return reply.status(status).send(body)
     },
   )
+}
+
+/** What /readyz answers: ready once migrations ran and the database answers a ping. */
+export async function readiness(app: FastifyInstance): Promise<{
+  status: 200 | 503
+  body: { ok: boolean; reason?: string; details?: { ingest: { gap: object } } }
+}> {
+  if (!app.apiOptions.isReady())
+    return { status: 503, body: { ok: false, reason: 'migrations pending' } }
+  try {
+    await withTimeout(app.ctx.db.ping(), PING_TIMEOUT_MS)
+  } catch (err) {
+    app.log.warn({ err }, 'readiness check: database does not answer')
+    return {
+      status: 503,
+      body: { ok: false, reason: `database unavailable (${dbErrorCode(err)})` },
+    }
+  }
+  const gap = app.apiOptions.ingest?.gap?.() ?? null
+  return { status: 200, body: gap ? { ok: true, details: { ingest: { gap } } } : { ok: true } }
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {

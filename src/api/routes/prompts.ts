@@ -1,25 +1,15 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
-import { nsidsOf } from '../../config.ts'
-import { batchedPromptAnswers } from '../../db/read/prompts.ts'
-import { ANY_REPO, type CachedAnswer } from '../answer-cache.ts'
+import { ANY_REPO } from '../answer-cache.ts'
 import { cachedAnswer, sendAnswer, serializerFor } from '../answer-cache-plugin.ts'
 import { LIST_CACHE } from '../http-cache.ts'
-import { badRequest, notFound } from '../http-errors.ts'
+import { badRequest } from '../http-errors.ts'
 import { type ListFilterQuery, listFilterProperties, parseListFilters } from '../list-filters.ts'
-import {
-  type Actor,
-  decodeRevCursor,
-  PAGE_LIMIT,
-  parseActor,
-  parseRecordUri,
-  parseRkey,
-} from '../params.ts'
+import { type Actor, parseActor, parseRecordUri, parseRkey } from '../params.ts'
+import { promptAnswer, repoOf, revisionPage } from '../queries.ts'
 import { spliceRecord } from '../raw-record.ts'
-import { getPromptAnswer, listPrompts, type PromptAnswer, resolveActor } from '../reads.ts'
-import { getRevisions } from '../revision-reads.ts'
+import { listPrompts, type PromptAnswer } from '../reads.ts'
 import { revisionPageSchema } from '../revision-schemas.ts'
 import {
-  cursorParam,
   errorResponses,
   lookupRoute,
   promptPageSchema,
@@ -34,31 +24,19 @@ interface ListQuery extends ListFilterQuery {
 const tags = ['prompts']
 
 export const promptRoutes: FastifyPluginAsync = async (app) => {
-  const { db, config } = app.ctx
-  const nsids = nsidsOf(config)
-  const readAnswerRow = batchedPromptAnswers(db)
-
-  /** A lookup's repo: a handle the index does not know is as absent as a missing record. */
-  const repoOf = async (actor: Actor, what: string): Promise<string> => {
-    const did = await resolveActor(db, actor)
-    if (did === null)
-      throw notFound(
-        `${what}: handle ${actor.kind === 'handle' ? actor.handle : ''} is not known to this index`,
-      )
-    return did
-  }
+  const q = app.queries
+  const { db, nsids } = q
 
   /** One prompt's answer, from the answer cache or built and stored there. */
   const lookup = async (reply: FastifyReply, actor: Actor, rkey: string) => {
-    const did = await repoOf(actor, 'no such prompt')
+    const did = await repoOf(q, actor, 'prompt')
     const answer = await cachedAnswer(
       app.answers,
       `prompt ${did} ${rkey}`,
-      () => getPromptAnswer(readAnswerRow, nsids, did, rkey),
+      () => promptAnswer(q, did, rkey),
       spliceRecord<PromptAnswer>(serializerFor(reply, promptSchema)),
       ({ answer }) => promptRepos(answer),
     )
-    if (!answer) throw notFound(`no prompt at at://${did}/${nsids.prompt}/${rkey}`)
     return sendAnswer(reply, answer)
   }
 
@@ -93,17 +71,18 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
       },
     },
     async (request, reply) => {
-      const q = request.query
-      if (q.uri !== undefined) {
+      const query = request.query
+      if (query.uri !== undefined) {
         const listParams = (
           Object.keys(listFilterProperties) as Array<keyof ListFilterQuery>
-        ).filter((k) => q[k] !== undefined)
+        ).filter((k) => query[k] !== undefined)
         if (listParams.length > 0)
           throw badRequest(`uri cannot be combined with ${listParams.join(', ')}`)
-        const ref = parseRecordUri(q.uri, 'uri', [nsids.prompt, nsids.conversation])
+        const ref = parseRecordUri(query.uri, 'uri', [nsids.prompt, nsids.conversation])
         return lookup(reply, ref.actor, ref.rkey)
       }
-      const parsed = await parseListFilters(db, nsids, q)
+      // promptList.run, with the page cached: the same parse, the same read.
+      const parsed = await parseListFilters(db, nsids, query)
       // A handle nobody here has names no prompts: an empty page, like an unknown DID.
       if (!parsed) return serializeWith(reply, promptPageSchema, { items: [] })
       // Keyed by the parsed filters (handles resolved), so a renamed handle is a new key;
@@ -115,29 +94,16 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
         serializerFor(reply, promptPageSchema),
         () => [ANY_REPO],
       )
-      return sendAnswer(reply, answer as CachedAnswer)
+      return sendAnswer(reply, answer)
     },
   )
 
   app.get<{ Params: RepoRkey; Querystring: { limit?: string; cursor?: string } }>(
     '/v1/prompts/:did/:rkey/revisions',
     lookupRoute(tags, 'Revision history of one prompt, newest first', revisionPageSchema, {
-      querystring: {
-        type: 'object',
-        properties: { limit: PAGE_LIMIT.schema, cursor: cursorParam },
-      },
+      querystring: revisionPage.schema.querystring,
     }),
-    async (request) => {
-      const actor = parseActor(request.params.did, 'did')
-      const rkey = parseRkey(request.params.rkey)
-      const limit = PAGE_LIMIT.parse(request.query.limit)
-      const before =
-        request.query.cursor === undefined ? null : decodeRevCursor(request.query.cursor)
-      const did = await repoOf(actor, 'no such prompt')
-      const page = await getRevisions(db, did, rkey, before, limit)
-      if (!page) throw notFound(`no prompt at at://${did}/${nsids.prompt}/${rkey}`)
-      return { uri: `at://${did}/${nsids.prompt}/${rkey}`, ...page }
-    },
+    async (request) => revisionPage.run(q, { params: request.params, query: request.query }),
   )
 }
 

@@ -1,9 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
-import { getRepoView } from '../../db/repo-chain.ts'
 import { LOOKUP_CACHE } from '../http-cache.ts'
-import { notFound } from '../http-errors.ts'
-import { parseActor } from '../params.ts'
-import { resolveActor } from '../reads.ts'
+import { repoLookup } from '../queries.ts'
 import { errorResponses } from '../schemas.ts'
 
 // One tracked repo: its upstream account status, its Sync 1.1 chain state, its record counts.
@@ -46,7 +43,6 @@ export const repoSchema = {
 } as const
 
 export const repoRoutes: FastifyPluginAsync = async (app) => {
-  const { db } = app.ctx
   app.get<{ Params: { did: string } }>(
     '/v1/repos/:did',
     {
@@ -54,22 +50,10 @@ export const repoRoutes: FastifyPluginAsync = async (app) => {
       schema: {
         tags: ['repos'],
         summary: 'One repo: account status, sync state and record counts (DID or handle)',
-        params: {
-          type: 'object',
-          properties: { did: { type: 'string', description: 'A DID or a handle' } },
-          required: ['did'],
-        },
+        params: repoLookup.schema.params,
         response: { 200: repoSchema, ...errorResponses },
       },
     },
-    async (request) => {
-      const actor = parseActor(request.params.did, 'did')
-      const did = await resolveActor(db, actor)
-      if (did === null)
-        throw notFound(`no such repo: handle ${request.params.did} is not known to this index`)
-      const view = await getRepoView(db, did)
-      if (!view) throw notFound(`repo ${did} is not tracked by this index`)
-      return view
-    },
+    async (request) => repoLookup.run(app.queries, { params: request.params, query: {} }),
   )
 }

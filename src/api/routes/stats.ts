@@ -1,8 +1,22 @@
-import type { FastifyPluginAsync } from 'fastify'
-import { getIngestStatus } from '../../db/read/stats.ts'
-import { readVisibleCounts } from '../../db/read/visible-counts.ts'
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
+import { getStats } from '../../db/read/stats.ts'
 import { LIST_CACHE } from '../http-cache.ts'
 import { errorResponses, statsSchema } from '../schemas.ts'
+
+/**
+ * GET /v1/stats: the counts of visible records and flags, and the ingestion cursor of this
+ * process's source with the hole it reports. Both read a few rows (the counts are kept by
+ * triggers, see db/read/visible-counts.ts), so neither is cached: a dashboard sees each
+ * commit's counts on its next poll.
+ */
+export async function readStats(app: FastifyInstance) {
+  const ingest = app.apiOptions.ingest
+  const stats = await getStats(app.ctx.db, {
+    source: ingest?.source ?? null,
+    key: ingest?.key ?? null,
+  })
+  return { ...stats, ingest: { ...stats.ingest, gap: ingest?.gap?.() ?? null } }
+}
 
 export const statsRoutes: FastifyPluginAsync = async (app) => {
   app.get(
@@ -15,16 +29,6 @@ export const statsRoutes: FastifyPluginAsync = async (app) => {
         response: { 200: statsSchema, ...errorResponses },
       },
     },
-    async () => {
-      const { db } = app.ctx
-      const ingest = app.apiOptions.ingest
-      // Both read a few rows (the counts are kept by triggers, see db/read/visible-counts.ts),
-      // so neither is cached: a dashboard sees each commit's counts on its next poll.
-      const [counts, status] = await Promise.all([
-        readVisibleCounts(db),
-        getIngestStatus(db, ingest?.source ?? null, ingest?.key ?? null),
-      ])
-      return { ...counts, ingest: { ...status, gap: ingest?.gap?.() ?? null } }
-    },
+    async () => readStats(app),
   )
 }

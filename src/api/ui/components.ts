@@ -1,11 +1,13 @@
 import type { Nsids } from '../../model/nsids.ts'
-import { seg } from './api-client.ts'
 import { type Html, html, type Slot } from './html.ts'
 
 // Small pieces shared by pages. Links are only ever built from parts this process checked
 // or made (DIDs, record keys, flag names), each URL-encoded; a record's own at-uri fields
 // are parsed against the expected collection before they become a link, and otherwise
 // shown as text. No record value is ever put into a URL, attribute or style as it is.
+
+/** A path segment of a page's link: record keys and DIDs travel encoded. */
+export const seg = (s: string): string => encodeURIComponent(s)
 
 export const promptHref = (did: string, rkey: string): string => `/prompts/${seg(did)}/${seg(rkey)}`
 export const conversationHref = (did: string, rkey: string): string =>

@@ -1,7 +1,7 @@
 import { FILTER_NAMES } from '../../model/flags.ts'
+import type { PromptListItem } from '../prompt-views.ts'
+import { type Page, promptList, promptSearch } from '../queries.ts'
 import { getAgentNames, getHandles } from '../reads.ts'
-import { apiGet } from './api-client.ts'
-import type { PromptItem, PromptPage } from './api-types.ts'
 import {
   agentLink,
   bytes,
@@ -20,10 +20,14 @@ import type { PageContext, PageInput } from './page-route.ts'
 import { snippetView } from './snippet.ts'
 
 // The prompt list and search: every filter of /v1/prompts (and q for /v1/search) lives in
-// the query string, so a filtered page is a link to share. Paging is the API's keyset
+// the query string, so a filtered page is a link to share; the page reads what those
+// routes answer (queries.ts promptList, promptSearch). Paging is the API's keyset
 // cursor; `prev` carries the way back (page-params.ts).
 
 export const LIST_PARAMS = ['q', 'flag', 'did', 'agent', 'limit', 'cursor', 'prev'] as const
+
+/** A list item or a search hit (with its snippet): one table shows both. */
+export type PromptItem = PromptListItem & { snippet?: unknown }
 
 type Filters = Partial<Record<'q' | 'flag' | 'did' | 'agent' | 'limit', string>>
 
@@ -119,9 +123,9 @@ export async function listPage(input: PageInput, ctx: PageContext): Promise<Html
   const trail = parseTrail(input.query.prev)
   const filters: Filters = { q, flag, did, agent, limit }
   const query = { flag, did, agent, limit: limit ?? '25', cursor }
-  const answer = q
-    ? await apiGet<PromptPage>(ctx.app, '/v1/search', { q, ...query })
-    : await apiGet<PromptPage>(ctx.app, '/v1/prompts', query)
+  const answer: Page<PromptItem> = q
+    ? await input.read(promptSearch, { params: {}, query: { q, ...query } })
+    : await input.read(promptList, { params: {}, query })
   const names = await namesOf(answer.items, ctx)
   const what = [
     q ? `matching “${q}”` : null,

@@ -1,8 +1,8 @@
 import { FILTER_NAMES, flagsToNames } from '../../model/flags.ts'
 import { roleOf } from '../../model/nsids.ts'
 import { type ChangeRow, getHandles, recentChanges } from '../reads.ts'
-import { apiGet, apiRaw } from './api-client.ts'
-import type { StatsAnswer } from './api-types.ts'
+import { readiness } from '../routes/health.ts'
+import { readStats } from '../routes/stats.ts'
 import {
   agentHref,
   conversationHref,
@@ -19,6 +19,8 @@ import type { PageContext, PageInput } from './page-route.ts'
 import { syncPanel } from './sync-panel.ts'
 
 const RECENT = 20
+
+type StatsAnswer = Awaited<ReturnType<typeof readStats>>
 
 function countsTable(stats: StatsAnswer): Html {
   const flags = stats.flags as Record<string, number>
@@ -87,25 +89,20 @@ async function changesPanel(ctx: PageContext): Promise<Html> {
   return html`<section aria-labelledby="changes-h" class="panel wide"><h2 id="changes-h">Recent changes</h2>${body}<p><a href="/v1/changes">the full change feed (NDJSON)</a></p></section>`
 }
 
-export async function overviewPage(_input: PageInput, ctx: PageContext): Promise<Html> {
-  const [stats, readyz, changes, sync] = await Promise.all([
-    apiGet<StatsAnswer>(ctx.app, '/v1/stats'),
-    apiRaw(ctx.app, '/readyz'),
+export async function overviewPage(input: PageInput, ctx: PageContext): Promise<Html> {
+  // What /v1/stats and /readyz answer, read as those routes read it.
+  const [stats, ready, changes, sync] = await Promise.all([
+    readStats(ctx.app),
+    readiness(ctx.app),
     changesPanel(ctx),
-    syncPanel(ctx),
+    syncPanel(input, ctx),
   ])
-  let reason: string | null = null
-  try {
-    reason = (JSON.parse(readyz.body) as { reason?: string }).reason ?? null
-  } catch {
-    reason = `readiness answered ${readyz.status}`
-  }
   return layout(
     { title: 'Overview', nav: 'overview' },
     html`<h1>Overview</h1>
 <div class="grid">
 <section aria-labelledby="counts-h" class="panel"><h2 id="counts-h">Prompt health</h2>${countsTable(stats)}</section>
-${ingestPanel(stats, { status: readyz.status, reason })}
+${ingestPanel(stats, { status: ready.status, reason: ready.body.reason ?? null })}
 ${sync}
 ${changes}
 </div>`,

@@ -1,9 +1,9 @@
-import { UiError } from './api-client.ts'
+import { badRequest } from '../http-errors.ts'
 
 // Query strings of UI pages. Each page names the parameters it takes; anything else is a
 // 400 page naming it, so a mistyped shared link says what is wrong instead of silently
 // showing an unfiltered list. Empty values count as absent: a GET form sends every field.
-// Values themselves are checked by the API the page calls, which names the parameter.
+// Values themselves are checked by the API's reads the page calls, which name the parameter.
 
 export type PageQuery = Record<string, string | undefined>
 
@@ -17,10 +17,9 @@ export function pageQuery(raw: unknown, allowed: readonly string[]): PageQuery {
       const takes = allowed.length
         ? `this page takes ${allowed.join(', ')}`
         : 'this page takes none'
-      throw new UiError(400, `unknown parameter "${shown(key)}": ${takes}`)
+      throw badRequest(`unknown parameter "${shown(key)}": ${takes}`)
     }
-    if (typeof value !== 'string')
-      throw new UiError(400, `parameter ${key} is given more than once`)
+    if (typeof value !== 'string') throw badRequest(`parameter ${key} is given more than once`)
     if (value !== '') out[key] = value
   }
   return out
@@ -37,7 +36,7 @@ export function parseTrail(value: string | undefined): string[] {
   if (value === undefined) return []
   const steps = value.split('.')
   if (steps.length > MAX_TRAIL || !steps.every((s) => s === FIRST || CURSOR.test(s)))
-    throw new UiError(400, 'prev is malformed: use the Previous and Next links as they are')
+    throw badRequest('prev is malformed: use the Previous and Next links as they are')
   return steps
 }
 

@@ -1,5 +1,6 @@
-import { apiFind, apiGet, seg } from './api-client.ts'
-import type { PromptAnswer, RevisionPage, RevisionView } from './api-types.ts'
+import { promptLookup, revisionPage } from '../queries.ts'
+import type { PromptAnswer } from '../reads.ts'
+import type { RevisionView } from '../revision-reads.ts'
 import {
   agentLink,
   conversationHref,
@@ -8,6 +9,7 @@ import {
   jsonBlock,
   promptHref,
   repoLink,
+  seg,
   str,
   time,
 } from './components.ts'
@@ -16,16 +18,17 @@ import { diffSection } from './diff-section.ts'
 import { type Html, html } from './html.ts'
 import { layout } from './layout.ts'
 import { type Names, namesOf } from './list-page.ts'
-import type { PageContext, PageInput } from './page-route.ts'
+import { found, type PageContext, type PageInput } from './page-route.ts'
 
 export const PROMPT_PARAMS = ['from', 'to', 'revcursor'] as const
 
 function flagsPanel(p: PromptAnswer): Html {
   if (p.flags.length === 0)
     return html`<p class="health good">No flags: the sidecar matches its conversation, agent and newest compile.</p>`
+  const reasons: Record<string, string | undefined> = p.reasons
   return html`<ul class="reasons">${p.flags.map(
     (f) =>
-      html`<li>${flagBadges([f])} ${p.reasons?.[f] ?? (f === 'invalid' && p.validationError ? p.validationError : '')}</li>`,
+      html`<li>${flagBadges([f])} ${reasons[f] ?? (f === 'invalid' && p.validationError ? p.validationError : '')}</li>`,
   )}</ul>`
 }
 
@@ -90,14 +93,13 @@ ${revs.length > 1 ? html`<button type="submit" id="compare">Compare revisions</b
 }
 
 export async function promptPage(input: PageInput, ctx: PageContext): Promise<Html> {
-  const { did, rkey } = input.params
-  const base = `/v1/prompts/${seg(did)}/${seg(rkey)}`
-  const p = await apiGet<PromptAnswer>(ctx.app, base)
+  const params = { did: input.params.did, rkey: input.params.rkey }
+  const p = await input.read(promptLookup, { params, query: {} })
   const { from, to, revcursor } = input.query
   const [revs, names, diff] = await Promise.all([
-    apiFind<RevisionPage>(ctx.app, `${base}/revisions`, { limit: '100', cursor: revcursor }),
+    found(input.read(revisionPage, { params, query: { limit: '100', cursor: revcursor } })),
     namesOf([p], ctx),
-    from || to ? diffSection(ctx, base, { from, to }) : Promise.resolve(null),
+    from || to ? diffSection(input, params, { from, to }) : Promise.resolve(null),
   ])
   const rec = (p.record ?? {}) as Record<string, unknown>
   const { content: _c, coreMemory: _m, ...rest } = rec

@@ -1,21 +1,22 @@
+import type { RepoView } from '../../db/repo-chain.ts'
 import { FILTER_NAMES } from '../../model/flags.ts'
-import { getHandles } from '../reads.ts'
-import { apiFind, apiGet, seg, UiError } from './api-client.ts'
-import type { AgentSummary, ConversationView, PromptPage } from './api-types.ts'
+import { notFound } from '../http-errors.ts'
+import { agentLookup, conversationLookup, promptList, repoLookup } from '../queries.ts'
+import { type AgentSummary, getHandles } from '../reads.ts'
 import { facts, flagBadges, jsonBlock, listHref, promptHref, repoLink, str } from './components.ts'
 import { type Html, html } from './html.ts'
 import { layout } from './layout.ts'
 import { namesOf, promptTable } from './list-page.ts'
-import type { PageContext, PageInput } from './page-route.ts'
+import { found, type PageContext, type PageInput } from './page-route.ts'
 
 // Conversation, agent and repo pages. Each is one API lookup plus, for agents and repos,
-// the first page of their prompts through the same list endpoint the prompt list uses.
+// the first page of their prompts through the same list read the prompt list uses.
 
 const FIRST_PAGE = '20'
 
 export async function conversationPage(input: PageInput, ctx: PageContext): Promise<Html> {
   const { did, rkey } = input.params
-  const c = await apiGet<ConversationView>(ctx.app, `/v1/conversations/${seg(did)}/${seg(rkey)}`)
+  const c = await input.read(conversationLookup, { params: { did, rkey }, query: {} })
   const handles = await getHandles(ctx.db, [c.did])
   const prompt = c.prompt
     ? html`<a href="${promptHref(c.did, c.rkey)}">prompt ${c.rkey}</a> ${flagBadges(c.prompt.flags)}`
@@ -49,9 +50,9 @@ ${FILTER_NAMES.map(
 
 export async function agentPage(input: PageInput, ctx: PageContext): Promise<Html> {
   const { did, rkey } = input.params
-  const s = await apiGet<AgentSummary>(ctx.app, `/v1/agents/${seg(did)}/${seg(rkey)}`)
+  const s = await input.read(agentLookup, { params: { did, rkey }, query: {} })
   const [list, handles] = await Promise.all([
-    apiGet<PromptPage>(ctx.app, '/v1/prompts', { agent: s.uri, limit: FIRST_PAGE }),
+    input.read(promptList, { params: {}, query: { agent: s.uri, limit: FIRST_PAGE } }),
     getHandles(ctx.db, [did]),
   ])
   const names = await namesOf(list.items, ctx)
@@ -79,22 +80,14 @@ ${list.cursor ? html`<p><a href="${listHref({ agent: s.uri })}">All prompts of t
   )
 }
 
-interface RepoAnswer {
-  did: string
-  handle: string | null
-  account?: { active?: boolean; status?: string | null; hidden?: boolean }
-  sync?: { state?: string; rev?: string | null; reason?: string | null; since?: string | null }
-  records?: { prompts?: number; conversations?: number; agents?: number }
-}
-
-function accountText(a: NonNullable<RepoAnswer['account']>): Html {
+function accountText(a: RepoView['account']): Html {
   const state = a.active === false ? `inactive (${a.status ?? 'no status'})` : 'active'
   return a.hidden
     ? html`<span class="warn">${state}; hidden: its records are withheld from every answer</span>`
     : html`${state}`
 }
 
-function repoFacts(did: string, handle: string | undefined, repo: RepoAnswer | null): Html {
+function repoFacts(did: string, handle: string | undefined, repo: RepoView | null): Html {
   return facts([
     ['DID', html`<code>${did}</code>`],
     ['handle', handle ? `@${handle}` : html`<span class="muted">none verified and visible</span>`],
@@ -117,11 +110,11 @@ function repoFacts(did: string, handle: string | undefined, repo: RepoAnswer | n
 
 export async function repoPage(input: PageInput, ctx: PageContext): Promise<Html> {
   const { did } = input.params
-  // The list endpoint checks the DID or handle and resolves handles; an empty page means
+  // The list read checks the DID or handle and resolves handles; an empty page means
   // the index has nothing visible from this repo.
   const [list, repo] = await Promise.all([
-    apiGet<PromptPage>(ctx.app, '/v1/prompts', { did, limit: FIRST_PAGE }),
-    apiFind<RepoAnswer>(ctx.app, `/v1/repos/${seg(did)}`),
+    input.read(promptList, { params: {}, query: { did, limit: FIRST_PAGE } }),
+    found(input.read(repoLookup, { params: { did }, query: {} })),
   ])
   const realDid = repo?.did ?? list.items[0]?.did ?? did
   const [handles, names] = await Promise.all([
@@ -129,7 +122,7 @@ export async function repoPage(input: PageInput, ctx: PageContext): Promise<Html
     namesOf(list.items, ctx),
   ])
   if (list.items.length === 0 && !repo && !handles.has(realDid))
-    throw new UiError(404, `this index has no visible records of repo ${did}`)
+    throw notFound(`this index has no visible records of repo ${did}`)
   return layout(
     { title: `Repo ${handles.get(realDid) ?? realDid}` },
     html`<h1>Repo ${handles.get(realDid) ? `@${handles.get(realDid)}` : html`<code>${realDid}</code>`}</h1>

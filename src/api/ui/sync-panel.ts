@@ -1,26 +1,23 @@
+import type { RepoView } from '../../db/repo-chain.ts'
+import { repoLookup } from '../queries.ts'
 import { reposOutOfSync } from '../reads.ts'
-import { apiFind, seg } from './api-client.ts'
 import { repoHref, time } from './components.ts'
 import { type Html, html } from './html.ts'
-import type { PageContext } from './page-route.ts'
+import { found, type PageContext, type PageInput } from './page-route.ts'
 
 // "Repos out of sync" on the overview (Sync 1.1): the counts by sync state, and the repos
-// waiting longest, each read through /v1/repos so a hidden repo is left out as the API
+// waiting longest, each read as /v1/repos reads it so a hidden repo is left out as the API
 // marks it.
 
 const SHOWN = 10
 
-interface RepoSync {
-  did: string
-  account: { hidden: boolean }
-  sync: { state: string | null; reason: string | null; since: string | null }
-}
-
-export async function syncPanel(ctx: PageContext): Promise<Html> {
+export async function syncPanel(input: PageInput, ctx: PageContext): Promise<Html> {
   const { counts, dids } = await reposOutOfSync(ctx.db, SHOWN)
   const repos = (
-    await Promise.all(dids.map((d) => apiFind<RepoSync>(ctx.app, `/v1/repos/${seg(d)}`)))
-  ).filter((r): r is RepoSync => r !== null && !r.account.hidden)
+    await Promise.all(
+      dids.map((did) => found(input.read(repoLookup, { params: { did }, query: {} }))),
+    )
+  ).filter((r): r is RepoView => r !== null && !r.account.hidden)
   const states = ['synchronized', 'desynchronized', 'resyncing', 'unknown'].filter((s) => counts[s])
   const label = (s: string) => (s === 'unknown' ? 'no sync state' : s)
   const summary = states.length

@@ -1,39 +1,30 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
-import { nsidsOf } from '../../config.ts'
 import { type ChangeRow, readChanges } from '../../db/read/changes.ts'
-import { batchedPromptAnswers } from '../../db/read/prompts.ts'
-import { getIngestStatus } from '../../db/read/stats.ts'
-import { readVisibleCounts } from '../../db/read/visible-counts.ts'
-import { getRepoView } from '../../db/repo-chain.ts'
 import { serializerFor } from '../answer-cache-plugin.ts'
 import { type CachePolicy, LIST_CACHE, LOOKUP_CACHE } from '../http-cache.ts'
-import { notFound } from '../http-errors.ts'
-import { type ListFilterQuery, parseListFilters } from '../list-filters.ts'
+import type { ListFilterQuery } from '../list-filters.ts'
+import { type Actor, parseActor, parseRecordUri, parseRkey } from '../params.ts'
 import {
-  type Actor,
-  decodeRevCursor,
-  PAGE_LIMIT,
-  parseActor,
-  parseRecordUri,
-  parseRkey,
-} from '../params.ts'
+  agentLookup,
+  conversationLookup,
+  promptAnswer,
+  promptList,
+  promptSearch,
+  repoLookup,
+  repoOf,
+  revisionDetail,
+  revisionDiff,
+  revisionPage,
+} from '../queries.ts'
 import { spliceRecord } from '../raw-record.ts'
-import {
-  changeLine,
-  getAgentSummary,
-  getConversation,
-  getPromptAnswer,
-  listPrompts,
-  type PromptAnswer,
-  resolveActor,
-} from '../reads.ts'
-import { getRevisionDetail, getRevisionDiff, getRevisions } from '../revision-reads.ts'
+import { changeLine, type PromptAnswer } from '../reads.ts'
 import {
   revisionDetailSchema,
   revisionDiffSchema,
   revisionPageSchema,
 } from '../revision-schemas.ts'
 import { repoSchema } from '../routes/repos.ts'
+import { readStats } from '../routes/stats.ts'
 import {
   agentSummarySchema,
   conversationSchema,
@@ -42,14 +33,13 @@ import {
   searchPageSchema,
   statsSchema,
 } from '../schemas.ts'
-import { searchPrompts, searchWords } from '../search-reads.ts'
 import { XRPC_NAMESPACE, type XrpcParams } from './lexicons.ts'
 
-// What each XRPC query answers: the read functions of the REST routes (reads.ts,
-// revision-reads.ts, search-reads.ts, db/read/), called with the parameters the lexicon
-// validated and then parsed by the same functions as REST's (params.ts, list-filters.ts),
-// so every visibility rule and every check is the REST one. Each answer is serialized by the
-// JSON schema of its REST route, so the two carry the same JSON.
+// What each XRPC query answers: the reads of the REST routes (queries.ts), called with the
+// parameters the lexicon validated, as strings as REST's path and query string carry them,
+// and parsed there by the same functions, so every visibility rule and every check is the
+// REST one. Each answer is serialized by the JSON schema of its REST route, so the two carry
+// the same JSON.
 
 export interface XrpcMethod {
   /** The JSON schema of the REST answer: it serializes this one too, and documents it. */
@@ -74,61 +64,50 @@ export const changesPageSchema = {
   required: ['changes', 'cursor'],
 } as const
 
+/** An optional parameter as REST's query string carries it. */
+const str = (v: unknown) => (v === undefined ? undefined : String(v))
+
 /** The optional string parameters of a list, as REST's query string carries them. */
 function listQuery(p: XrpcParams): ListFilterQuery {
-  const s = (v: unknown) => (v === undefined ? undefined : String(v))
   return {
-    flag: s(p.flag),
-    did: s(p.did),
-    agent: s(p.agent),
-    limit: s(p.limit),
-    cursor: s(p.cursor),
+    flag: str(p.flag),
+    did: str(p.did),
+    agent: str(p.agent),
+    limit: str(p.limit),
+    cursor: str(p.cursor),
   }
 }
 
 export function xrpcMethods(app: FastifyInstance): Map<string, XrpcMethod> {
-  const { db, config } = app.ctx
-  const nsids = nsidsOf(config)
-  const readAnswerRow = batchedPromptAnswers(db)
-
-  /** A lookup's repo: a handle the index does not know is as absent as a missing record. */
-  const repoOf = async (actor: Actor, what: string): Promise<string> => {
-    const did = await resolveActor(db, actor)
-    if (did === null)
-      throw notFound(
-        `no such ${what}: handle ${actor.kind === 'handle' ? actor.handle : ''} is not known to this index`,
-      )
-    return did
-  }
-  /** `did` and `rkey` of a lookup, the repo resolved. */
-  const keyOf = async (p: XrpcParams, what: string) => {
-    const actor = parseActor(p.did as string, 'did')
-    const rkey = parseRkey(p.rkey as string)
-    return { did: await repoOf(actor, what), rkey }
-  }
+  const { config } = app.ctx
+  const q = app.queries
+  const { db, nsids } = q
 
   /** One prompt's answer: the record's stored JSON spliced into the REST serialization. */
   const sendPrompt = async (reply: FastifyReply, actor: Actor, rkey: string) => {
-    const did = await repoOf(actor, 'prompt')
-    const answer = await getPromptAnswer(readAnswerRow, nsids, did, rkey)
-    if (!answer) throw notFound(`no prompt at at://${did}/${nsids.prompt}/${rkey}`)
+    const did = await repoOf(q, actor, 'prompt')
+    const answer = await promptAnswer(q, did, rkey)
     const body = spliceRecord<PromptAnswer>(serializerFor(reply, promptSchema))(answer)
     return reply.type('application/json; charset=utf-8').send(body)
   }
+  /** A lookup's path parameters, as REST's path carries them. */
+  const keyOf = (p: XrpcParams) => ({ did: p.did as string, rkey: p.rkey as string })
 
   const methods: Record<string, XrpcMethod> = {
     getStats: {
       output: statsSchema,
       cache: LIST_CACHE,
       async handle() {
-        const ingest = app.apiOptions.ingest
-        const [counts, status] = await Promise.all([
-          readVisibleCounts(db),
-          getIngestStatus(db, ingest?.source ?? null, ingest?.key ?? null),
-        ])
+        const stats = await readStats(app)
         // The atproto data model has no fractions: whole seconds (the lexicon says so).
-        const lagSeconds = status.lagSeconds === null ? null : Math.round(status.lagSeconds)
-        return { ...counts, ingest: { ...status, lagSeconds, gap: ingest?.gap?.() ?? null } }
+        const { lagSeconds } = stats.ingest
+        return {
+          ...stats,
+          ingest: {
+            ...stats.ingest,
+            lagSeconds: lagSeconds === null ? null : Math.round(lagSeconds),
+          },
+        }
       },
     },
     getPrompt: {
@@ -148,85 +127,49 @@ export function xrpcMethods(app: FastifyInstance): Map<string, XrpcMethod> {
     listPrompts: {
       output: promptPageSchema,
       cache: LIST_CACHE,
-      async handle(p) {
-        const parsed = await parseListFilters(db, nsids, listQuery(p))
-        if (!parsed) return { items: [] }
-        return listPrompts(db, nsids, parsed.filters, parsed.limit)
-      },
+      handle: (p) => promptList.run(q, { params: {}, query: listQuery(p) }),
     },
     searchPrompts: {
       output: searchPageSchema,
       cache: LIST_CACHE,
-      async handle(p) {
-        const words = searchWords(p.q as string)
-        const parsed = await parseListFilters(db, nsids, listQuery(p))
-        if (!parsed) return { items: [] }
-        return searchPrompts(db, nsids, { words, ...parsed.filters }, parsed.limit)
-      },
+      handle: (p) =>
+        promptSearch.run(q, { params: {}, query: { q: p.q as string, ...listQuery(p) } }),
     },
     getPromptRevisions: {
       output: revisionPageSchema,
       cache: LOOKUP_CACHE,
-      async handle(p) {
-        const actor = parseActor(p.did as string, 'did')
-        const rkey = parseRkey(p.rkey as string)
-        const limit = PAGE_LIMIT.parse(String(p.limit))
-        const before = p.cursor === undefined ? null : decodeRevCursor(p.cursor as string)
-        const did = await repoOf(actor, 'prompt')
-        const page = await getRevisions(db, did, rkey, before, limit)
-        if (!page) throw notFound(`no prompt at at://${did}/${nsids.prompt}/${rkey}`)
-        return { uri: `at://${did}/${nsids.prompt}/${rkey}`, ...page }
-      },
+      handle: (p) =>
+        revisionPage.run(q, {
+          params: keyOf(p),
+          query: { limit: String(p.limit), cursor: p.cursor as string | undefined },
+        }),
     },
     getPromptRevision: {
       output: revisionDetailSchema,
       cache: LOOKUP_CACHE,
-      async handle(p) {
-        const rev = parseRkey(p.rev as string, 'rev')
-        const { did, rkey } = await keyOf(p, 'prompt')
-        return getRevisionDetail(db, nsids, did, rkey, rev)
-      },
+      handle: (p) =>
+        revisionDetail.run(q, { params: { ...keyOf(p), rev: p.rev as string }, query: {} }),
     },
     getPromptDiff: {
       output: revisionDiffSchema,
       cache: LOOKUP_CACHE,
-      async handle(p) {
-        const from = p.from === undefined ? null : parseRkey(p.from as string, 'from')
-        const to = p.to === undefined ? null : parseRkey(p.to as string, 'to')
-        const { did, rkey } = await keyOf(p, 'prompt')
-        return getRevisionDiff(db, nsids, did, rkey, from, to)
-      },
+      handle: (p) =>
+        revisionDiff.run(q, { params: keyOf(p), query: { from: str(p.from), to: str(p.to) } }),
     },
     getConversation: {
       output: conversationSchema,
       cache: LOOKUP_CACHE,
-      async handle(p) {
-        const { did, rkey } = await keyOf(p, 'conversation')
-        const view = await getConversation(db, nsids, did, rkey)
-        if (!view) throw notFound(`no conversation at at://${did}/${nsids.conversation}/${rkey}`)
-        return view
-      },
+      handle: (p) => conversationLookup.run(q, { params: keyOf(p), query: {} }),
     },
     getAgent: {
       output: agentSummarySchema,
       cache: LOOKUP_CACHE,
-      async handle(p) {
-        const { did, rkey } = await keyOf(p, 'agent')
-        const summary = await getAgentSummary(db, nsids, did, rkey)
-        if (!summary)
-          throw notFound(`no agent at at://${did}/${nsids.agent}/${rkey}, and no prompt names it`)
-        return summary
-      },
+      handle: (p) => agentLookup.run(q, { params: keyOf(p), query: {} }),
     },
     getRepo: {
       output: repoSchema,
       cache: LOOKUP_CACHE,
-      async handle(p) {
-        const did = await repoOf(parseActor(p.did as string, 'did'), 'repo')
-        const view = await getRepoView(db, did)
-        if (!view) throw notFound(`repo ${did} is not tracked by this index`)
-        return view
-      },
+      handle: (p) => repoLookup.run(q, { params: { did: p.did as string }, query: {} }),
     },
     getChanges: {
       output: changesPageSchema,

@@ -11,7 +11,7 @@ import { xrpcMethods } from './methods.ts'
 // Routed by Fastify, one route per query lexicon, rather than by an XRPC server library:
 // @atproto/xrpc-server is an Express app (mounted here it must hijack the reply, which skips
 // this app's compression, CORS and cache headers, its 503 answer while the database is down,
-// and Fastify's `inject`, which the tests and the browse UI read through); @atcute/xrpc-server
+// and Fastify's `inject`, which the tests read through); @atcute/xrpc-server
 // fits (a fetch-style Request -> Response) but validates with @atcute/lexicons, while SPEC 13
 // names @atproto/lexicon. So each route validates its parameters with @atproto/lexicon
 // (lexicons.ts) and answers through the app like every other route: errors are the app's
