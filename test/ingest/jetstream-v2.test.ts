@@ -43,6 +43,21 @@ describe('Jetstream v2 source: cursors', () => {
     expect(t.source.lastSeq).toBe(4)
   })
 
+  it('a hostile frame with a huge seq is refused as the cursor and never becomes the reconnect cursor', async () => {
+    const s = await v2Server()
+    const t = v2Setup(s.url, { zstd: false })
+    void t.start(null)
+    await until(() => s.connections === 1)
+    s.append([commit(1)])
+    s.appendRaw([v2Frame('commit', { seq: 1_000_000_000_000, ...v2Delete(9) })])
+    await t.sink.waitFor(2)
+    expect(seqs(t.sink.items)).toEqual([1, null])
+    expect(t.source.lastSeq).toBe(1)
+    s.closeGoingAway()
+    await until(() => s.requests.length === 2)
+    expect(s.requests[1].params.get('cursor')).toBe('1')
+  })
+
   it('CursorTooOld with the default stops once: counted, logged with the backfill command, reported', async () => {
     const s = await v2Server()
     s.append([commit(1), commit(2)])

@@ -1,13 +1,14 @@
 import type { Logger } from 'pino'
-import WebSocket from 'ws'
 import type { Metrics } from '../../metrics.ts'
 import type { Sink, SourceItem } from '../../model/events.ts'
 import { pushUnlessAborted } from '../abortable.ts'
+import { type SessionEnd, WsSession } from '../ws-session.ts'
 import type { FrameProcessor, FrameResult } from './frame.ts'
 
-// One subscribeRepos connection. Frames are processed concurrently as they arrive (DID
-// lookups and signature checks overlap) but their results come out strictly in arrival
-// order; reading pauses while maxInFlight results wait, and resumes at half of that.
+// One subscribeRepos connection over the shared session (ws-session.ts). Frames are processed
+// concurrently as they arrive (DID lookups and signature checks overlap) but their results
+// come out strictly in arrival order; reading pauses while maxInFlight results wait, and
+// resumes at half of that. What is the firehose's own: error and info frames.
 
 export interface ConnectParams {
   url: string
@@ -28,22 +29,39 @@ type SizedResult = FrameResult & { bytes: number }
 /** One connection, until it closes or `signal` aborts; every frame read is handed on. */
 export async function connectOnce(
   p: ConnectParams,
-): Promise<{ frames: number; errorFrame?: string }> {
-  const conn = new FrameConnection(p)
+): Promise<{ end: SessionEnd; errorFrame?: string }> {
+  const ws = new WsSession<Promise<SizedResult>>({
+    url: p.url,
+    signal: p.signal,
+    // Pings every half of the idle limit: one unanswered by the next is a dead connection.
+    heartbeatMs: Math.max(100, Math.floor(p.idleTimeoutMs / 2)),
+    readAhead: p.maxInFlight,
+    // Processing starts as the frame arrives (lookups overlap); results are read in order.
+    accept: (data, binary) => (binary ? process(p, data) : null),
+    onOpen: () => p.logger.info({ url: p.url }, 'firehose connected'),
+  })
   let errorFrame: string | undefined
-  try {
-    for await (const result of conn.results()) {
-      if (result.error) {
-        errorFrame = result.error.error
-        p.logger.error({ error: result.error }, 'firehose error frame')
-      }
-      if (result.info) logInfoFrame(result.info, p.logger, p.metrics)
-      if (!(await pushFrame(p, result))) break
+  for await (const pending of ws.frames()) {
+    const result = await pending
+    if (result.error) {
+      errorFrame = result.error.error
+      p.logger.error({ error: result.error }, 'firehose error frame')
     }
-  } finally {
-    conn.close()
+    if (result.info) logInfoFrame(result.info, p.logger, p.metrics)
+    if (!(await pushFrame(p, result))) break
   }
-  return { frames: conn.frames, errorFrame }
+  return { end: await ws.ended, errorFrame }
+}
+
+function process(p: ConnectParams, data: Buffer): Promise<SizedResult> {
+  const bytes = data.byteLength
+  return p
+    .processFrame(new Uint8Array(data.buffer, data.byteOffset, data.byteLength))
+    .then((r) => ({ ...r, bytes }))
+    .catch((err) => {
+      p.logger.error({ err }, 'firehose frame processing failed')
+      return { items: [], seq: null, bytes }
+    })
 }
 
 /** Hands a frame's items to the sink in order; false once aborted. */
@@ -56,113 +74,6 @@ async function pushFrame(p: ConnectParams, result: SizedResult): Promise<boolean
     p.onItem(item)
   }
   return true
-}
-
-class FrameConnection {
-  frames = 0
-  readonly #p: ConnectParams
-  readonly #ws: WebSocket
-  readonly #heartbeat: NodeJS.Timeout
-  readonly #queue: Array<Promise<SizedResult>> = []
-  #closed = false
-  #paused = false
-  #lastActivity = Date.now()
-  #wake: (() => void) | null = null
-
-  constructor(p: ConnectParams) {
-    this.#p = p
-    this.#ws = new WebSocket(p.url, { perMessageDeflate: false })
-    p.signal.addEventListener('abort', this.#onAbort, { once: true })
-    this.#listen()
-    this.#heartbeat = setInterval(
-      () => this.#beat(),
-      Math.max(100, Math.floor(p.idleTimeoutMs / 3)),
-    )
-  }
-
-  /** Frame results in arrival order, until the socket closed and all were read, or abort. */
-  async *results(): AsyncGenerator<SizedResult> {
-    while (!this.#p.signal.aborted) {
-      const head = this.#queue[0]
-      if (!head) {
-        if (this.#closed) return
-        await new Promise<void>((r) => {
-          this.#wake = r
-        })
-        continue
-      }
-      const result = await head
-      this.#queue.shift()
-      if (this.#paused && this.#queue.length <= this.#p.maxInFlight / 2 && !this.#closed) {
-        this.#ws.resume()
-        this.#paused = false
-      }
-      yield result
-    }
-  }
-
-  close(): void {
-    clearInterval(this.#heartbeat)
-    this.#p.signal.removeEventListener('abort', this.#onAbort)
-    if (!this.#closed) this.#ws.terminate()
-  }
-
-  #listen(): void {
-    const { logger, url } = this.#p
-    const ws = this.#ws
-    ws.on('open', () => logger.info({ url }, 'firehose connected'))
-    ws.on('message', (data: Buffer, isBinary: boolean) => this.#onMessage(data, isBinary))
-    ws.on('pong', () => {
-      this.#lastActivity = Date.now()
-    })
-    ws.on('error', (err) => logger.warn({ err: err.message, url }, 'firehose connection error'))
-    ws.on('close', (code, reason) => {
-      this.#closed = true
-      logger.info({ code, reason: reason.toString() }, 'firehose disconnected')
-      this.#notify()
-    })
-  }
-
-  #onMessage(data: Buffer, isBinary: boolean): void {
-    this.#lastActivity = Date.now()
-    if (!isBinary) return
-    this.frames++
-    const bytes = data.byteLength
-    this.#queue.push(
-      this.#p
-        .processFrame(new Uint8Array(data.buffer, data.byteOffset, data.byteLength))
-        .then((r) => ({ ...r, bytes }))
-        .catch((err) => {
-          this.#p.logger.error({ err }, 'firehose frame processing failed')
-          return { items: [], seq: null, bytes }
-        }),
-    )
-    if (this.#queue.length >= this.#p.maxInFlight && !this.#paused) {
-      this.#ws.pause()
-      this.#paused = true
-    }
-    this.#notify()
-  }
-
-  #beat(): void {
-    const idleMs = Date.now() - this.#lastActivity
-    // While paused the socket is not read, so silence then is our own doing.
-    if (this.#paused) this.#lastActivity = Date.now()
-    else if (idleMs > this.#p.idleTimeoutMs) {
-      this.#p.logger.warn({ idleMs }, 'firehose connection idle, dropping it')
-      this.#ws.terminate()
-    } else if (this.#ws.readyState === WebSocket.OPEN) this.#ws.ping()
-  }
-
-  readonly #onAbort = (): void => {
-    this.#ws.terminate()
-    this.#notify()
-  }
-
-  #notify(): void {
-    this.#wake?.()
-    this.#wake = null
-  }
 }
 
 function logInfoFrame(

@@ -1,7 +1,5 @@
-import { backoffMs } from '../../backoff.ts'
 import { type SourceCursor, startValueOf } from '../../model/cursor.ts'
 import type { RepoSnapshotEvent, Sink } from '../../model/events.ts'
-import { sleepUnlessAborted } from '../abortable.ts'
 import { fetchRepoSnapshot, withRetries } from '../backfill/repo-snapshot.ts'
 import {
   type ChainStore,
@@ -11,6 +9,7 @@ import {
 } from '../chain/firehose-chain.ts'
 import { createRefusalReporter } from '../cursor-refusals.ts'
 import type { Source } from '../source.ts'
+import { reconnect, type SessionEnd } from '../ws-session.ts'
 import { createFrameGuard } from './cursor.ts'
 import { createFrameProcessor, type FrameProcessor, type FrameProcessorOptions } from './frame.ts'
 import { connectOnce } from './socket.ts'
@@ -122,47 +121,51 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
     chain: FirehoseChain | null,
   ): Promise<void> {
     let cursor = startSeq
-    let failures = 0
+    let end: SessionEnd | null = null
     const refused = createRefusalReporter({ source: 'firehose', logger, metrics })
-    for (let first = true; !signal.aborted; first = false) {
-      if (!first) {
-        metrics.sourceReconnectsTotal.inc({ source: 'firehose' })
-        // Capped exponential with jitter: a relay restart is not met by every consumer
-        // at the same instant.
-        const delay = backoffMs(failures, { baseMs: minMs, maxMs, jitter: 'equal' })
-        logger.info({ delayMs: Math.round(delay), cursor }, 'firehose reconnecting')
-        await sleepUnlessAborted(delay, signal)
-        if (signal.aborted) break
-      }
-      chain?.onConnect()
-      const conn = await connectOnce({
-        url: subscribeReposUrl(opts.url, cursor),
-        processFrame,
-        sink,
-        metrics,
-        signal,
-        maxInFlight,
-        idleTimeoutMs,
-        logger,
-        // Each connection starts from the cursor it asked for; a candidate seq dies with it.
-        guard: createFrameGuard({ accepted: cursor, candidate: null }, refused),
-        onItem: (item) => {
-          if (item.cursor !== null) cursor = item.cursor.value
-          chain?.onPushed(item)
-        },
-      })
-      failures = conn.frames > 0 ? 0 : failures + 1
-      if (conn.errorFrame === 'FutureCursor') {
-        // The upstream never reached this cursor (reset, or another host behind the URL):
-        // waiting will not help. Start at the tip and tell the operator to backfill.
-        metrics.resumeGapsTotal.inc({ source: 'firehose' })
-        logger.error(
-          { cursor },
-          'firehose cursor is ahead of the upstream; restarting at the live tip, run backfill to close the gap',
-        )
-        cursor = null
-      }
-    }
+    await reconnect({
+      signal,
+      // Equal jitter: a relay restart is not met by every consumer at the same instant, and
+      // a floor stays under the wait.
+      backoff: { baseMs: minMs, maxMs, jitter: 'equal' },
+      onReconnect: () => metrics.sourceReconnectsTotal.inc({ source: 'firehose' }),
+      session: async () => {
+        chain?.onConnect()
+        const conn = await connectOnce({
+          url: subscribeReposUrl(opts.url, cursor),
+          processFrame,
+          sink,
+          metrics,
+          signal,
+          maxInFlight,
+          idleTimeoutMs,
+          logger,
+          // Each connection starts from the cursor it asked for; a candidate seq dies with it.
+          guard: createFrameGuard({ accepted: cursor, candidate: null }, refused),
+          onItem: (item) => {
+            if (item.cursor !== null) cursor = item.cursor.value
+            chain?.onPushed(item)
+          },
+        })
+        end = conn.end
+        if (conn.errorFrame === 'FutureCursor') {
+          // The upstream never reached this cursor (reset, or another host behind the URL):
+          // waiting will not help. Start at the tip and tell the operator to backfill.
+          metrics.resumeGapsTotal.inc({ source: 'firehose' })
+          logger.error(
+            { cursor },
+            'firehose cursor is ahead of the upstream; restarting at the live tip, run backfill to close the gap',
+          )
+          cursor = null
+        }
+        return { next: 'retry', received: conn.end.received }
+      },
+      onRetry: ({ delayMs }) =>
+        logger.info(
+          { delayMs: Math.round(delayMs), cursor, reason: end?.reason },
+          'firehose reconnecting',
+        ),
+    })
   }
 
   return {

@@ -5,15 +5,15 @@ import type { Metrics } from '../../metrics.ts'
 import { type SourceCursor, seqCursor, timeCursor, valueOfKind } from '../../model/cursor.ts'
 import type { IdentityEvent, IndexEvent, Sink, SourceItem } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'
-import { pushUnlessAborted, sleepUnlessAborted } from '../abortable.ts'
+import { pushUnlessAborted } from '../abortable.ts'
 import { advanceTimeCursor } from '../cursor-guard.ts'
 import { createRefusalReporter } from '../cursor-refusals.ts'
 import { recordSkip } from '../record-skip.ts'
 import type { Source } from '../source.ts'
 import { verifyWithTimeout } from '../verify-handle.ts'
+import { reconnect, type SessionEnd, WsSession } from '../ws-session.ts'
 import { normalizeJetstreamEvent } from './event.ts'
 import type { NormalizeResult } from './skip.ts'
-import { runSocketSession } from './socket.ts'
 
 export interface JetstreamSourceOptions {
   /** The v1 `/subscribe` URL. */
@@ -172,22 +172,27 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     )
   }
 
-  function session(requested: SourceCursor | null, sink: Sink, signal: AbortSignal) {
+  /** One connection from `requested`: each message handled in turn, then how it ended. */
+  async function session(requested: SourceCursor | null, sink: Sink, signal: AbortSignal) {
     let first = true
     const observe = (timeUs: number) => {
       if (!first) return
       first = false
       checkGap(requested, timeUs)
     }
-    return runSocketSession({
-      url: buildSubscribeUrl(opts.url, opts.wantedCollections, requested?.value ?? null),
-      cursor: requested,
+    const url = buildSubscribeUrl(opts.url, opts.wantedCollections, requested?.value ?? null)
+    const ws = new WsSession({
+      url,
+      signal,
       connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
       heartbeatMs: opts.heartbeatMs ?? 30_000,
-      logger,
-      signal,
-      onMessage: (text) => handle(text, sink, signal, observe),
+      accept: (data) => data.toString(),
+      onOpen: () => logger.info({ url, cursor: requested }, 'connected to Jetstream'),
     })
+    for await (const text of ws.frames()) {
+      if (!(await handle(text, sink, signal, observe))) break
+    }
+    return ws.ended
   }
 
   async function run(
@@ -196,25 +201,26 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     signal: AbortSignal,
   ): Promise<void> {
     lastCursor = startCursor
-    let attempt = 0
-    for (let connects = 0; !signal.aborted; connects++) {
-      if (connects > 0) opts.metrics.sourceReconnectsTotal.inc({ source: SOURCE })
-      const end = await session(requestedCursor(lastCursor, rewindUs), sink, signal)
-      if (signal.aborted) break
-      // A session that delivered data was healthy: start the backoff over.
-      attempt = end.received > 0 ? 1 : attempt + 1
-      const delayMs = backoffDelayMs(
-        attempt,
-        opts.backoffBaseMs ?? 1000,
-        opts.backoffMaxMs ?? 60_000,
-        opts.random,
-      )
-      logger.warn(
-        { reason: end.reason, attempt, delayMs, cursor: lastCursor },
-        'Jetstream connection lost; reconnecting',
-      )
-      await sleepUnlessAborted(delayMs, signal)
-    }
+    let end: SessionEnd | null = null
+    await reconnect({
+      signal,
+      backoff: {
+        baseMs: opts.backoffBaseMs ?? 1000,
+        maxMs: opts.backoffMaxMs ?? 60_000,
+        jitter: 'full',
+        random: opts.random,
+      },
+      onReconnect: () => opts.metrics.sourceReconnectsTotal.inc({ source: SOURCE }),
+      session: async () => {
+        end = await session(requestedCursor(lastCursor, rewindUs), sink, signal)
+        return { next: 'retry', received: end.received }
+      },
+      onRetry: ({ attempt, delayMs }) =>
+        logger.warn(
+          { reason: end?.reason, attempt, delayMs, cursor: lastCursor },
+          'Jetstream connection lost; reconnecting',
+        ),
+    })
   }
 
   return {

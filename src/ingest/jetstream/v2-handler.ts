@@ -7,8 +7,7 @@ import { advanceSeqCursor, checkSourceTime, type SeqTrack } from '../cursor-guar
 import { createRefusalReporter } from '../cursor-refusals.ts'
 import { recordSkip } from '../record-skip.ts'
 import { parseV2Frame, type V2Frame } from './v2-frame.ts'
-import type { Verdict } from './v2-session.ts'
-import type { SyncWindows } from './v2-sync.ts'
+import type { SyncWindows, Verdict } from './v2-sync.ts'
 import { decodeZstdFrame, type ZstdDictionary, ZstdFrameError } from './v2-zstd.ts'
 
 // One Jetstream v2 message → pushes into the sink. Owns the seq rules (inclusive resume,
@@ -29,9 +28,9 @@ export interface HandlerDeps {
 
 export interface HandlerState {
   /**
-   * What a reconnect resumes from: the newest seq handled (inclusive, so it is dropped when
-   * sent again), or the `time_us` the run started from until a seq arrives (the server
-   * translates a timestamp cursor to its first seq at or after it, SPEC 5).
+   * What a reconnect resumes from: the newest seq the cursor guard accepted (inclusive, so it
+   * is dropped when sent again), or the `time_us` the run started from until a seq arrives
+   * (the server translates a timestamp cursor to its first seq at or after it, SPEC 5).
    */
   resume: SourceCursor | null
   /** Highest seq of the current session: a lower one after it is out of order. */
@@ -96,6 +95,15 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
     return { cursor: adv.cursor, timeUs: timeRefusal ? null : timeUs }
   }
 
+  /**
+   * A handled frame: the session has read up to its seq, but a reconnect resumes only from a
+   * seq the cursor guard accepted, so a hostile huge seq never becomes the reconnect cursor.
+   */
+  function resumeFrom(seq: number, accepted: number | null): void {
+    state.sessionSeq = seq
+    if (accepted !== null) state.resume = seqCursor(accepted)
+  }
+
   /** True when `seq` was handled already (inclusive resume, at-least-once delivery). */
   function seen(seq: number): boolean {
     if (state.sessionSeq !== null && seq < state.sessionSeq) {
@@ -122,8 +130,7 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
     if (!(await pushPrunes(w.closeBefore(closingOf(f, timeUs)), sink, signal))) return false
     if (f.type === 'sync' && !(await openWindow(f, timeUs, sink, signal))) return false
     const event = f.type === 'item' ? await verified(f) : null
-    state.resume = seqCursor(f.seq)
-    state.sessionSeq = f.seq
+    resumeFrom(f.seq, at.cursor)
     const cursor = at.cursor === null ? null : seqCursor(w.safeCursor(at.cursor))
     const item: SourceItem = { event, cursor, timeUs: at.timeUs, bytes }
     return push(item, sink, signal)
@@ -165,9 +172,8 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
     }
     // A readable seq still moves the cursor past the frame, as a filtered one would.
     if (f.seq === undefined || f.timeUs === undefined || seen(f.seq)) return true
-    state.resume = seqCursor(f.seq)
-    state.sessionSeq = f.seq
     const at = position(f.seq, f.timeUs)
+    resumeFrom(f.seq, at.cursor)
     const cursor = at.cursor === null ? null : seqCursor(deps.windows.safeCursor(at.cursor))
     return push({ event: null, cursor, timeUs: at.timeUs, bytes }, sink, signal)
   }

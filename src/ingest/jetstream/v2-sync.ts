@@ -1,5 +1,4 @@
 import type { RepoPruneEvent } from '../../model/events.ts'
-import type { Verdict } from './v2-session.ts'
 
 // `#sync(did, rev R)` on Jetstream v2 (notes/jetstream-v2.md section 5): Jetstream resynced
 // the repo and re-sends its whole record set as creates at rev R right after the marker.
@@ -90,6 +89,9 @@ export class SyncWindows {
     return { kind: 'prune', did, rev: w.rev, timeUs: w.lastUs }
   }
 }
+
+/** What a message asks of the session: go on, end it (an error frame), or stop (aborted). */
+export type Verdict = 'continue' | 'end' | 'abort'
 
 export interface QuietWatch {
   /** The session's message handler, taking turns with the quiet close. */

@@ -4,12 +4,10 @@ import type { Metrics } from '../../metrics.ts'
 import { type SourceCursor, valueOfKind } from '../../model/cursor.ts'
 import type { Sink } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'
-import { sleepUnlessAborted } from '../abortable.ts'
 import type { IngestGap, Source } from '../source.ts'
 import { verifyWithTimeout } from '../verify-handle.ts'
-import { backoffDelayMs } from './v1.ts'
+import { reconnect, type SessionEnd, WsSession } from '../ws-session.ts'
 import { createV2Handler, type HandlerState, SOURCE } from './v2-handler.ts'
-import { runSession, type SessionEnd } from './v2-session.ts'
 import { SyncWindows, watchQuiet } from './v2-sync.ts'
 import { fetchZstdDictionary } from './v2-zstd.ts'
 
@@ -49,8 +47,6 @@ export interface JetstreamV2Options {
 /** A configuration Jetstream refuses (400 InvalidRequest): retrying cannot help. */
 export class JetstreamConfigError extends AppError {}
 
-const MAX_PAYLOAD_BYTES = 16 << 20
-
 export function buildV2Url(
   base: string,
   collections: string[],
@@ -78,7 +74,6 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
     connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
     heartbeatMs: opts.heartbeatMs ?? 30_000,
     idleTimeoutMs: opts.idleTimeoutMs ?? 120_000,
-    maxPayloadBytes: MAX_PAYLOAD_BYTES,
   }
   const state: HandlerState = {
     resume: null,
@@ -122,7 +117,6 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
   )
   let zstd: 'want' | 'off' = opts.zstd === false ? 'off' : 'want'
   let refetched = false
-  let attempt = 0
 
   async function loadDictionary(): Promise<void> {
     if (zstd === 'off' || state.dictionary) return
@@ -203,6 +197,8 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
       dictionaryRefused(ended)
       return 'now'
     }
+    // A healthy session starts the dictionary refetch over (and the backoff: ws-session.ts).
+    if (end.received > 0) refetched = false
     return 'retry'
   }
 
@@ -214,33 +210,23 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
     state.resume = startCursor
     // A time_us start is no seq to continue from: the first seq the server sends is taken.
     state.track = { accepted: valueOfKind(startCursor, 'seq'), candidate: null }
-    attempt = 0
-    for (let connects = 0; !signal.aborted; connects++) {
-      if (connects > 0) metrics.sourceReconnectsTotal.inc({ source: SOURCE })
-      const end = await connect(sink, signal)
-      if (signal.aborted) break
-      const next = nextStep(end)
-      if (next === 'stop') return
-      if (next === 'now') continue
-      const delayMs = backoffAfter(end.received)
-      logger.warn(
-        { end, attempt, delayMs, cursor: state.resume },
-        'Jetstream connection lost; reconnecting',
-      )
-      await sleepUnlessAborted(delayMs, signal)
-    }
-  }
-
-  function nextStep(end: SessionEnd): 'retry' | 'now' | 'stop' {
-    return end.kind === 'refused' ? onRefused(end) : onEnd(end)
-  }
-
-  /** The wait before the next try; a session that delivered data was healthy. */
-  function backoffAfter(received: number): number {
-    // A healthy session starts the backoff (and the dictionary refetch) over.
-    if (received > 0) refetched = false
-    attempt = received > 0 ? 1 : attempt + 1
-    return backoffDelayMs(attempt, baseMs, maxMs, opts.random)
+    let end: SessionEnd | null = null
+    await reconnect({
+      signal,
+      backoff: { baseMs, maxMs, jitter: 'full', random: opts.random },
+      onReconnect: () => metrics.sourceReconnectsTotal.inc({ source: SOURCE }),
+      session: async () => {
+        end = await connect(sink, signal)
+        if (signal.aborted) return { next: 'stop', received: end.received }
+        const next = end.kind === 'refused' ? onRefused(end) : onEnd(end)
+        return { next, received: end.received }
+      },
+      onRetry: ({ attempt, delayMs }) =>
+        logger.warn(
+          { end, attempt, delayMs, cursor: state.resume },
+          'Jetstream connection lost; reconnecting',
+        ),
+    })
   }
 
   /** One session from the last seq, with the current dictionary when zstd is on. */
@@ -256,18 +242,30 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
       state.dictionary?.id ?? null,
     )
     state.sessionSeq = null
-    const onOpen = () => logger.info({ url, cursor: state.resume }, 'connected to Jetstream v2')
     const quiet = watchQuiet({
       handle: (d, b) => handler.handle(d, b, sink, signal),
       closeQuiet: () => handler.closeQuiet(sink, signal),
       windows,
       quietMs: quietSeconds * 1000,
     })
+    const ws = new WsSession({
+      ...session,
+      url,
+      signal,
+      accept: (data, binary) => ({ data, binary }),
+      onOpen: () => logger.info({ url, cursor: state.resume }, 'connected to Jetstream v2'),
+    })
     try {
-      return await runSession(url, { ...session, onOpen }, quiet.onMessage, signal)
+      for await (const m of ws.frames()) {
+        const verdict = await quiet.onMessage(m.data, m.binary)
+        if (verdict === 'continue') continue
+        ws.stop(verdict === 'end' ? 'error frame' : 'aborted')
+        break
+      }
     } finally {
       await quiet.stop()
     }
+    return ws.ended
   }
 
   return {
