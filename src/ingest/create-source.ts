@@ -1,6 +1,6 @@
 import { collectionsOf } from '../config.ts'
 import type { AppContext } from '../context.ts'
-import { isKnownAccount } from '../db/known-accounts.ts'
+import { isKnownAccount } from '../db/read/accounts.ts'
 import { listUnsynchronized, loadChainHead, loadTrackedDids } from '../db/repo-chain.ts'
 import type { HandleVerifier } from '../model/handles.ts'
 import type { DidResolver } from './did-resolver.ts'

@@ -38,3 +38,11 @@ export async function readHandles(db: Database, dids: string[]): Promise<Map<str
   )
   return new Map(rows.map((r) => [r.did, r.handle ?? '']))
 }
+
+/**
+ * Whether this index keeps a repo (it has an accounts row): the rest of the network only
+ * moves the cursor, and only kept repos are worth a handle check.
+ */
+export async function isKnownAccount(db: Database, did: string): Promise<boolean> {
+  return (await db.orm.$count(accounts, eq(accounts.did, did))) > 0
+}
