@@ -17,7 +17,7 @@ import {
   keptHashes,
   keptTexts,
   rebuildText,
-  type TextLink,
+  repoTextDecoder,
 } from '../model/text-delta.ts'
 import { notFound } from './http-errors.ts'
 import { type Hunk, lineDiff } from './line-diff.ts'
@@ -210,28 +210,34 @@ export async function getRevisionDiff(
   return { uri, from: a?.rev ?? null, to: b.rev, content, coreMemory, note: ta.note ?? tb.note }
 }
 
+/** An older version's whole record, as JSON text, with the key and CID it was asked by. */
+export interface RevisionRecord {
+  did: string
+  rkey: string
+  cid: string
+  json: string
+}
+
 /**
- * Whole records of older versions, by `did rkey cid`, as JSON text: the kept rest of the
- * record with its content and coreMemory rebuilt from revision_texts. A version whose rest
- * or a text is missing is left out (the feed says `superseded`).
+ * Whole records of older versions: the kept rest of each record with its content and
+ * coreMemory rebuilt from revision_texts. A version whose rest or a text is missing is left
+ * out (the feed says `superseded`).
  */
 export async function getRevisionRecords(
   db: Database,
   keys: ReadonlyArray<{ did: string; rkey: string; cid: string }>,
-): Promise<Map<string, string>> {
+): Promise<RevisionRecord[]> {
   const rows = await readRevisionRecords(db, keys)
-  const chains = await readRepoTextChains(
-    db,
-    rows.flatMap((r) => keptHashes(r).map((hash) => ({ did: r.did, hash }))),
+  const decode = repoTextDecoder(
+    await readRepoTextChains(
+      db,
+      rows.flatMap((r) => keptHashes(r).map((hash) => ({ did: r.did, hash }))),
+    ),
   )
-  const byRepo = new Map<string, Map<string, TextLink>>()
-  for (const t of chains) byRepo.set(t.did, (byRepo.get(t.did) ?? new Map()).set(t.hash, t))
-  const out = new Map<string, string>()
-  for (const r of rows) {
-    const texts = byRepo.get(r.did) ?? new Map<string, TextLink>()
-    const { content, coreMemory, broken } = keptTexts(r, (hash) => rebuildText(texts, hash))
+  return rows.flatMap((r) => {
+    const { content, coreMemory, broken } = keptTexts(r, (hash) => decode(r.did, hash))
+    if (broken) return []
     const rest = JSON.parse(r.rest) as unknown
-    if (broken) continue
     const whole =
       typeof rest === 'object' && rest !== null && !Array.isArray(rest)
         ? {
@@ -240,7 +246,6 @@ export async function getRevisionRecords(
             ...(coreMemory !== null && { coreMemory }),
           }
         : rest
-    out.set(`${r.did} ${r.rkey} ${r.cid}`, JSON.stringify(whole))
-  }
-  return out
+    return [{ did: r.did, rkey: r.rkey, cid: r.cid, json: JSON.stringify(whole) }]
+  })
 }

@@ -110,6 +110,15 @@ export function textChainsQuery(did: string, hashes: string[]): SQL {
     SELECT DISTINCT ON (hash) hash, base, length, body FROM chain`
 }
 
+/** A row of repoTextChainsQuery: one text of one repo, whole or a delta on `base`. */
+export interface RepoTextRow {
+  did: string
+  hash: string
+  base: string | null
+  length: number
+  body: string
+}
+
 /** As textChainsQuery, for texts of several repos: each (did, hash) and the texts under it. */
 export function repoTextChainsQuery(keys: ReadonlyArray<{ did: string; hash: string }>): SQL {
   return sql`WITH RECURSIVE chain AS (

@@ -9,7 +9,7 @@ import {
   type SnapshotReader,
 } from '../db/read/export.ts'
 import type { Nsids } from '../model/nsids.ts'
-import { keptHashes, keptTexts, rebuildText, type TextLink } from '../model/text-delta.ts'
+import { keptHashes, keptTexts, repoTextDecoder } from '../model/text-delta.ts'
 import { type ExportFormat, openTableFile } from './files.ts'
 import {
   type ExportColumn,
@@ -25,13 +25,7 @@ import {
 // their own name only once whole; the manifest comes last, so a directory with a manifest
 // holds a complete export, and a failed one leaves none.
 
-export const SCHEMA_VERSION = 1
-export const EXPORT_TABLES: readonly ExportTable[] = [
-  'prompts',
-  'conversations',
-  'agents',
-  'revisions',
-]
+const SCHEMA_VERSION = 1
 
 /** Rows per read of the database. */
 const PAGE_ROWS = 500
@@ -115,16 +109,10 @@ async function withTexts(snap: SnapshotReader, rows: RevisionExportRow[]): Promi
   const keys = rows.flatMap((r) =>
     r.textKept ? keptHashes(r).map((hash) => ({ did: r.did, hash })) : [],
   )
-  const byRepo = new Map<string, Map<string, TextLink>>()
-  for (const t of await snap.textChains(keys)) {
-    const texts = byRepo.get(t.did) ?? new Map<string, TextLink>()
-    texts.set(t.hash, t)
-    byRepo.set(t.did, texts)
-  }
+  const decode = repoTextDecoder(await snap.textChains(keys))
   return rows.map((r) => {
     if (!r.textKept) return { ...r, content: r.currentContent, coreMemory: r.currentCoreMemory }
-    const texts = byRepo.get(r.did) ?? new Map()
-    const { content, coreMemory } = keptTexts(r, (hash) => rebuildText(texts, hash))
+    const { content, coreMemory } = keptTexts(r, (hash) => decode(r.did, hash))
     return { ...r, content, coreMemory }
   })
 }

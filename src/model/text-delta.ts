@@ -73,6 +73,21 @@ export function rebuildText(byHash: ReadonlyMap<string, TextLink>, hash: string)
   return text.length === Number(byHash.get(hash)?.length) ? text : null
 }
 
+/**
+ * The texts of several repos' chains (rows of `did`, `hash` and their link), as one decoder:
+ * `decode(did, hash)` rebuilds the text `hash` names in that repo, or null (rebuildText).
+ */
+export function repoTextDecoder(
+  chains: Iterable<TextLink & { did: string; hash: string }>,
+): (did: string, hash: string) => string | null {
+  const byRepo = new Map<string, Map<string, TextLink>>()
+  for (const t of chains) byRepo.set(t.did, (byRepo.get(t.did) ?? new Map()).set(t.hash, t))
+  return (did, hash) => {
+    const texts = byRepo.get(did)
+    return texts ? rebuildText(texts, hash) : null
+  }
+}
+
 /** Where a revision's texts are kept: hashes, and coreMemory's place in content when it is there. */
 export interface KeptTexts {
   contentHash: string | null

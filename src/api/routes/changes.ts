@@ -79,8 +79,8 @@ export function changeFeed(ctx: Pick<AppContext, 'db' | 'config'>, pageSize: num
         ? [{ did: r.did, rkey: r.rkey, cid: r.cid }]
         : [],
     )
-    for (const [k, json] of await getRevisionRecords(db, older))
-      out.set(`${config.promptNsid} ${k}`, { cid: k.slice(k.lastIndexOf(' ') + 1), json })
+    for (const r of await getRevisionRecords(db, older))
+      out.set(`${config.promptNsid} ${r.did} ${r.rkey} ${r.cid}`, { cid: r.cid, json: r.json })
     return out
   }
 

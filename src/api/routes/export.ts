@@ -3,9 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyPluginAsync } from 'fastify'
 import { nsidsOf } from '../../config.ts'
-import type { ExportTable } from '../../db/read/export.ts'
+import { EXPORT_TABLES, type ExportTable } from '../../db/read/export.ts'
 import type { ExportFormat } from '../../export/files.ts'
-import { EXPORT_TABLES, exportSnapshot } from '../../export/snapshot.ts'
 import { badRequest } from '../http-errors.ts'
 import { errorResponses } from '../schemas.ts'
 
@@ -21,7 +20,7 @@ const MAX_RUNNING = 2
 /** An export costs this many requests of the client's rate limit. */
 const EXPORT_WEIGHT = 100
 
-const FILE = /^(prompts|conversations|agents|revisions)\.(parquet|ndjson)$/
+const FILE = new RegExp(`^(${EXPORT_TABLES.join('|')})\\.(parquet|ndjson)$`)
 const TYPES: Record<ExportFormat, string> = {
   parquet: 'application/vnd.apache.parquet',
   ndjson: 'application/x-ndjson; charset=utf-8',
@@ -62,6 +61,9 @@ export const exportRoutes: FastifyPluginAsync = async (app) => {
       running++
       const dir = await mkdtemp(join(tmpdir(), 'prompt-appview-export-'))
       try {
+        // The file writers (hyparquet-writer) load with the first export, not with every
+        // process that serves the API.
+        const { exportSnapshot } = await import('../../export/snapshot.ts')
         const manifest = await exportSnapshot(db, nsidsOf(config), {
           dir,
           format,

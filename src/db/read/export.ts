@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Database, Executor } from '../client.ts'
-import { repoTextChainsQuery } from '../revision-texts.ts'
+import { type RepoTextRow, repoTextChainsQuery } from '../revision-texts.ts'
 
 // The snapshot export (SPEC 13): the visible state read in keyset pages inside one
 // repeatable-read, read-only transaction, so every page of every table sees the same
@@ -59,15 +59,8 @@ export interface RevisionExportRow {
   currentCoreMemory: string | null
 }
 
-export interface TextChainRow {
-  did: string
-  hash: string
-  base: string | null
-  length: number
-  body: string
-}
-
-export type ExportTable = 'prompts' | 'conversations' | 'agents' | 'revisions'
+export const EXPORT_TABLES = ['prompts', 'conversations', 'agents', 'revisions'] as const
+export type ExportTable = (typeof EXPORT_TABLES)[number]
 
 /** Where a keyset page starts: after this key (null: from the start). */
 export interface ExportKey {
@@ -88,7 +81,7 @@ export interface SnapshotReader {
   ): Promise<RecordExportRow[]>
   revisions(after: ExportKey | null, take: number): Promise<RevisionExportRow[]>
   /** The rows of each named (did, hash) text and of every text its deltas rest on. */
-  textChains(keys: ReadonlyArray<{ did: string; hash: string }>): Promise<TextChainRow[]>
+  textChains(keys: ReadonlyArray<{ did: string; hash: string }>): Promise<RepoTextRow[]>
 }
 
 const after2 = (alias: string, k: ExportKey | null): SQL =>

@@ -2,6 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import type { Database } from '../client.ts'
 import {
   currentTextQuery,
+  type RepoTextRow,
   type RevisionTextRow,
   repoTextChainsQuery,
   revisionPairQuery,
@@ -119,7 +120,7 @@ export function readRevisionRecords(
 export function readRepoTextChains(
   db: Database,
   keys: ReadonlyArray<{ did: string; hash: string }>,
-): Promise<Array<TextRow & { did: string }>> {
+): Promise<RepoTextRow[]> {
   if (keys.length === 0) return Promise.resolve([])
   return db.rows(repoTextChainsQuery(keys))
 }
