@@ -21,6 +21,7 @@ FROM node:24-bookworm-slim AS runtime
 # are added by the entry itself, src/cli/main.ts (src/cli/node-flags.ts): Node refuses
 # one of them in its options variable.
 ENV NODE_ENV=production \
+    NODE_COMPILE_CACHE=/app/node_modules/.cache/prompt-appview/compile \
     HOST=0.0.0.0 \
     PORT=3000 \
     DATA_DIR=/app/data

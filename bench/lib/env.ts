@@ -7,18 +7,19 @@ import { availableParallelism, loadavg } from 'node:os'
 const scale = Number(process.env.BENCH_SCALE ?? '1')
 if (!(scale > 0)) throw new Error('BENCH_SCALE must be a positive number')
 
-function num(name: string, def: number): number {
+function num(name: string, def: number, min = Number.MIN_VALUE): number {
   const raw = process.env[name]
   if (raw === undefined || raw === '') return def
   const n = Number(raw)
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number`)
+  if (!Number.isFinite(n) || n < min)
+    throw new Error(`${name} must be a ${min > 0 ? 'positive' : 'non-negative'} number`)
   return n
 }
 
 /** A count: the default is multiplied by BENCH_SCALE, an explicit value is taken as is. */
 export function count(name: string, def: number, min = 1): number {
   const raw = process.env[name]
-  if (raw !== undefined && raw !== '') return Math.max(min, Math.round(num(name, def)))
+  if (raw !== undefined && raw !== '') return Math.max(min, Math.round(num(name, def, min)))
   return Math.max(min, Math.round(def * scale))
 }
 

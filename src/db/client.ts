@@ -1,18 +1,13 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { PGlite, types } from '@electric-sql/pglite'
+import type { PGlite } from '@electric-sql/pglite'
 import { fillPlaceholders, type Query, type SQL, sql } from 'drizzle-orm'
 import { type PgDatabase, PgDialect, type PgQueryResultHKT } from 'drizzle-orm/pg-core'
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
-import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
-import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
-import postgres from 'postgres'
 import { backoffMs } from '../backoff.ts'
 import { DataDirError } from '../errors.ts'
 import { lockDataDir } from './data-dir-lock.ts'
-import { readTemplate, templateNeeded } from './pglite-template.ts'
+import { extractTemplate, readTemplate, templateNeeded } from './pglite-template.ts'
 import { decodeRawRow, type RawColumn } from './raw-rows.ts'
 import { readAgainIfConnectionLost } from './retry.ts'
 import * as schema from './schema.ts'
@@ -138,6 +133,8 @@ async function rowsOf<T>(executor: Executor, query: SQL): Promise<T[]> {
   return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]
 }
 
+// Each driver (and its half of drizzle) loads only with the first database of its kind:
+// `serve` on Postgres never loads PGlite, a first start on PGlite never loads postgres.js.
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   return opts.url
     ? openPostgres(opts.url, opts)
@@ -164,7 +161,7 @@ function renderCache(): (q: SQL) => Query {
  * the text Postgres sent, as drizzle's PGlite session reads every other statement
  * (drizzle-orm/pglite/session.js), so a read answers the same whichever path it took.
  */
-const PGLITE_READ = {
+const pgliteRead = (types: typeof import('@electric-sql/pglite').types) => ({
   rowMode: 'object' as const,
   parsers: Object.fromEntries(
     [
@@ -179,12 +176,16 @@ const PGLITE_READ = {
       1182,
     ].map((oid) => [oid, (text: string) => text]),
   ),
-}
+})
 
 /** Connections for statements built once; db/read/batch.ts runs at most 4 at a time. */
 const BUILT_ONCE_CONNECTIONS = 4
 
 async function openPostgres(url: string, opts: DatabaseOptions): Promise<Database> {
+  const [{ default: postgres }, { drizzle: drizzlePostgres }] = await Promise.all([
+    import('postgres'),
+    import('drizzle-orm/postgres-js'),
+  ])
   const options = {
     max: opts.maxConnections ?? 10,
     // While the server is unreachable, a query waits this long for a connection before it
@@ -223,11 +224,13 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
     orm,
     monitor,
     ...transactions(orm),
-    migrate: () =>
-      migratePostgres(orm as never, {
+    migrate: async () => {
+      const { migrate } = await import('drizzle-orm/postgres-js/migrator')
+      await migrate(orm as never, {
         migrationsFolder: MIGRATIONS_DIR,
         migrationsSchema: opts.searchPath ?? 'drizzle',
-      }),
+      })
+    },
     // In a transaction (an executor) a lost connection is the transaction's to handle.
     rows: (q, ex) => (ex ? rowsOf(ex, q) : readAgainIfConnectionLost(() => rowsOf(orm, q))),
     read: <T>(q: SQL, { values, bytes }: ReadOptions = {}) => {
@@ -263,17 +266,23 @@ export const PGLITE_SHARED_BUFFERS = '16MB'
 
 /** Starts PGlite on `dataDir` (null: in memory), filled from the template when new. */
 async function startPglite(dataDir: string | null, sharedBuffers: string): Promise<PGlite> {
+  const { PGlite } = await import('@electric-sql/pglite')
   const pgdata = dataDir ? join(dataDir, 'pgdata') : null
-  const fill = pgdata ? templateNeeded(pgdata) : { needed: true, marker: null }
-  const options = {
-    loadDataDir: fill.needed ? readTemplate() : undefined,
-    startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffers}`],
+  const fill = pgdata ? templateNeeded(pgdata) : null
+  if (pgdata && fill?.needed) {
+    // The marker first: a start that dies while extracting leaves it, and the next start
+    // fills the directory again.
+    writeFileSync(fill.marker, '')
+    extractTemplate(pgdata)
   }
-  if (fill.needed && fill.marker) writeFileSync(fill.marker, '')
   try {
-    const pg = new PGlite({ dataDir: pgdata ?? undefined, ...options })
+    const pg = new PGlite({
+      dataDir: pgdata ?? undefined,
+      loadDataDir: pgdata ? undefined : readTemplate(),
+      startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffers}`],
+    })
     await pg.waitReady
-    if (fill.marker) rmSync(fill.marker, { force: true })
+    if (fill?.needed) rmSync(fill.marker, { force: true })
     return pg
   } catch (err) {
     throw new DataDirError(
@@ -292,14 +301,22 @@ async function openPglite(dataDir: string | null, sharedBuffers: string): Promis
     release()
     throw err
   }
+  const [{ drizzle: drizzlePglite }, { types }] = await Promise.all([
+    import('drizzle-orm/pglite'),
+    import('@electric-sql/pglite'),
+  ])
   const orm = drizzlePglite(pg, { schema }) as unknown as Orm
   const renderOnce = renderCache()
+  const readOptions = pgliteRead(types)
   return {
     kind: 'pglite',
     orm,
     monitor: orm,
     ...transactions(orm),
-    migrate: () => migratePglite(orm as never, { migrationsFolder: MIGRATIONS_DIR }),
+    migrate: async () => {
+      const { migrate } = await import('drizzle-orm/pglite/migrator')
+      await migrate(orm as never, { migrationsFolder: MIGRATIONS_DIR })
+    },
     rows: (q, ex) => rowsOf(ex ?? orm, q),
     read: async <T>(q: SQL, { values, bytes }: ReadOptions = {}) => {
       const rendered = values ? renderOnce(q) : null
@@ -308,7 +325,7 @@ async function openPglite(dataDir: string | null, sharedBuffers: string): Promis
             await pg.query<Record<string, unknown>>(
               rendered.sql,
               fillPlaceholders(rendered.params, values!),
-              PGLITE_READ,
+              readOptions,
             )
           ).rows
         : await rowsOf<Record<string, unknown>>(orm, q)

@@ -1,8 +1,9 @@
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { constants, zstdCompressSync, zstdDecompressSync } from 'node:zlib'
 import type { PGlite } from '@electric-sql/pglite'
+import { extractSync } from 'tar'
 import { DataDirError } from '../errors.ts'
 
 // PGlite's first start in an empty directory runs initdb, inside WebAssembly: seconds and
@@ -20,22 +21,53 @@ export const TEMPLATE_FILE = fileURLToPath(
 const WINDOW_LOG = 26
 const TAR_CHUNK = 64 << 20
 
-/** The template as the tar PGlite's `loadDataDir` takes. */
-export function readTemplate(file = TEMPLATE_FILE): Blob {
+const unreadable = (file: string, err: unknown) =>
+  new DataDirError(
+    `the PGlite template ${file} cannot be read (${(err as Error).message}): restore it from git or rebuild it with npm run db:template`,
+    { cause: err },
+  )
+
+function templateTar(file: string): Buffer {
   try {
-    const tar = zstdDecompressSync(readFileSync(file), {
+    return zstdDecompressSync(readFileSync(file), {
       // One output chunk for the whole tar: with zlib's default 16 kB chunks the copying
       // took longer than the decompression itself.
       chunkSize: TAR_CHUNK,
       params: { [constants.ZSTD_d_windowLogMax]: WINDOW_LOG },
     })
-    return new Blob([tar])
   } catch (err) {
-    throw new DataDirError(
-      `the PGlite template ${file} cannot be read (${(err as Error).message}): restore it from git or rebuild it with npm run db:template`,
-      { cause: err },
-    )
+    throw unreadable(file, err)
   }
+}
+
+/** The template as the tar PGlite's `loadDataDir` takes (an in-memory database). */
+export function readTemplate(file = TEMPLATE_FILE): Blob {
+  return new Blob([templateTar(file)])
+}
+
+/**
+ * Writes the template's files into `pgdata`, for PGlite to open as an existing directory.
+ * Not PGlite's own `loadDataDir`: that untars inside its WebAssembly memory, which grows
+ * by about 120 MB for it and never shrinks (bench/README.md, "Footprint").
+ */
+export function extractTemplate(pgdata: string, file = TEMPLATE_FILE): void {
+  const tar = templateTar(file)
+  const problems: string[] = []
+  mkdirSync(pgdata, { recursive: true })
+  try {
+    extractSync({
+      input: tar,
+      cwd: pgdata,
+      // The template's paths are absolute ('/base/1/...'); tar makes them relative to
+      // `cwd` and says so (TAR_ENTRY_INFO). Anything else is a damaged template.
+      onwarn: (code: string, message: string) => {
+        if (code !== 'TAR_ENTRY_INFO') problems.push(`${code}: ${message}`)
+      },
+    })
+  } catch (err) {
+    throw unreadable(file, err)
+  }
+  if (problems.length > 0) throw unreadable(file, new Error(problems.slice(0, 3).join('; ')))
 }
 
 /** Writes a running PGlite's data directory as a template. */

@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import {
+  COMPILE_CACHE_DIR,
   missingRuntimeFlags,
   RUNTIME_NODE_FLAGS,
+  runtimeEnv,
   serveHeapGrowingFlag,
 } from '../../src/cli/node-flags.ts'
 import { startServing } from '../helpers/cli.ts'
@@ -18,16 +20,36 @@ describe('the heap flags the product ships with', () => {
     const scripts = JSON.parse(read('package.json')).scripts as Record<string, string>
     for (const name of ['start', 'demo', 'prompt-appview']) {
       expect(scripts[name]).toContain(`node ${flags} src/cli/main.ts`)
+      expect(scripts[name]).toMatch(
+        /^NODE_COMPILE_CACHE=node_modules\/\.cache\/prompt-appview\/compile /,
+      )
     }
+    expect(COMPILE_CACHE_DIR).toBe(
+      join(
+        new URL('../..', import.meta.url).pathname,
+        'node_modules/.cache/prompt-appview/compile',
+      ),
+    )
   })
   it('are left to the entry in the Docker image (NODE_OPTIONS refuses --liftoff-only)', () => {
     const dockerfile = read('Dockerfile')
     expect(dockerfile).not.toContain('NODE_OPTIONS')
     expect(dockerfile).toContain('CMD ["node", "src/cli/main.ts", "run"]')
+    expect(dockerfile).toContain(
+      'NODE_COMPILE_CACHE=/app/node_modules/.cache/prompt-appview/compile',
+    )
   })
 })
 
 describe('a process started without them', () => {
+  it('gets the compile cache unless the operator set or disabled one', () => {
+    expect(runtimeEnv({ A: '1' })).toEqual({ A: '1', NODE_COMPILE_CACHE: COMPILE_CACHE_DIR })
+    expect(runtimeEnv({ NODE_COMPILE_CACHE: '/x' })).toEqual({ NODE_COMPILE_CACHE: '/x' })
+    expect(runtimeEnv({ NODE_DISABLE_COMPILE_CACHE: '1' })).toEqual({
+      NODE_DISABLE_COMPILE_CACHE: '1',
+    })
+  })
+
   it('gets the missing ones, and keeps an operator’s own, flag or NODE_OPTIONS', () => {
     expect(missingRuntimeFlags([], '')).toEqual(RUNTIME_NODE_FLAGS)
     expect(missingRuntimeFlags(RUNTIME_NODE_FLAGS, '')).toEqual([])
@@ -48,6 +70,8 @@ describe('a process started without them', () => {
       const argv = readFileSync(`/proc/${serve.child.pid}/cmdline`, 'utf8').split('\0')
       expect(argv.slice(1, 1 + RUNTIME_NODE_FLAGS.length)).toEqual(RUNTIME_NODE_FLAGS)
       expect(argv).toContain('serve')
+      const env = readFileSync(`/proc/${serve.child.pid}/environ`, 'utf8').split('\0')
+      expect(env).toContain(`NODE_COMPILE_CACHE=${COMPILE_CACHE_DIR}`)
     } finally {
       serve.child.kill('SIGTERM')
       await serve.exited

@@ -1,10 +1,11 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { zstdCompressSync } from 'node:zlib'
 import { sql } from 'drizzle-orm'
 import { afterAll, describe, expect, it } from 'vitest'
 import { MIGRATIONS_DIR, openDatabase } from '../../src/db/client.ts'
-import { readTemplate, TEMPLATE_FILE } from '../../src/db/pglite-template.ts'
+import { extractTemplate, readTemplate, TEMPLATE_FILE } from '../../src/db/pglite-template.ts'
 import { DataDirError } from '../../src/errors.ts'
 
 // A first start fills its PGlite directory from the shipped template instead of running
@@ -97,5 +98,22 @@ describe('the shipped PGlite template', () => {
     expect(() => readTemplate(bad)).toThrow(DataDirError)
     expect(() => readTemplate(bad)).toThrow(`the PGlite template ${bad} cannot be read`)
     expect(() => readTemplate(bad)).toThrow(/npm run db:template/)
+  })
+
+  it('names a template whose tar is damaged when it fills a directory', () => {
+    const bad = join(root, 'bad-tar.tar.zst')
+    writeFileSync(bad, zstdCompressSync(Buffer.alloc(4096, 7)))
+    const dir = freshDir()
+    expect(() => extractTemplate(join(dir, 'pgdata'), bad)).toThrow(
+      `the PGlite template ${bad} cannot be read`,
+    )
+  })
+
+  it('fills a new directory with the files PGlite itself would load', () => {
+    const dir = join(freshDir(), 'pgdata')
+    extractTemplate(dir)
+    expect(readFileSync(join(dir, 'PG_VERSION'), 'utf8').trim()).toMatch(/^\d+$/)
+    expect(existsSync(join(dir, 'global', 'pg_control'))).toBe(true)
+    expect(existsSync(join(dir, 'pg_wal', 'archive_status'))).toBe(true)
   })
 })
