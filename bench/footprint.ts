@@ -28,6 +28,8 @@ export interface FootprintOptions {
   followSeconds: number
   /** The relay's frames per second (the network's: 2,000). */
   followRate: number
+  /** BENCH_FOOTPRINT_PROFILE: a directory for a CPU profile of `run` following the relay. */
+  profileDir: string | null
   log?: (msg: string) => void
 }
 
@@ -38,6 +40,7 @@ export function footprintOptionsFromEnv(): FootprintOptions {
     demoSeconds: count('BENCH_FOOTPRINT_DEMO_SECONDS', 1800),
     followSeconds: count('BENCH_FOOTPRINT_FOLLOW_SECONDS', 600, 0),
     followRate: count('BENCH_FOOTPRINT_FOLLOW_RATE', 2000),
+    profileDir: process.env.BENCH_FOOTPRINT_PROFILE || null,
     log: (m) => console.log(`[footprint] ${m}`),
   }
 }
@@ -264,6 +267,7 @@ async function following(o: FootprintOptions, run: ScenarioRun, log: (m: string)
       seconds: o.followSeconds,
       warmupS: FOLLOW_WARMUP_S,
       pollMs: FOLLOW_POLL_MS,
+      profileDir: o.profileDir,
       log,
     })
     run.details.following = f

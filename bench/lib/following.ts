@@ -20,6 +20,8 @@ export interface FollowingOptions {
   /** Not counted in CPU or latency: start-up, first DID lookups, JIT. */
   warmupS: number
   pollMs: number
+  /** Where `run` writes a CPU profile (--cpu-prof), or null. */
+  profileDir?: string | null
   log: (msg: string) => void
 }
 
@@ -68,7 +70,7 @@ export async function measureFollowing(o: FollowingOptions): Promise<Following> 
       ALLOW_PRIVATE_NETWORK: 'true',
       RATE_LIMIT_PER_MINUTE: '10000000',
     },
-    [],
+    o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [],
   )
   try {
     await productReady(product)

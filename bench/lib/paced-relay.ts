@@ -113,6 +113,13 @@ export async function startPacedRelay(o: PacedRelayOptions): Promise<PacedRelay>
       running = false
       stop()
       await pump
+      // What was sent is delivered: terminating a socket drops what it still buffers, and a
+      // Letta write among it would count as never shown.
+      const drainedBy = performance.now() + 10_000
+      while ([...wss.clients].some((ws) => ws.bufferedAmount > 0)) {
+        if (performance.now() > drainedBy) break
+        await sleep(10)
+      }
       for (const ws of wss.clients) ws.terminate()
       wss.close()
       await new Promise((r) => http.close(r))

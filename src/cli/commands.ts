@@ -2,7 +2,7 @@ import { type Config, ConfigError, loadConfig } from '../config.ts'
 import { AppError } from '../errors.ts'
 import { createLogger } from '../logger.ts'
 import { parseArgs, takeOptions } from './args.ts'
-import { COMMAND_NAMES, helpText } from './help.ts'
+import { COMMAND_NAMES, DEMO_RATE, helpText } from './help.ts'
 import { applyServeHeapGrowing } from './node-flags.ts'
 import { openRuntime, prepareIngest, type Runtime, startServer } from './runtime.ts'
 import { createShutdown, onShutdownSignal } from './shutdown.ts'
@@ -57,7 +57,7 @@ async function oneShotCommand(
       })
     default: // demo, the last of COMMAND_NAMES
       return (await import('./demo.ts')).demoCommand(config, {
-        rate: positiveInt(own.rate?.at(-1) ?? '500', '--rate'),
+        rate: positiveInt(own.rate?.at(-1) ?? String(DEMO_RATE), '--rate'),
         dids: positiveInt(own.dids?.at(-1) ?? '50', '--dids'),
         events: own.events ? positiveInt(own.events.at(-1)!, '--events') : null,
         wire: demoWire(own.wire?.at(-1) ?? 'v1'),

@@ -1,5 +1,11 @@
 import { SETTINGS } from '../config-schema.ts'
 
+/**
+ * The demo's default events per second: one the embedded indexer follows live on two cores
+ * (at 500 it ran 5-10 s behind, its queue full: bench/README.md, "Footprint").
+ */
+export const DEMO_RATE = 100
+
 const COMMANDS: Record<string, { summary: string; usage: string; options?: string }> = {
   run: {
     summary: 'migrate, ingest and serve the API in one process (the default)',
@@ -40,7 +46,7 @@ const COMMANDS: Record<string, { summary: string; usage: string; options?: strin
     summary: 'a simulated local network (Jetstream) feeding the indexer, with the API on PORT',
     usage: 'prompt-appview demo [--rate N] [--dids N] [--events N] [--wire v1|v2] [settings]',
     options:
-      '  --rate N     events per second from the simulated network (default 500)\n' +
+      `  --rate N     events per second from the simulated network (default ${DEMO_RATE})\n` +
       '  --dids N     repos in the simulation (default 50)\n' +
       '  --events N   stop the simulation after N events (default: unbounded)\n' +
       '  --wire W     the Jetstream wire: v1 /subscribe (default) or v2 subscribeEvents with dictionary zstd',

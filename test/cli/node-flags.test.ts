@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -38,6 +38,41 @@ describe('the heap flags the product ships with', () => {
     expect(dockerfile).toContain(
       'NODE_COMPILE_CACHE=/app/node_modules/.cache/prompt-appview/compile',
     )
+  })
+})
+
+describe('the compile cache', () => {
+  it('is filled at install with every module of src/, under the program’s flags', () => {
+    const scripts = JSON.parse(read('package.json')).scripts as Record<string, string>
+    expect(scripts.postinstall).toContain(
+      `NODE_COMPILE_CACHE=node_modules/.cache/prompt-appview/compile node ${RUNTIME_NODE_FLAGS.join(' ')} scripts/warm-compile-cache.ts`,
+    )
+    const script = new URL('../../scripts/warm-compile-cache.ts', import.meta.url).pathname
+    const out = execFileSync(process.execPath, [...RUNTIME_NODE_FLAGS, script], {
+      env: { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE_DIR },
+      encoding: 'utf8',
+    })
+    const sources = readdirSync(new URL('../../src', import.meta.url), { recursive: true })
+    const count = sources.filter((f) => String(f).endsWith('.ts')).length - 2 // the workers
+    expect(out).toContain(`warm-compile-cache: ${count} modules in ${COMPILE_CACHE_DIR}`)
+    // Node keeps the cache under a directory named for its version and the V8 flags: the
+    // one a process with the program's flags reads.
+    const used = execFileSync(
+      process.execPath,
+      [...RUNTIME_NODE_FLAGS, '-p', 'require("node:module").getCompileCacheDir()'],
+      { env: { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE_DIR }, encoding: 'utf8' },
+    ).trim()
+    expect(readdirSync(used).length).toBeGreaterThanOrEqual(count)
+  }, 60_000)
+
+  it('refuses to fill it without the flags, which would make a cache the program never uses', () => {
+    const script = new URL('../../scripts/warm-compile-cache.ts', import.meta.url).pathname
+    expect(() =>
+      execFileSync(process.execPath, [script], {
+        env: { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE_DIR },
+        stdio: 'pipe',
+      }),
+    ).toThrow(/run with NODE_COMPILE_CACHE=node_modules\/\.cache\/prompt-appview\/compile/)
   })
 })
 
