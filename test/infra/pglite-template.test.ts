@@ -116,4 +116,27 @@ describe('the shipped PGlite template', () => {
     expect(existsSync(join(dir, 'global', 'pg_control'))).toBe(true)
     expect(existsSync(join(dir, 'pg_wal', 'archive_status'))).toBe(true)
   })
+
+  it('migrates a directory of an older schema forward (one from before migration 0013)', async () => {
+    const dir = freshDir()
+    const first = await openDatabase({ url: null, dataDir: dir })
+    // What a directory filled before 0013 holds: no record_rest, 0013 not in the journal.
+    await first.rows(sql`ALTER TABLE prompt_revisions DROP COLUMN record_rest`)
+    await first.rows(
+      sql`DELETE FROM drizzle.__drizzle_migrations WHERE id = (SELECT max(id) FROM drizzle.__drizzle_migrations)`,
+    )
+    expect(await first.isMigrated()).toBe(false)
+    await first.close()
+    const again = await openDatabase({ url: null, dataDir: dir })
+    try {
+      await again.migrate()
+      expect(await again.isMigrated()).toBe(true)
+      const cols = await again.rows<{ n: number }>(
+        sql`SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'prompt_revisions' AND column_name = 'record_rest'`,
+      )
+      expect(cols).toEqual([{ n: 1 }])
+    } finally {
+      await again.close()
+    }
+  })
 })
