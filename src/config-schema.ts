@@ -98,7 +98,7 @@ export const SETTINGS = [
       s === ''
         ? null
         : pgMemory(128, 1024 * 1024, 'Postgres needs 16 buffers of 8kB; PGlite has 4GB in all')(s),
-    'PGlite shared_buffers; absent: 16MB, for a small box (raise it for a large index)',
+    'PGlite shared_buffers; absent: 8MB, for a small box (raise it for a large index)',
   ),
   setting('source', 'SOURCE', 'jetstream', oneOf(SOURCE_NAMES), 'jetstream, firehose or replay'),
   setting(

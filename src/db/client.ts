@@ -262,7 +262,7 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
  * operating system's page cache holds the files anyway (bench/README.md, "PGlite's buffer
  * pool").
  */
-export const PGLITE_SHARED_BUFFERS = '16MB'
+export const PGLITE_SHARED_BUFFERS = '8MB'
 
 /** Starts PGlite on `dataDir` (null: in memory), filled from the template when new. */
 async function startPglite(dataDir: string | null, sharedBuffers: string): Promise<PGlite> {

@@ -37,8 +37,9 @@ describe('the shipped PGlite template', () => {
 
   it('fills a new data directory, which then opens as it is, with the buffer pool asked for', async () => {
     const dir = freshDir()
-    const first = await openDatabase({ url: null, dataDir: dir, sharedBuffers: '8MB' })
+    const first = await openDatabase({ url: null, dataDir: dir, sharedBuffers: '4MB' })
     expect(await first.isMigrated()).toBe(true)
+    expect(await first.rows(sql`SHOW shared_buffers`)).toEqual([{ shared_buffers: '4MB' }])
     await first.rows(sql`CREATE TABLE kept (x int)`)
     await first.close()
     expect(existsSync(join(dir, 'pgdata', 'PG_VERSION'))).toBe(true)
@@ -48,7 +49,7 @@ describe('the shipped PGlite template', () => {
       expect(await again.rows(sql`SELECT to_regclass('kept') IS NOT NULL AS kept`)).toEqual([
         { kept: true },
       ])
-      expect(await again.rows(sql`SHOW shared_buffers`)).toEqual([{ shared_buffers: '16MB' }])
+      expect(await again.rows(sql`SHOW shared_buffers`)).toEqual([{ shared_buffers: '8MB' }])
     } finally {
       await again.close()
     }
