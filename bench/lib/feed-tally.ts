@@ -4,7 +4,9 @@
 // end in a delete of a record the feed last showed deleted (or never showed) cancelled out
 // within one batch, created and deleted there. Records of an account that ends the run
 // inactive (taken down, deactivated, deleted) are hidden with it and never shown. Only what
-// is none of these is missing.
+// is none of these is missing. A write still in flight when its account goes inactive shows
+// when the account is active again, seconds later: that wait is the account's, not the
+// indexer's, so such a write is still expected but no longer timed (`heldByAccount`).
 
 export interface FeedChange {
   seq: number
@@ -29,6 +31,7 @@ export class FeedTally {
   superseded = 0
   cancelled = 0
   hidden = 0
+  heldByAccount = 0
   readonly #inflight = new Map<string, Sent>()
   /** Keys in flight per record, in the order sent. */
   readonly #byRecord = new Map<string, string[]>()
@@ -53,8 +56,21 @@ export class FeedTally {
   }
 
   account(did: string, active: boolean): void {
-    if (active) this.#inactive.delete(did)
-    else this.#inactive.add(did)
+    if (active) {
+      this.#inactive.delete(did)
+      return
+    }
+    this.#inactive.add(did)
+    const prefix = `at://${did}/`
+    for (const [uri, keys] of this.#byRecord) {
+      if (!uri.startsWith(prefix)) continue
+      for (const k of keys) {
+        const sent = this.#inflight.get(k)
+        if (!sent?.counted) continue
+        sent.counted = false
+        this.heldByAccount++
+      }
+    }
   }
 
   /** Up to n of the keys neither seen nor superseded, for a report to show. */

@@ -33,6 +33,8 @@ export interface Following {
   rssQuarterMb: number
   rssEndMb: number
   latencyMs: ReturnType<typeof summarize>
+  /** Writes in flight when their account went inactive: shown on its return, not timed. */
+  heldByAccount: number
   unobserved: number
   missing: string[]
 }
@@ -129,6 +131,7 @@ export async function measureFollowing(o: FollowingOptions): Promise<Following> 
       rssQuarterMb,
       rssEndMb: last.rssMb,
       latencyMs: summarize(tally.latencies),
+      heldByAccount: tally.heldByAccount,
       unobserved: tally.unobserved,
       missing: tally.missing(10),
     }

@@ -66,4 +66,22 @@ describe('FeedTally', () => {
     expect([t.hidden, t.unobserved]).toEqual([1, 1])
     expect(t.missing(10)).toEqual([`${C} c2`])
   })
+
+  it('expects a write in flight when its account goes inactive, shown on reactivation, but does not time it', () => {
+    // Seen in bench:footprint: a write sent just before its account's deactivation showed
+    // 22 s later, when the account came back; the indexer had applied it in its batch.
+    const t = new FeedTally()
+    const C = 'at://did:plc:b/xyz.quasigod.lab.letta.compiledPrompt/1'
+    t.sent(A, 'create', 'c1', 0, true)
+    t.sent(C, 'create', 'c2', 1, true)
+    t.account('did:plc:a', false)
+    t.account('did:plc:a', true)
+    t.sent(B, 'create', 'c3', 2, true)
+    expect(t.seen({ seq: 1, op: 'upsert', uri: C, cid: 'c2' }, 5)).toBe(true)
+    expect(t.seen({ seq: 2, op: 'delete', uri: A, cid: null }, 6)).toBe(false)
+    expect(t.seen({ seq: 3, op: 'upsert', uri: B, cid: 'c3' }, 8)).toBe(true)
+    expect(t.seen({ seq: 4, op: 'upsert', uri: A, cid: 'c1' }, 22_000)).toBe(true)
+    expect([t.observed, t.heldByAccount, t.unobserved]).toEqual([3, 1, 0])
+    expect(t.latencies).toEqual([4, 6])
+  })
 })
