@@ -161,7 +161,9 @@ function renderCache(): (q: SQL) => Query {
  * the text Postgres sent, as drizzle's PGlite session reads every other statement
  * (drizzle-orm/pglite/session.js), so a read answers the same whichever path it took.
  */
-const pgliteRead = (types: typeof import('@electric-sql/pglite').types) => ({
+type PgliteModule = typeof import('@electric-sql/pglite')
+
+const pgliteRead = (types: PgliteModule['types']) => ({
   rowMode: 'object' as const,
   parsers: Object.fromEntries(
     [
@@ -265,8 +267,11 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
 export const PGLITE_SHARED_BUFFERS = '8MB'
 
 /** Starts PGlite on `dataDir` (null: in memory), filled from the template when new. */
-async function startPglite(dataDir: string | null, sharedBuffers: string): Promise<PGlite> {
-  const { PGlite } = await import('@electric-sql/pglite')
+async function startPglite(
+  { PGlite }: PgliteModule,
+  dataDir: string | null,
+  sharedBuffers: string,
+): Promise<PGlite> {
   const pgdata = dataDir ? join(dataDir, 'pgdata') : null
   const fill = pgdata ? templateNeeded(pgdata) : null
   if (pgdata && fill?.needed) {
@@ -294,20 +299,19 @@ async function startPglite(dataDir: string | null, sharedBuffers: string): Promi
 
 async function openPglite(dataDir: string | null, sharedBuffers: string): Promise<Database> {
   const release = dataDir ? lockDataDir(dataDir) : () => {}
+  let lib: PgliteModule
   let pg: PGlite
   try {
-    pg = await startPglite(dataDir, sharedBuffers)
+    lib = await import('@electric-sql/pglite')
+    pg = await startPglite(lib, dataDir, sharedBuffers)
   } catch (err) {
     release()
     throw err
   }
-  const [{ drizzle: drizzlePglite }, { types }] = await Promise.all([
-    import('drizzle-orm/pglite'),
-    import('@electric-sql/pglite'),
-  ])
+  const { drizzle: drizzlePglite } = await import('drizzle-orm/pglite')
   const orm = drizzlePglite(pg, { schema }) as unknown as Orm
   const renderOnce = renderCache()
-  const readOptions = pgliteRead(types)
+  const readOptions = pgliteRead(lib.types)
   return {
     kind: 'pglite',
     orm,
