@@ -93,6 +93,7 @@ export async function runFreshness(o: FreshnessOptions): Promise<ScenarioResult>
       cancelled: tally.cancelled,
       hidden: tally.hidden,
       heldByAccount: tally.heldByAccount,
+      unchanged: tally.unchanged,
       unobserved: tally.unobserved,
       missing: tally.missing(20),
       polls: feed.polls,
@@ -101,7 +102,7 @@ export async function runFreshness(o: FreshnessOptions): Promise<ScenarioResult>
     checks.push({
       name: 'every matching event sent shows up in the feed, or a later write of its record does',
       ok: tally.latencies.length > 0 && tally.unobserved === 0,
-      detail: `of ${matching} matching events, ${tally.observed} seen as a change, ${tally.superseded} superseded by a later write of the same record seen in its batch, ${tally.cancelled} cancelled by a delete in their batch (created and deleted there), ${tally.hidden} hidden with their account (inactive at the end), ${tally.heldByAccount} not timed (in flight when their account went inactive), ${tally.unobserved} missing`,
+      detail: `of ${matching} matching events, ${tally.observed} seen as a change, ${tally.superseded} superseded by a later write of the same record seen in its batch, ${tally.cancelled} cancelled by a delete in their batch (created and deleted there), ${tally.hidden} hidden with their account (inactive at the end), ${tally.heldByAccount} not timed (sent to or in flight at an inactive account), ${tally.unchanged} unchanged (the content the feed already showed), ${tally.unobserved} missing`,
     })
     rows.push(
       row('p50 source -> API', s.p50, 'ms', '(none)', null),

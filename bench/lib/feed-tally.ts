@@ -4,9 +4,11 @@
 // end in a delete of a record the feed last showed deleted (or never showed) cancelled out
 // within one batch, created and deleted there. Records of an account that ends the run
 // inactive (taken down, deactivated, deleted) are hidden with it and never shown. Only what
-// is none of these is missing. A write still in flight when its account goes inactive shows
-// when the account is active again, seconds later: that wait is the account's, not the
-// indexer's, so such a write is still expected but no longer timed (`heldByAccount`).
+// is none of these is missing. A write sent to an inactive account, or still in flight when
+// its account goes inactive, shows when the account is active again, seconds later: that
+// wait is the account's, not the indexer's, so such a write is still expected but not timed
+// (`heldByAccount`). A write of the content the feed last showed for its record, nothing
+// of it in flight, changes nothing and is never shown (`unchanged`).
 
 export interface FeedChange {
   seq: number
@@ -21,6 +23,8 @@ interface Sent {
   counted: boolean
 }
 
+const didOf = (uri: string) => uri.slice('at://'.length, uri.indexOf('/', 'at://'.length))
+
 const keyOf = (uri: string, op: string, cid: string | null | undefined) =>
   `${uri} ${op === 'delete' ? 'delete' : cid}`
 
@@ -32,11 +36,12 @@ export class FeedTally {
   cancelled = 0
   hidden = 0
   heldByAccount = 0
+  unchanged = 0
   readonly #inflight = new Map<string, Sent>()
   /** Keys in flight per record, in the order sent. */
   readonly #byRecord = new Map<string, string[]>()
-  /** The op of the last change the feed showed for each record, whoever wrote it. */
-  readonly #lastOp = new Map<string, string>()
+  /** The last change the feed showed for each record, whoever wrote it. */
+  readonly #last = new Map<string, { op: string; cid: string | null }>()
   /** DIDs whose last account event sent said inactive. */
   readonly #inactive = new Set<string>()
 
@@ -47,9 +52,19 @@ export class FeedTally {
   sent(uri: string, op: string, cid: string | undefined, at: number, counted: boolean): void {
     const key = keyOf(uri, op, cid)
     this.matching++
+    // The record as the feed last showed it, nothing of it in flight: the write changes
+    // nothing and the feed rightly shows nothing for it.
+    const last = this.#last.get(uri)
+    if (op !== 'delete' && last?.op !== 'delete' && last?.cid === cid && !this.#byRecord.has(uri)) {
+      this.unchanged++
+      return
+    }
     // A second delete of a record still in flight shares the first's key: the feed's delete
     // carries no cid to tell them apart, so the pair counts as seen once.
-    this.#inflight.set(key, { at, counted })
+    // A write to an inactive account shows when the account is back.
+    const held = counted && this.#inactive.has(didOf(uri))
+    if (held) this.heldByAccount++
+    this.#inflight.set(key, { at, counted: counted && !held })
     const keys = this.#byRecord.get(uri)
     if (keys) keys.push(key)
     else this.#byRecord.set(uri, [key])
@@ -80,7 +95,7 @@ export class FeedTally {
 
   /** Returns whether the change was one of ours. */
   seen(c: FeedChange, now: number): boolean {
-    this.#lastOp.set(c.uri, c.op)
+    this.#last.set(c.uri, { op: c.op, cid: c.cid })
     const key = keyOf(c.uri, c.op, c.cid)
     const hit = this.#inflight.get(key)
     if (!hit) return false
@@ -100,10 +115,9 @@ export class FeedTally {
    */
   settleEnd(): void {
     for (const [uri, keys] of this.#byRecord) {
-      const did = uri.slice('at://'.length, uri.indexOf('/', 'at://'.length))
-      const hidden = this.#inactive.has(did)
+      const hidden = this.#inactive.has(didOf(uri))
       const cancelled =
-        keys.at(-1)?.endsWith(' delete') && (this.#lastOp.get(uri) ?? 'delete') === 'delete'
+        keys.at(-1)?.endsWith(' delete') && (this.#last.get(uri)?.op ?? 'delete') === 'delete'
       if (!hidden && !cancelled) continue
       for (const k of keys) if (this.#inflight.delete(k)) hidden ? this.hidden++ : this.cancelled++
       this.#byRecord.delete(uri)

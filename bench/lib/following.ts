@@ -35,6 +35,8 @@ export interface Following {
   latencyMs: ReturnType<typeof summarize>
   /** Writes in flight when their account went inactive: shown on its return, not timed. */
   heldByAccount: number
+  /** Writes of the content the feed already showed: nothing to show. */
+  unchanged: number
   unobserved: number
   missing: string[]
 }
@@ -132,6 +134,7 @@ export async function measureFollowing(o: FollowingOptions): Promise<Following> 
       rssEndMb: last.rssMb,
       latencyMs: summarize(tally.latencies),
       heldByAccount: tally.heldByAccount,
+      unchanged: tally.unchanged,
       unobserved: tally.unobserved,
       missing: tally.missing(10),
     }

@@ -67,7 +67,7 @@ describe('FeedTally', () => {
     expect(t.missing(10)).toEqual([`${C} c2`])
   })
 
-  it('expects a write in flight when its account goes inactive, shown on reactivation, but does not time it', () => {
+  it('expects a write to an inactive account, or in flight when it goes inactive, shown on reactivation, but does not time it', () => {
     // Seen in bench:footprint: a write sent just before its account's deactivation showed
     // 22 s later, when the account came back; the indexer had applied it in its batch.
     const t = new FeedTally()
@@ -75,13 +75,34 @@ describe('FeedTally', () => {
     t.sent(A, 'create', 'c1', 0, true)
     t.sent(C, 'create', 'c2', 1, true)
     t.account('did:plc:a', false)
+    const D = 'at://did:plc:a/xyz.quasigod.lab.letta.compiledPrompt/4'
+    t.sent(D, 'create', 'c4', 2, true) // sent while the account is inactive
     t.account('did:plc:a', true)
     t.sent(B, 'create', 'c3', 2, true)
     expect(t.seen({ seq: 1, op: 'upsert', uri: C, cid: 'c2' }, 5)).toBe(true)
     expect(t.seen({ seq: 2, op: 'delete', uri: A, cid: null }, 6)).toBe(false)
     expect(t.seen({ seq: 3, op: 'upsert', uri: B, cid: 'c3' }, 8)).toBe(true)
     expect(t.seen({ seq: 4, op: 'upsert', uri: A, cid: 'c1' }, 22_000)).toBe(true)
-    expect([t.observed, t.heldByAccount, t.unobserved]).toEqual([3, 1, 0])
+    expect(t.seen({ seq: 5, op: 'upsert', uri: D, cid: 'c4' }, 22_000)).toBe(true)
+    expect([t.observed, t.heldByAccount, t.unobserved]).toEqual([4, 2, 0])
     expect(t.latencies).toEqual([4, 6])
+  })
+
+  it('settles a write of the content the feed already shows as unchanged, not timed', () => {
+    // Seen in bench:footprint: a prompt recompiled to the same record (same cid) a second
+    // after it showed; the feed had nothing to show until a flag change re-emitted it 22 s
+    // later, and the tally timed the write until then.
+    const t = new FeedTally()
+    t.sent(A, 'update', 'c1', 0, true)
+    expect(t.seen({ seq: 1, op: 'upsert', uri: A, cid: 'c1' }, 5)).toBe(true)
+    t.sent(A, 'update', 'c1', 10, true)
+    expect([t.unchanged, t.unobserved]).toEqual([1, 0])
+    expect(t.seen({ seq: 2, op: 'upsert', uri: A, cid: 'c1' }, 22_000)).toBe(false)
+    // In flight with other content, the same content again is a write the feed will show.
+    t.sent(A, 'update', 'c2', 30, true)
+    t.sent(A, 'update', 'c1', 31, true)
+    expect(t.seen({ seq: 3, op: 'upsert', uri: A, cid: 'c1' }, 40)).toBe(true)
+    expect([t.unchanged, t.superseded, t.unobserved]).toEqual([1, 1, 0])
+    expect(t.latencies).toEqual([5, 9])
   })
 })
