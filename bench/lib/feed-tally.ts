@@ -59,11 +59,11 @@ export class FeedTally {
       this.unchanged++
       return
     }
-    // A second delete of a record still in flight shares the first's key: the feed's delete
-    // carries no cid to tell them apart, so the pair counts as seen once.
     // A write to an inactive account shows when the account is back.
     const held = counted && this.#inactive.has(didOf(uri))
     if (held) this.heldByAccount++
+    // A second delete of a record still in flight shares the first's key: the feed's delete
+    // carries no cid to tell them apart, so the pair counts as seen once.
     this.#inflight.set(key, { at, counted: counted && !held })
     const keys = this.#byRecord.get(uri)
     if (keys) keys.push(key)
@@ -76,9 +76,8 @@ export class FeedTally {
       return
     }
     this.#inactive.add(did)
-    const prefix = `at://${did}/`
     for (const [uri, keys] of this.#byRecord) {
-      if (!uri.startsWith(prefix)) continue
+      if (didOf(uri) !== did) continue
       for (const k of keys) {
         const sent = this.#inflight.get(k)
         if (!sent?.counted) continue

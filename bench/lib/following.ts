@@ -33,7 +33,7 @@ export interface Following {
   rssQuarterMb: number
   rssEndMb: number
   latencyMs: ReturnType<typeof summarize>
-  /** Writes in flight when their account went inactive: shown on its return, not timed. */
+  /** Writes sent to an inactive account or in flight when it went inactive: not timed. */
   heldByAccount: number
   /** Writes of the content the feed already showed: nothing to show. */
   unchanged: number

@@ -68,8 +68,8 @@ describe('FeedTally', () => {
   })
 
   it('expects a write to an inactive account, or in flight when it goes inactive, shown on reactivation, but does not time it', () => {
-    // Seen in bench:footprint: a write sent just before its account's deactivation showed
-    // 22 s later, when the account came back; the indexer had applied it in its batch.
+    // Seen in bench:footprint: writes sent just before their account's deactivation showed
+    // 2.5 and 4.8 s later, when the account came back; the indexer had applied them.
     const t = new FeedTally()
     const C = 'at://did:plc:b/xyz.quasigod.lab.letta.compiledPrompt/1'
     t.sent(A, 'create', 'c1', 0, true)
