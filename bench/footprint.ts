@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { REPO_ROOT } from './lib/child.ts'
+import { nodeFlagsFromEnv, REPO_ROOT } from './lib/child.ts'
 import { benchEnv, count } from './lib/env.ts'
 import { measureFollowing } from './lib/following.ts'
 import { createTempDatabase } from './lib/pg.ts'
@@ -268,6 +268,7 @@ async function following(o: FootprintOptions, run: ScenarioRun, log: (m: string)
       warmupS: FOLLOW_WARMUP_S,
       pollMs: FOLLOW_POLL_MS,
       profileDir: o.profileDir,
+      nodeFlags: nodeFlagsFromEnv('BENCH_NODE_FLAGS'),
       log,
     })
     run.details.following = f

@@ -22,6 +22,8 @@ export interface FollowingOptions {
   pollMs: number
   /** Where `run` writes a CPU profile (--cpu-prof), or null. */
   profileDir?: string | null
+  /** Node flags for `run` (BENCH_NODE_FLAGS); the entry adds the shipped ones not given. */
+  nodeFlags?: string[]
   log: (msg: string) => void
 }
 
@@ -74,7 +76,10 @@ export async function measureFollowing(o: FollowingOptions): Promise<Following> 
       ALLOW_PRIVATE_NETWORK: 'true',
       RATE_LIMIT_PER_MINUTE: '10000000',
     },
-    o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [],
+    [
+      ...(o.nodeFlags ?? []),
+      ...(o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : []),
+    ],
   )
   try {
     await productReady(product)
