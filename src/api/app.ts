@@ -153,9 +153,10 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   await app.register(searchRoutes)
   await app.register(recordRoutes)
   await app.register(repoRoutes)
-  await app.register(xrpcRoutes)
-  await app.register(changesRoutes, { pageSize: opts.changesPageSize ?? 500 })
-  await app.register(subscribeRoutes, { pageSize: opts.changesPageSize ?? 500, ...opts.subscribe })
+  const changesPageSize = opts.changesPageSize ?? 500
+  await app.register(xrpcRoutes, { changesPageSize })
+  await app.register(changesRoutes, { pageSize: changesPageSize })
+  await app.register(subscribeRoutes, { pageSize: changesPageSize, ...opts.subscribe })
   await app.register(exportRoutes)
   await app.register(uiRoutes)
   if (ctx.config.adminToken) {

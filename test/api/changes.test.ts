@@ -213,6 +213,34 @@ describe('GET /v1/changes?include=record', () => {
     expect(carol.some((l) => 'record' in l)).toBe(false)
   })
 
+  it('XRPC getChanges with records: a page stops at one chunk of them, and paging sees them all', async () => {
+    const all = await read(app, '?limit=10000&include=record')
+    const page = async (a: FastifyInstance, since: number) => {
+      const url = `/xrpc/xyz.quasigod.lab.letta.appview.getChanges?since=${since}&include=record`
+      const res = await a.inject({ url })
+      expect(res.statusCode).toBe(200)
+      return res.json() as { changes: Line[]; cursor: number }
+    }
+    // Without records a page reads chunk after chunk up to its limit; with them, one chunk.
+    expect(
+      (await chunky.inject({ url: '/xrpc/xyz.quasigod.lab.letta.appview.getChanges' })).json()
+        .changes,
+    ).toEqual(await read(app, '?limit=10000'))
+    const first = await page(chunky, 0)
+    expect(first.changes).toEqual(all.slice(0, 3))
+    expect((await page(app, 0)).changes).toEqual(all)
+    let since = 0
+    const seen: Line[] = []
+    for (;;) {
+      const p = await page(chunky, since)
+      expect(p.changes.length).toBeLessThanOrEqual(3)
+      if (p.changes.length === 0) break
+      seen.push(...p.changes)
+      since = p.cursor
+    }
+    expect(seen).toEqual(all)
+  })
+
   it('anything but include=record is a 400 that says so', async () => {
     for (const q of ['include=records', 'include=', 'include=record,flags', 'include=RECORD']) {
       const res = await app.inject({ url: `/v1/changes?${q}` })

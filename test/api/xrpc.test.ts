@@ -1,9 +1,11 @@
 import type { AddressInfo } from 'node:net'
 import { XRPCError } from '@atproto/xrpc'
+import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { QUERIES } from '../../src/api/xrpc/lexicons.ts'
 import { ConfigError, loadConfig } from '../../src/config.ts'
+import type { Database } from '../../src/db/client.ts'
 import { FILTER_NAMES, FLAG_NAMES } from '../../src/model/flags.ts'
 import { NSIDS } from '../helpers/events.ts'
 import {
@@ -11,7 +13,7 @@ import {
   type XyzQuasigodLabLettaAppviewListPrompts,
   type XyzQuasigodLabLettaAppviewSearchPrompts,
 } from '../xrpc-client/index.ts'
-import { AGENT_RKEY, ALICE, BOB, CAROL, type Seeded, useSeededApp } from './fixtures.ts'
+import { AGENT_RKEY, ALICE, BOB, CAROL, promptUri, type Seeded, useSeededApp } from './fixtures.ts'
 
 // The XRPC face of the read API (SPEC 13): the client generated from lexicons/…/appview/
 // (@atproto/lex-cli gen-api, test/xrpc-client/) calls every query over real HTTP and gets
@@ -25,11 +27,12 @@ const PUBLIC_URL = 'https://appview.test'
 
 let app: FastifyInstance
 let s: Seeded
+let db: Database
 let base: string
 let xrpc: AtpBaseClient['xyz']['quasigod']['lab']['letta']['appview']
 
 useSeededApp({ SERVICE_DID, PUBLIC_URL }, (x) => {
-  ;({ app, s } = x)
+  ;({ app, s, db } = x)
 })
 beforeAll(async () => {
   await app.listen({ host: '127.0.0.1', port: 0 })
@@ -217,6 +220,45 @@ describe('XRPC queries answer what REST answers', () => {
     expect(seen).toEqual(all)
   })
 
+  it('getChanges include=record: the lines of GET /v1/changes?include=record, older versions too', async () => {
+    const feed = async (qs: string) => {
+      const res = await fetch(`${base}/v1/changes?include=record&${qs}`)
+      return (await res.text())
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    }
+    const all = await feed('limit=10000')
+    expect(
+      all.filter((c) => c.op === 'upsert' && typeof c.record === 'object').length,
+    ).toBeGreaterThan(10)
+    // Each page as the client took it, checked against the lexicon (record, superseded).
+    const pages = async () => {
+      let since = 0
+      const seen: unknown[] = []
+      for (;;) {
+        const page = await xrpc.getChanges({ since, limit: 7, include: 'record' })
+        expect(page.data.changes).toEqual(await feed(`since=${since}&limit=7`))
+        if (page.data.changes.length === 0) return seen
+        seen.push(...page.data.changes)
+        since = page.data.cursor
+      }
+    }
+    expect(await pages()).toEqual(all)
+    expect((await xrpc.getChanges({ include: 'record' })).data.changes).toEqual(all)
+    // A version no longer kept whole: record null, superseded, as REST says it.
+    const uri = promptUri(ALICE, s.alice.recompiled)
+    const first = all.find((c) => c.uri === uri)
+    await db.rows(sql`UPDATE prompt_revisions SET record_rest = NULL WHERE cid = ${first.cid}`)
+    try {
+      const again = (await pages()).find((c) => (c as { seq: number }).seq === first.seq)
+      expect(again).toEqual({ ...first, record: null, superseded: true })
+    } finally {
+      await db.rows(sql`UPDATE prompt_revisions r SET record_rest = p.record - 'content' - 'coreMemory'
+        FROM prompts p WHERE r.cid = ${first.cid} AND p.did = r.did AND p.rkey = r.rkey`)
+    }
+  })
+
   it('answers HEAD, conditional GETs and compression like the REST routes', async () => {
     const url = `${base}/xrpc/xyz.quasigod.lab.letta.appview.getPrompt?did=${ALICE}&rkey=${s.alice.ok}`
     const first = await fetch(url, { headers: { 'accept-encoding': 'gzip' } })
@@ -243,6 +285,7 @@ describe('XRPC errors', () => {
       [() => xrpc.searchPrompts({ q: '!!!' }), /q has no words/],
       [() => xrpc.getPromptByUri({ uri: 'https://example.com' }), /uri/],
       [() => xrpc.getChanges({ since: -1 }), /since/],
+      [() => xrpc.getChanges({ include: 'records' }), /include must be record/],
     ]
     for (const [call, message] of cases) {
       const err = await xrpcError(call)

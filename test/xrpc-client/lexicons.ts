@@ -587,9 +587,9 @@ export const schemaDict = {
       changeView: {
         type: 'object',
         description:
-          'One change of the change feed: a line of GET /v1/changes.',
+          'One change of the change feed: a line of GET /v1/changes (with include=record, of GET /v1/changes?include=record).',
         required: ['seq', 'op', 'collection', 'uri', 'cid', 'flags', 'at'],
-        nullable: ['cid', 'flags'],
+        nullable: ['cid', 'flags', 'record'],
         properties: {
           seq: {
             type: 'integer',
@@ -622,6 +622,16 @@ export const schemaDict = {
           at: {
             type: 'string',
             format: 'datetime',
+          },
+          record: {
+            type: 'unknown',
+            description:
+              "With include=record, on an upsert: the record with this cid (a prompt's older version rebuilt from its revision history), or null when that version is no longer kept (then superseded is true).",
+          },
+          superseded: {
+            type: 'boolean',
+            description:
+              'With include=record: true when the record with this cid is no longer kept (record is null).',
           },
         },
       },
@@ -805,7 +815,7 @@ export const schemaDict = {
       main: {
         type: 'query',
         description:
-          'PROPOSAL, not published by the author of the xyz.quasigod.lab.letta record lexicons. A page of the change feed, oldest first: the lines of GET /v1/changes for the same since and limit. Resume with since = cursor. REST: GET /v1/changes (NDJSON there).',
+          'PROPOSAL, not published by the author of the xyz.quasigod.lab.letta record lexicons. A page of the change feed, oldest first: the lines of GET /v1/changes for the same since, limit and include. With include=record a page holds at most 50 changes, whatever limit asks (a prompt may be 200 kB). Resume with since = cursor; an empty page is the end of the feed for now. REST: GET /v1/changes (NDJSON there).',
         parameters: {
           type: 'params',
           properties: {
@@ -821,6 +831,13 @@ export const schemaDict = {
               maximum: 1000,
               default: 1000,
               description: 'Most changes.',
+            },
+            include: {
+              type: 'string',
+              knownValues: ['record'],
+              maxLength: 64,
+              description:
+                'record: each upsert carries its record (changeView.record).',
             },
           },
         },

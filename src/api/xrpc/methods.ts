@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
-import { type ChangeRow, readChanges } from '../../db/read/changes.ts'
 import { serializerFor } from '../answer-cache-plugin.ts'
 import { type CachePolicy, LIST_CACHE, LOOKUP_CACHE } from '../http-cache.ts'
 import type { ListFilterQuery } from '../list-filters.ts'
@@ -17,12 +16,13 @@ import {
   revisionPage,
 } from '../queries.ts'
 import { spliceRecord } from '../raw-record.ts'
-import { changeLine, type PromptAnswer } from '../reads.ts'
+import type { PromptAnswer } from '../reads.ts'
 import {
   revisionDetailSchema,
   revisionDiffSchema,
   revisionPageSchema,
 } from '../revision-schemas.ts'
+import { changeFeed, parseInclude } from '../routes/changes.ts'
 import { repoSchema } from '../routes/repos.ts'
 import { readStats } from '../routes/stats.ts'
 import {
@@ -48,15 +48,12 @@ export interface XrpcMethod {
   handle(p: XrpcParams, reply: FastifyReply): Promise<unknown>
 }
 
-/** Changes per read of a getChanges page (its limit is at most 1000). */
-const CHANGES_CHUNK = 500
-
 export const changesPageSchema = {
   type: 'object',
   properties: {
     changes: {
       type: 'array',
-      description: 'The lines of GET /v1/changes for the same since and limit',
+      description: 'The lines of GET /v1/changes for the same since, limit and include',
       items: { type: 'object', additionalProperties: true },
     },
     cursor: { type: 'integer', description: 'Pass as since for the next page' },
@@ -78,10 +75,14 @@ function listQuery(p: XrpcParams): ListFilterQuery {
   }
 }
 
-export function xrpcMethods(app: FastifyInstance): Map<string, XrpcMethod> {
-  const { config } = app.ctx
+/** `changesPageSize`: rows per read of the change feed, as GET /v1/changes reads them. */
+export function xrpcMethods(
+  app: FastifyInstance,
+  changesPageSize: number,
+): Map<string, XrpcMethod> {
   const q = app.queries
-  const { db, nsids } = q
+  const { nsids } = q
+  const feed = changeFeed(app.ctx, changesPageSize)
 
   /** One prompt's answer: the record's stored JSON spliced into the REST serialization. */
   const sendPrompt = async (reply: FastifyReply, actor: Actor, rkey: string) => {
@@ -175,7 +176,12 @@ export function xrpcMethods(app: FastifyInstance): Map<string, XrpcMethod> {
       output: changesPageSchema,
       cache: null,
       async handle(p, reply) {
-        const { lines, cursor } = await changesPage(p.since as number, p.limit as number)
+        const withRecords = parseInclude(str(p.include))
+        const { lines, cursor } = await changesPage(
+          p.since as number,
+          p.limit as number,
+          withRecords,
+        )
         // The lines are the feed's own JSON text (reads.ts changeLine), joined as they are.
         return reply
           .header('cache-control', 'no-store')
@@ -186,21 +192,22 @@ export function xrpcMethods(app: FastifyInstance): Map<string, XrpcMethod> {
   }
 
   /**
-   * The lines GET /v1/changes streams for `since` and `limit`: changes of repos hidden now
-   * are left out (their rows still move the cursor), and reads go on until `limit` lines or
-   * the end of the log, as the stream's do.
+   * The lines GET /v1/changes streams for `since`, `limit` and `include`, read by the same
+   * feed (routes/changes.ts): changes of repos hidden now are left out (their rows still
+   * move the cursor), and reads go on until `limit` lines or the end of the log, as the
+   * stream's do. With records a page stops at one chunk of them: unlike the stream, a page
+   * is held whole.
    */
-  async function changesPage(since: number, limit: number) {
+  async function changesPage(since: number, limit: number, withRecords: boolean) {
+    const most = withRecords ? Math.min(limit, feed.chunkSize(true)) : limit
     const lines: string[] = []
     let cursor = since
     for (;;) {
-      const asked = Math.min(CHANGES_CHUNK, limit - lines.length)
-      const rows: ChangeRow[] = await readChanges(db, cursor, asked)
-      for (const row of rows) {
-        cursor = row.seq
-        if (!row.withheld) lines.push(changeLine(row, config.promptNsid).trimEnd())
-      }
-      if (rows.length < asked || lines.length >= limit) return { lines, cursor }
+      const asked = Math.min(feed.chunkSize(withRecords), most - lines.length)
+      const chunk = await feed.read(cursor, asked, withRecords)
+      for (const line of feed.lines(chunk)) lines.push(line.trimEnd())
+      cursor = chunk.rows.at(-1)?.seq ?? cursor
+      if (chunk.rows.length < asked || lines.length >= most) return { lines, cursor }
     }
   }
 

@@ -20,8 +20,8 @@ import { xrpcMethods } from './methods.ts'
 
 const ANY_METHOD = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const
 
-export const xrpcRoutes: FastifyPluginAsync = async (app) => {
-  const methods = xrpcMethods(app)
+export const xrpcRoutes: FastifyPluginAsync<{ changesPageSize: number }> = async (app, opts) => {
+  const methods = xrpcMethods(app, opts.changesPageSize)
   for (const [nsid, def] of QUERIES) {
     const method = methods.get(nsid)
     if (!method) throw new Error(`no handler for the query lexicon ${nsid}`)

@@ -356,7 +356,7 @@ export function validateHunk<V>(v: V) {
   return validate<Hunk & V>(v, id, hashHunk)
 }
 
-/** One change of the change feed: a line of GET /v1/changes. */
+/** One change of the change feed: a line of GET /v1/changes (with include=record, of GET /v1/changes?include=record). */
 export interface ChangeView {
   $type?: 'xyz.quasigod.lab.letta.appview.defs#changeView'
   seq: number
@@ -368,6 +368,10 @@ export interface ChangeView {
   /** Flag names of a prompt, [] for other collections, null on delete. */
   flags: (string | null)[]
   at: string
+  /** With include=record, on an upsert: the record with this cid (a prompt's older version rebuilt from its revision history), or null when that version is no longer kept (then superseded is true). */
+  record?: { [_ in string]: unknown } | null
+  /** With include=record: true when the record with this cid is no longer kept (record is null). */
+  superseded?: boolean
 }
 
 const hashChangeView = 'changeView'

@@ -21,6 +21,8 @@ export type QueryParams = {
   since?: number
   /** Most changes. */
   limit?: number
+  /** record: each upsert carries its record (changeView.record). */
+  include?: 'record' | (string & {})
 }
 export type InputSchema = undefined
 
