@@ -3,7 +3,7 @@ import { AnswerCache } from '../../src/api/answer-cache.ts'
 import type { Database } from '../../src/db/client.ts'
 import { countPromptsByFlag } from '../../src/db/read/prompts.ts'
 import { createTestDatabase } from '../helpers/db.ts'
-import { apply } from '../helpers/events.ts'
+import { apply, NSIDS } from '../helpers/events.ts'
 import { ALICE, makeApp, seed } from './fixtures.ts'
 
 // The answer cache serves hot prompts without a query, and never past a change: in the
@@ -120,6 +120,49 @@ describe('the answer cache in the writing process', () => {
       ])
       expect((await app.inject(url)).statusCode).toBe(404)
       expect((await app.inject(`/v1/prompts?did=${ALICE}`)).json().items).toEqual([])
+    } finally {
+      await app.close()
+      await base.close()
+    }
+  }, 120_000)
+
+  it('XRPC lookups and pages share the REST answers: no query once warm, a commit on the next call', async () => {
+    const base = await createTestDatabase()
+    const { db, calls: reads } = counting(base, 'read')
+    const s = await seed(base)
+    const app = await makeApp(db)
+    const xrpc = (method: string, qs: string) =>
+      app.inject(`/xrpc/xyz.quasigod.lab.letta.appview.${method}?${qs}`)
+    try {
+      const pairs: Array<[string, () => Promise<{ body: string; statusCode: number }>]> = [
+        [
+          `/v1/prompts/${ALICE}/${s.alice.ok}`,
+          () => xrpc('getPrompt', `did=${ALICE}&rkey=${s.alice.ok}`),
+        ],
+        [
+          `/v1/prompts/${ALICE}/${s.alice.ok}`,
+          () => xrpc('getPromptByUri', `uri=at://${ALICE}/${NSIDS.prompt}/${s.alice.ok}`),
+        ],
+        [`/v1/prompts?did=${ALICE}`, () => xrpc('listPrompts', `did=${ALICE}`)],
+        [
+          `/v1/conversations/${ALICE}/${s.alice.ok}`,
+          () => xrpc('getConversation', `did=${ALICE}&rkey=${s.alice.ok}`),
+        ],
+      ]
+      for (const [rest, call] of pairs) {
+        const restAnswer = await app.inject(rest)
+        expect(restAnswer.statusCode, rest).toBe(200)
+        await untilServedWithout(reads, call)
+        const hit = await call()
+        expect(hit.statusCode).toBe(200)
+        expect(JSON.parse(hit.body), rest).toEqual(restAnswer.json())
+      }
+      // A recompile: the next XRPC call shows the new CID, no wait.
+      const before = JSON.parse((await pairs[0][1]()).body).cid
+      await apply(s.deps, [
+        s.w.prompt({ did: ALICE, rkey: s.alice.ok, op: 'update', fields: { note: 'recompiled' } }),
+      ])
+      expect(JSON.parse((await pairs[0][1]()).body).cid).not.toBe(before)
     } finally {
       await app.close()
       await base.close()

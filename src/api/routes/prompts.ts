@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, FastifyReply } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify'
 import { ANY_REPO } from '../answer-cache.ts'
 import { cachedAnswer, sendAnswer, serializerFor } from '../answer-cache-plugin.ts'
 import { LIST_CACHE } from '../http-cache.ts'
@@ -25,20 +25,10 @@ const tags = ['prompts']
 
 export const promptRoutes: FastifyPluginAsync = async (app) => {
   const q = app.queries
-  const { db, nsids } = q
+  const { nsids } = q
 
-  /** One prompt's answer, from the answer cache or built and stored there. */
-  const lookup = async (reply: FastifyReply, actor: Actor, rkey: string) => {
-    const did = await repoOf(q, actor, 'prompt')
-    const answer = await cachedAnswer(
-      app.answers,
-      `prompt ${did} ${rkey}`,
-      () => promptAnswer(q, did, rkey),
-      spliceRecord<PromptAnswer>(serializerFor(reply, promptSchema)),
-      ({ answer }) => promptRepos(answer),
-    )
-    return sendAnswer(reply, answer)
-  }
+  const lookup = (reply: FastifyReply, actor: Actor, rkey: string) =>
+    sendPrompt(app, reply, actor, rkey)
 
   app.get<{ Params: RepoRkey }>(
     '/v1/prompts/:did/:rkey',
@@ -81,20 +71,7 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
         const ref = parseRecordUri(query.uri, 'uri', [nsids.prompt, nsids.conversation])
         return lookup(reply, ref.actor, ref.rkey)
       }
-      // promptList.run, with the page cached: the same parse, the same read.
-      const parsed = await parseListFilters(db, nsids, query)
-      // A handle nobody here has names no prompts: an empty page, like an unknown DID.
-      if (!parsed) return serializeWith(reply, promptPageSchema, { items: [] })
-      // Keyed by the parsed filters (handles resolved), so a renamed handle is a new key;
-      // a page may hold any repo's prompts, so any change drops it.
-      const answer = await cachedAnswer(
-        app.answers,
-        `list ${JSON.stringify(parsed)}`,
-        () => listPrompts(db, nsids, parsed.filters, parsed.limit),
-        serializerFor(reply, promptPageSchema),
-        () => [ANY_REPO],
-      )
-      return sendAnswer(reply, answer)
+      return sendPromptPage(app, reply, query)
     },
   )
 
@@ -105,6 +82,54 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
     }),
     async (request) => revisionPage.run(q, { params: request.params, query: request.query }),
   )
+}
+
+/**
+ * One prompt's answer, from the answer cache or built and stored there. GET
+ * /v1/prompts/:did/:rkey, `?uri=` and XRPC getPrompt and getPromptByUri share it, and so
+ * share their entries: the same JSON under the same key.
+ */
+export async function sendPrompt(
+  app: FastifyInstance,
+  reply: FastifyReply,
+  actor: Actor,
+  rkey: string,
+): Promise<FastifyReply> {
+  const q = app.queries
+  const did = await repoOf(q, actor, 'prompt')
+  const answer = await cachedAnswer(
+    app.answers,
+    `prompt ${did} ${rkey}`,
+    () => promptAnswer(q, did, rkey),
+    spliceRecord<PromptAnswer>(serializerFor(reply, promptSchema)),
+    ({ answer }) => promptRepos(answer),
+  )
+  return sendAnswer(reply, answer)
+}
+
+/**
+ * A filtered page of prompts (queries.ts promptList, with the page cached: the same parse,
+ * the same read), for GET /v1/prompts and XRPC listPrompts.
+ */
+export async function sendPromptPage(
+  app: FastifyInstance,
+  reply: FastifyReply,
+  query: ListFilterQuery,
+): Promise<FastifyReply> {
+  const { db, nsids } = app.queries
+  const parsed = await parseListFilters(db, nsids, query)
+  // A handle nobody here has names no prompts: an empty page, like an unknown DID.
+  if (!parsed) return serializeWith(reply, promptPageSchema, { items: [] })
+  // Keyed by the parsed filters (handles resolved), so a renamed handle is a new key;
+  // a page may hold any repo's prompts, so any change drops it.
+  const answer = await cachedAnswer(
+    app.answers,
+    `list ${JSON.stringify(parsed)}`,
+    () => listPrompts(db, nsids, parsed.filters, parsed.limit),
+    serializerFor(reply, promptPageSchema),
+    () => [ANY_REPO],
+  )
+  return sendAnswer(reply, answer)
 }
 
 /**

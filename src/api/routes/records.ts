@@ -1,9 +1,32 @@
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify'
 import { cachedAnswer, sendAnswer, serializerFor } from '../answer-cache-plugin.ts'
 import { agentLookup, conversationAt, lookupKey } from '../queries.ts'
 import { agentSummarySchema, conversationSchema, lookupRoute, type RepoRkey } from '../schemas.ts'
 
 // Conversations and agents: the records prompts are checked against.
+
+/**
+ * One conversation (queries.ts conversationLookup, with the answer cached by its key), for
+ * GET /v1/conversations/:did/:rkey and XRPC getConversation.
+ */
+export async function sendConversation(
+  app: FastifyInstance,
+  reply: FastifyReply,
+  params: RepoRkey,
+): Promise<FastifyReply> {
+  const q = app.queries
+  const key = await lookupKey(q, params, 'conversation')
+  // Built from the conversation's row and its slot's prompt: both in its own repo.
+  const answer = await cachedAnswer(
+    app.answers,
+    `conversation ${key.did} ${key.rkey}`,
+    () => conversationAt(q, key),
+    serializerFor(reply, conversationSchema),
+    () => [key.did],
+  )
+  return sendAnswer(reply, answer)
+}
+
 export const recordRoutes: FastifyPluginAsync = async (app) => {
   const q = app.queries
 
@@ -14,19 +37,7 @@ export const recordRoutes: FastifyPluginAsync = async (app) => {
       'One conversation, with the prompt in its slot',
       conversationSchema,
     ),
-    async (request, reply) => {
-      // queries.ts conversationLookup, with the answer cached by its key.
-      const key = await lookupKey(q, request.params, 'conversation')
-      // Built from the conversation's row and its slot's prompt: both in its own repo.
-      const answer = await cachedAnswer(
-        app.answers,
-        `conversation ${key.did} ${key.rkey}`,
-        () => conversationAt(q, key),
-        serializerFor(reply, conversationSchema),
-        () => [key.did],
-      )
-      return sendAnswer(reply, answer)
-    },
+    async (request, reply) => sendConversation(app, reply, request.params),
   )
 
   app.get<{ Params: RepoRkey }>(

@@ -1,28 +1,23 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
-import { serializerFor } from '../answer-cache-plugin.ts'
 import { type CachePolicy, LIST_CACHE, LOOKUP_CACHE } from '../http-cache.ts'
 import type { ListFilterQuery } from '../list-filters.ts'
-import { type Actor, parseActor, parseRecordUri, parseRkey } from '../params.ts'
+import { parseActor, parseRecordUri, parseRkey } from '../params.ts'
 import {
   agentLookup,
-  conversationLookup,
-  promptAnswer,
-  promptList,
   promptSearch,
   repoLookup,
-  repoOf,
   revisionDetail,
   revisionDiff,
   revisionPage,
 } from '../queries.ts'
-import { spliceRecord } from '../raw-record.ts'
-import type { PromptAnswer } from '../reads.ts'
 import {
   revisionDetailSchema,
   revisionDiffSchema,
   revisionPageSchema,
 } from '../revision-schemas.ts'
 import { changeFeed, parseInclude } from '../routes/changes.ts'
+import { sendPrompt, sendPromptPage } from '../routes/prompts.ts'
+import { sendConversation } from '../routes/records.ts'
 import { repoSchema } from '../routes/repos.ts'
 import { readStats } from '../routes/stats.ts'
 import {
@@ -39,7 +34,8 @@ import { XRPC_NAMESPACE, type XrpcParams } from './lexicons.ts'
 // parameters the lexicon validated, as strings as REST's path and query string carry them,
 // and parsed there by the same functions, so every visibility rule and every check is the
 // REST one. Each answer is serialized by the JSON schema of its REST route, so the two carry
-// the same JSON.
+// the same JSON; prompts, prompt pages and conversations come through the REST routes' own
+// functions, and so from the same answer cache entries (answer-cache-plugin.ts).
 
 export interface XrpcMethod {
   /** The JSON schema of the REST answer: it serializes this one too, and documents it. */
@@ -84,13 +80,6 @@ export function xrpcMethods(
   const { nsids } = q
   const feed = changeFeed(app.ctx, changesPageSize)
 
-  /** One prompt's answer: the record's stored JSON spliced into the REST serialization. */
-  const sendPrompt = async (reply: FastifyReply, actor: Actor, rkey: string) => {
-    const did = await repoOf(q, actor, 'prompt')
-    const answer = await promptAnswer(q, did, rkey)
-    const body = spliceRecord<PromptAnswer>(serializerFor(reply, promptSchema))(answer)
-    return reply.type('application/json; charset=utf-8').send(body)
-  }
   /** A lookup's path parameters, as REST's path carries them. */
   const keyOf = (p: XrpcParams) => ({ did: p.did as string, rkey: p.rkey as string })
 
@@ -115,20 +104,20 @@ export function xrpcMethods(
       output: promptSchema,
       cache: LOOKUP_CACHE,
       handle: (p, reply) =>
-        sendPrompt(reply, parseActor(p.did as string, 'did'), parseRkey(p.rkey as string)),
+        sendPrompt(app, reply, parseActor(p.did as string, 'did'), parseRkey(p.rkey as string)),
     },
     getPromptByUri: {
       output: promptSchema,
       cache: LOOKUP_CACHE,
       handle(p, reply) {
         const ref = parseRecordUri(p.uri as string, 'uri', [nsids.prompt, nsids.conversation])
-        return sendPrompt(reply, ref.actor, ref.rkey)
+        return sendPrompt(app, reply, ref.actor, ref.rkey)
       },
     },
     listPrompts: {
       output: promptPageSchema,
       cache: LIST_CACHE,
-      handle: (p) => promptList.run(q, { params: {}, query: listQuery(p) }),
+      handle: (p, reply) => sendPromptPage(app, reply, listQuery(p)),
     },
     searchPrompts: {
       output: searchPageSchema,
@@ -160,7 +149,7 @@ export function xrpcMethods(
     getConversation: {
       output: conversationSchema,
       cache: LOOKUP_CACHE,
-      handle: (p) => conversationLookup.run(q, { params: keyOf(p), query: {} }),
+      handle: (p, reply) => sendConversation(app, reply, keyOf(p)),
     },
     getAgent: {
       output: agentSummarySchema,
