@@ -28,18 +28,22 @@ describe('PGlite data directory', () => {
 })
 
 describe('PGlite lock of a process that is gone', () => {
-  // `sleep 0 &` exits at once; `exec sleep 30` replaces the shell with a program that never
-  // reaps children, so the first stays a zombie (as a kill -9'd indexer under a shell or a
-  // supervisor that has not waited yet) while its parent lives.
+  // `exec sleep 30` replaces the shell with a program that never reaps children, so the
+  // background `sleep 1` stays a zombie when it exits (as a kill -9'd indexer under a shell
+  // or a supervisor that has not waited yet) while its parent lives. It lives a second so
+  // that it exits after the exec: a child that exited before it (`sleep 0`) could be reaped
+  // by bash itself, under load, and never be a zombie at all.
   async function zombie(): Promise<{ zombiePid: number; parent: ChildProcess }> {
-    const parent = spawn('bash', ['-c', 'sleep 0 & echo $!; exec sleep 30'], {
+    const parent = spawn('bash', ['-c', 'sleep 1 & echo $!; exec sleep 30'], {
       stdio: ['ignore', 'pipe', 'inherit'],
     })
     const zombiePid = await new Promise<number>((resolve) =>
       parent.stdout.once('data', (d) => resolve(Number(String(d).trim()))),
     )
     const deadline = Date.now() + 10_000
-    while (!isZombie(zombiePid)) {
+    // isZombie also says yes for a process that is gone: wait for the zombie itself.
+    const state = () => /\) (\S) /.exec(readFileSync(`/proc/${zombiePid}/stat`, 'utf8'))?.[1]
+    while (state() !== 'Z') {
       if (Date.now() > deadline) throw new Error(`process ${zombiePid} did not become a zombie`)
       await new Promise((r) => setTimeout(r, 20))
     }
@@ -50,6 +54,7 @@ describe('PGlite lock of a process that is gone', () => {
     const { zombiePid, parent } = await zombie()
     try {
       expect(readFileSync(`/proc/${zombiePid}/stat`, 'utf8')).toMatch(/\) Z /)
+      expect(isZombie(zombiePid)).toBe(true)
       const zdir = mkdtempSync(join(tmpdir(), 'pav-lock-zombie-'))
       writeFileSync(join(zdir, 'prompt-appview.lock'), String(zombiePid))
       const db = await openDatabase({ url: null, dataDir: zdir })
