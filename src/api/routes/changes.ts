@@ -45,6 +45,18 @@ export interface ChangeFeed {
    * the chunk has records. A subscription frame is the same line without its newline.
    */
   lines(chunk: FeedChunk): string[]
+  /**
+   * Up to `limit` lines after `since`, a chunk at a time: each chunk's lines and the seq of
+   * its last row (withheld rows move it too). Ends after a short chunk, the end of the table
+   * as of that read; a later call picks up the rest.
+   */
+  pages(since: number, limit: number, withRecords: boolean): AsyncGenerator<FeedPage>
+}
+
+/** One chunk of the feed as GET /v1/changes sends it, and where to resume after it. */
+export interface FeedPage {
+  lines: string[]
+  cursor: number
 }
 
 export function changeFeed(ctx: Pick<AppContext, 'db' | 'config'>, pageSize: number): ChangeFeed {
@@ -84,25 +96,40 @@ export function changeFeed(ctx: Pick<AppContext, 'db' | 'config'>, pageSize: num
     return out
   }
 
-  return {
-    chunkSize: (withRecords) => (withRecords ? recordPageSize : pageSize),
-    async read(since, take, withRecords) {
-      const rows = await readChanges(db, since, take)
-      return { rows, records: withRecords ? await recordsOf(rows) : null }
-    },
-    recordsOf,
-    lines({ rows, records }) {
-      const out: string[] = []
-      for (const row of rows) {
-        if (row.withheld) continue
-        const record = records
-          ? (records.get(`${row.collection} ${row.did} ${row.rkey} ${row.cid}`) ?? null)
-          : undefined
-        out.push(changeLine(row, config.promptNsid, record))
-      }
-      return out
-    },
+  const chunkSize = (withRecords: boolean) => (withRecords ? recordPageSize : pageSize)
+
+  async function read(since: number, take: number, withRecords: boolean): Promise<FeedChunk> {
+    const rows = await readChanges(db, since, take)
+    return { rows, records: withRecords ? await recordsOf(rows) : null }
   }
+
+  function lines({ rows, records }: FeedChunk): string[] {
+    const out: string[] = []
+    for (const row of rows) {
+      if (row.withheld) continue
+      const record = records
+        ? (records.get(`${row.collection} ${row.did} ${row.rkey} ${row.cid}`) ?? null)
+        : undefined
+      out.push(changeLine(row, config.promptNsid, record))
+    }
+    return out
+  }
+
+  async function* pages(since: number, limit: number, withRecords: boolean) {
+    let cursor = since
+    let sent = 0
+    for (;;) {
+      const asked = Math.min(chunkSize(withRecords), limit - sent)
+      const chunk = await read(cursor, asked, withRecords)
+      const shown = lines(chunk)
+      sent += shown.length
+      cursor = chunk.rows.at(-1)?.seq ?? cursor
+      yield { lines: shown, cursor }
+      if (chunk.rows.length < asked || sent >= limit) return
+    }
+  }
+
+  return { chunkSize, read, recordsOf, lines, pages }
 }
 
 /** The `include` parameter of the feed and the subscription: `record` or nothing. */
@@ -157,35 +184,21 @@ export const changesRoutes: FastifyPluginAsync<{ pageSize: number }> = async (ap
       const withRecords = parseInclude(request.query.include)
       // The first chunk is read before the status goes out, so a database failure is
       // still a clean error (503 while the database is down) rather than a truncated 200.
-      const chunkSize = feed.chunkSize(withRecords)
-      const asked = Math.min(chunkSize, limit)
-      const first = await feed.read(since, asked, withRecords)
+      const pages = feed.pages(since, limit, withRecords)
+      const first = await pages.next()
       reply.header('cache-control', 'no-store')
       reply.type('application/x-ndjson; charset=utf-8')
-      const lines = stream(first, asked, limit, chunkSize, withRecords)
-      return reply.send(Readable.from(lines, { objectMode: false }))
+      return reply.send(Readable.from(stream(first, pages), { objectMode: false }))
     },
   )
 
+  /** The pages' text as it is read: the next read waits until the stream has room. */
   async function* stream(
-    first: FeedChunk,
-    firstAsked: number,
-    limit: number,
-    chunkSize: number,
-    withRecords: boolean,
+    first: IteratorResult<FeedPage>,
+    pages: AsyncGenerator<FeedPage>,
   ): AsyncGenerator<string> {
-    let chunk = first
-    let asked = firstAsked
-    let sent = 0
-    for (;;) {
-      const shown = feed.lines(chunk)
-      if (shown.length > 0) yield shown.join('')
-      sent += shown.length
-      const { rows } = chunk
-      // A short chunk is the end of the table as of that read; a later call picks up the rest.
-      if (rows.length < asked || sent >= limit) return
-      asked = Math.min(chunkSize, limit - sent)
-      chunk = await feed.read(rows[rows.length - 1].seq, asked, withRecords)
-    }
+    if (first.done) return
+    if (first.value.lines.length > 0) yield first.value.lines.join('')
+    for await (const page of pages) if (page.lines.length > 0) yield page.lines.join('')
   }
 }

@@ -27,14 +27,11 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
   const q = app.queries
   const { nsids } = q
 
-  const lookup = (reply: FastifyReply, actor: Actor, rkey: string) =>
-    sendPrompt(app, reply, actor, rkey)
-
   app.get<{ Params: RepoRkey }>(
     '/v1/prompts/:did/:rkey',
     lookupRoute(tags, 'One prompt by repo and record key', promptSchema),
     async (request, reply) =>
-      lookup(reply, parseActor(request.params.did, 'did'), parseRkey(request.params.rkey)),
+      sendPrompt(app, reply, parseActor(request.params.did, 'did'), parseRkey(request.params.rkey)),
   )
 
   app.get<{ Querystring: ListQuery }>(
@@ -69,7 +66,7 @@ export const promptRoutes: FastifyPluginAsync = async (app) => {
         if (listParams.length > 0)
           throw badRequest(`uri cannot be combined with ${listParams.join(', ')}`)
         const ref = parseRecordUri(query.uri, 'uri', [nsids.prompt, nsids.conversation])
-        return lookup(reply, ref.actor, ref.rkey)
+        return sendPrompt(app, reply, ref.actor, ref.rkey)
       }
       return sendPromptPage(app, reply, query)
     },

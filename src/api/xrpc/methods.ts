@@ -191,13 +191,11 @@ export function xrpcMethods(
     const most = withRecords ? Math.min(limit, feed.chunkSize(true)) : limit
     const lines: string[] = []
     let cursor = since
-    for (;;) {
-      const asked = Math.min(feed.chunkSize(withRecords), most - lines.length)
-      const chunk = await feed.read(cursor, asked, withRecords)
-      for (const line of feed.lines(chunk)) lines.push(line.trimEnd())
-      cursor = chunk.rows.at(-1)?.seq ?? cursor
-      if (chunk.rows.length < asked || lines.length >= most) return { lines, cursor }
+    for await (const page of feed.pages(since, most, withRecords)) {
+      for (const line of page.lines) lines.push(line.trimEnd())
+      cursor = page.cursor
     }
+    return { lines, cursor }
   }
 
   return new Map(Object.entries(methods).map(([name, m]) => [`${XRPC_NAMESPACE}.${name}`, m]))
