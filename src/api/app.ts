@@ -9,7 +9,7 @@ import Fastify, {
   type FastifyReply,
   LogController,
 } from 'fastify'
-import type { AppContext } from '../context.ts'
+import type { AppContext } from '../context/context.ts'
 import { installAnswerCache } from './answer-cache-plugin.ts'
 import { addCacheHeaders } from './http-cache.ts'
 import { errorAnswer, errorNameOf } from './http-errors.ts'

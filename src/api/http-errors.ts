@@ -1,4 +1,4 @@
-import { dbErrorCode, isRetryable } from '../errors.ts'
+import { dbErrorCode, isRetryable } from '../faults/errors.ts'
 
 // The error shape of SPEC section 6: `{"error": "<Name>", "message": "..."}`. Routes throw
 // these; the app's error handler turns any thrown error into that shape (errorAnswer), and

@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.ts'
+import type { AppContext } from '../context/context.ts'
 import { batchedPromptAnswers } from '../db/read/prompts.ts'
 import { getRepoView, type RepoView } from '../db/repo-chain.ts'
 import { notFound } from './http-errors.ts'

@@ -1,5 +1,5 @@
-import type { Config } from '../config.ts'
-import { collectionsOf } from '../config.ts'
+import type { Config } from '../config/config.ts'
+import { collectionsOf } from '../config/config.ts'
 import {
   forgetBackfilledRepos,
   isRepoBackfilled,

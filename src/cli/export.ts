@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises'
 import { resolve } from 'node:path'
-import { type Config, ConfigError, nsidsOf } from '../config.ts'
+import { type Config, ConfigError, nsidsOf } from '../config/config.ts'
 import type { ExportTable } from '../db/read/export.ts'
 import type { ExportFormat } from '../export/files.ts'
 import { exportSnapshot } from '../export/snapshot.ts'

@@ -1,4 +1,4 @@
-import { SETTINGS } from '../config-schema.ts'
+import { SETTINGS } from '../config/schema.ts'
 
 /**
  * The demo's default events per second: one the embedded indexer follows live on two cores

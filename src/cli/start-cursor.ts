@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.ts'
+import type { AppContext } from '../context/context.ts'
 import { clearLastEventUs, deleteCursor, readStoredCursor } from '../db/writes.ts'
 import { checkSourceTime } from '../ingest/cursor-guard.ts'
 import type { Source } from '../ingest/source.ts'

@@ -8,7 +8,7 @@ import {
   writeSync,
 } from 'node:fs'
 import { join } from 'node:path'
-import { DataDirLockedError } from '../errors.ts'
+import { DataDirLockedError } from '../faults/errors.ts'
 
 /**
  * PGlite belongs to one process: two opening the same directory would corrupt it.

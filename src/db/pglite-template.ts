@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { constants, zstdCompressSync, zstdDecompressSync } from 'node:zlib'
 import type { PGlite } from '@electric-sql/pglite'
 import { extractSync } from 'tar'
-import { DataDirError } from '../errors.ts'
+import { DataDirError } from '../faults/errors.ts'
 
 // PGlite's first start in an empty directory runs initdb, inside WebAssembly: seconds and
 // most of a GB of RSS (bench/README.md, "Footprint"), for the same few MB every time. So the

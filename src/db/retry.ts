@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
-import { backoffMs } from '../backoff.ts'
-import { isConnectionError, isRetryable } from '../errors.ts'
+import { backoffMs } from '../faults/backoff.ts'
+import { isConnectionError, isRetryable } from '../faults/errors.ts'
 
 // A database outage is waited out, not failed: work that cannot go on without the store
 // (a batch, a backfilled repo) retries with capped, jittered backoff for as long as the

@@ -1,7 +1,7 @@
 import { once } from 'node:events'
 import { createWriteStream } from 'node:fs'
 import { fileWriter, ParquetWriter } from 'hyparquet-writer'
-import { VERSION } from '../version.ts'
+import { VERSION } from '../config/version.ts'
 import type { ColumnKind, ExportColumn } from './tables.ts'
 import { jsonLine } from './tables.ts'
 

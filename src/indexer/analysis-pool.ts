@@ -3,7 +3,7 @@ import type { Nsids } from '../model/nsids.ts'
 import type { PromptValidator } from '../model/prompt-record.ts'
 import { textsOf } from '../model/record-parts.ts'
 import type { PromptFacts } from '../model/rows.ts'
-import { createWorkerPool, type WorkerReply } from '../worker-pool.ts'
+import { createWorkerPool, type WorkerReply } from '../workers/pool.ts'
 import type { BatchEvent } from './plan.ts'
 import { isPromptWrite, prepareEvent } from './prepare.ts'
 

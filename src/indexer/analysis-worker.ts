@@ -1,7 +1,7 @@
 import { workerData } from 'node:worker_threads'
 import type { Nsids } from '../model/nsids.ts'
 import { analyzePrompt, PromptValidator } from '../model/prompt-record.ts'
-import { answerRequests } from '../worker-pool.ts'
+import { answerRequests } from '../workers/pool.ts'
 import type { AnalysisRequest, AnalysisResult } from './analysis-pool.ts'
 
 // One analysis thread of the pool: prompt records in, their facts out (or the error's

@@ -1,6 +1,6 @@
-import type { AppContext } from '../context.ts'
+import type { AppContext } from '../context/context.ts'
 import { dbRetryDelayMs } from '../db/retry.ts'
-import { isRetryable } from '../errors.ts'
+import { isRetryable } from '../faults/errors.ts'
 import type { CursorPosition } from '../model/events.ts'
 import { applyBatch, type BatchResult, type IndexerDeps } from './apply.ts'
 import type { BatchEvent } from './plan.ts'

@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.ts'
+import type { AppContext } from '../context/context.ts'
 import { emitChanges } from '../db/change-log.ts'
 import type { Executor } from '../db/client.ts'
 import { recomputeFlags } from '../db/recompute-flags.ts'

@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.ts'
+import type { AppContext } from '../context/context.ts'
 import type { HandleVerifier } from '../model/handles.ts'
 import { applyBatch, type IndexerDeps } from './apply.ts'
 

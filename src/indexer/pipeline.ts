@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.ts'
+import type { AppContext } from '../context/context.ts'
 import type { SourceCursor } from '../model/cursor.ts'
 import type { CursorPosition, IndexEvent, Sink, SourceItem } from '../model/events.ts'
 import type { Provenance } from '../model/rows.ts'

@@ -1,8 +1,8 @@
-import type { Outcome } from '../metrics.ts'
 import type { Nsids, Role } from '../model/nsids.ts'
 import { agentTemplateHash, analyzePrompt, type PromptValidator } from '../model/prompt-record.ts'
 import type { Provenance } from '../model/rows.ts'
 import { type AccountRow, keyOf, type PromptFacts, type StoredRecord } from '../model/rows.ts'
+import type { Outcome } from '../observe/metrics.ts'
 import type { BatchPlan, LoadedState } from './plan.ts'
 
 // The state a batch is planned over, and the one record write every event kind ends in:

@@ -1,7 +1,7 @@
-import type { Outcome } from '../metrics.ts'
 import type { ChainEvent, IndexEvent, RepoSnapshotEvent } from '../model/events.ts'
 import type { Role } from '../model/nsids.ts'
 import type { AccountRow, RecordRow, RevisionRow, StoredRecord } from '../model/rows.ts'
+import type { Outcome } from '../observe/metrics.ts'
 
 // The shapes a batch is planned in: what is read of the current state, and the rows,
 // history and account changes the plan decides to write.

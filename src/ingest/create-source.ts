@@ -1,5 +1,5 @@
-import { collectionsOf } from '../config.ts'
-import type { AppContext } from '../context.ts'
+import { collectionsOf } from '../config/config.ts'
+import type { AppContext } from '../context/context.ts'
 import { isKnownAccount } from '../db/read/accounts.ts'
 import { listUnsynchronized, loadChainHead, loadTrackedDids } from '../db/repo-chain.ts'
 import type { HandleVerifier } from '../model/handles.ts'

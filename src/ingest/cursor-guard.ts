@@ -5,7 +5,7 @@ import type { SourceItem } from '../model/events.ts'
 // event after a restart, and a future time would make the lag read 0 forever. Pure: the
 // caller passes the clock, counts and logs the refusals (see cursor-refusals.ts).
 
-import type { CursorRefusal } from '../metrics.ts'
+import type { CursorRefusal } from '../observe/metrics.ts'
 
 /** How far a source time may run ahead of our clock: clock skew, not hostile input. */
 export const MAX_FUTURE_SKEW_US = 5 * 60 * 1_000_000

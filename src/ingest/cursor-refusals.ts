@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import type { Metrics } from '../metrics.ts'
+import type { Metrics } from '../observe/metrics.ts'
 import type { CursorRefusal } from './cursor-guard.ts'
 
 /** Counts every refusal and logs a few per window: a hostile stream must not flood the log. */

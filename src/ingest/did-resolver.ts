@@ -6,8 +6,8 @@ import {
   getKey,
   getPds,
 } from '@atproto/identity'
-import type { Config } from '../config.ts'
-import type { Metrics } from '../metrics.ts'
+import type { Config } from '../config/config.ts'
+import type { Metrics } from '../observe/metrics.ts'
 
 // DID documents for commit verification (signing key) and backfill (PDS endpoint). On the
 // firehose every commit needs its author's key, so lookups are cached, concurrent lookups

@@ -1,7 +1,7 @@
 import { HandleResolver } from '@atproto/identity'
 import { isValidHandle, normalizeHandle } from '@atproto/syntax'
-import type { Metrics } from '../metrics.ts'
 import type { HandleVerifier } from '../model/handles.ts'
+import type { Metrics } from '../observe/metrics.ts'
 import { counted, type DidResolver } from './did-resolver.ts'
 
 // A handle is only worth showing when both sides agree: the DID document claims it

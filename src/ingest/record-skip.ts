@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import type { Metrics } from '../metrics.ts'
+import type { Metrics } from '../observe/metrics.ts'
 import type { NormalizeSkip } from './jetstream/skip.ts'
 
 export interface SkipDeps {

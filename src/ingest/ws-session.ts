@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import { WebSocket } from 'ws'
-import { type BackoffOptions, backoffMs } from '../backoff.ts'
+import { type BackoffOptions, backoffMs } from '../faults/backoff.ts'
 import { sleepUnlessAborted } from './abortable.ts'
 
 // The one WebSocket session of every network source (Jetstream v1 and v2, the firehose): it

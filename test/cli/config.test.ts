@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { parseArgs, takeOptions } from '../../src/cli/args.ts'
-import { ConfigError, loadConfig } from '../../src/config.ts'
+import { ConfigError, loadConfig } from '../../src/config/config.ts'
 
 describe('configuration', () => {
   it('defaults need nothing set', () => {

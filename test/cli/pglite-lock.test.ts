@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { openDatabase } from '../../src/db/client.ts'
 import { isZombie } from '../../src/db/data-dir-lock.ts'
-import { DataDirLockedError } from '../../src/errors.ts'
+import { DataDirLockedError } from '../../src/faults/errors.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'pav-lock-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))

@@ -1,6 +1,6 @@
 import { type Logger, pino } from 'pino'
-import { createMetrics, type Metrics } from '../../src/metrics.ts'
 import type { Sink, SourceItem } from '../../src/model/events.ts'
+import { createMetrics, type Metrics } from '../../src/observe/metrics.ts'
 
 // What every source test needs: the three collections, loggers, metrics and the counters
 // read back, a sink that collects, and polling. Event builders live in jetstream-json.ts

@@ -3,7 +3,7 @@
 // exports (SPEC section 7: a dashboard or alert querying an unknown metric fails a test).
 import { readFileSync } from 'node:fs'
 import { parse as parseYaml } from 'yaml'
-import { createMetrics } from '../../src/metrics.ts'
+import { createMetrics } from '../../src/observe/metrics.ts'
 
 export const COLLECTIONS = [
   'xyz.quasigod.lab.letta.compiledPrompt',

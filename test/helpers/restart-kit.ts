@@ -4,7 +4,7 @@ import { type IngestHandle, type Runtime, startIngest } from '../../src/cli/runt
 import { createShutdown } from '../../src/cli/shutdown.ts'
 import type { Database } from '../../src/db/client.ts'
 import type { Source } from '../../src/ingest/source.ts'
-import type { Metrics } from '../../src/metrics.ts'
+import type { Metrics } from '../../src/observe/metrics.ts'
 import { testContext } from './context.ts'
 
 // For the poisoned-cursor tests: the real start-up path (stored cursor read and checked by

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { AppContext } from '../../src/context.ts'
+import type { AppContext } from '../../src/context/context.ts'
 import type { Database } from '../../src/db/client.ts'
 import { IngestPipeline } from '../../src/indexer/pipeline.ts'
 import { createSource } from '../../src/ingest/create-source.ts'

@@ -6,7 +6,7 @@ import { sql } from 'drizzle-orm'
 import { afterAll, describe, expect, it } from 'vitest'
 import { MIGRATIONS_DIR, openDatabase } from '../../src/db/client.ts'
 import { extractTemplate, readTemplate, TEMPLATE_FILE } from '../../src/db/pglite-template.ts'
-import { DataDirError } from '../../src/errors.ts'
+import { DataDirError } from '../../src/faults/errors.ts'
 
 // A first start fills its PGlite directory from the shipped template instead of running
 // initdb (src/db/pglite-template.ts); what it must do with directories that are not what

@@ -1,7 +1,7 @@
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import postgres from 'postgres'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { isRetryable } from '../../src/errors.ts'
+import { isRetryable } from '../../src/faults/errors.ts'
 import { usingPostgres } from '../helpers/db.ts'
 
 // postgres.js runs one query of its own on every new connection before the one waiting for

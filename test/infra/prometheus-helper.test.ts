@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createMetrics } from '../../src/metrics.ts'
+import { createMetrics } from '../../src/observe/metrics.ts'
 import {
   DASHBOARD_FILE,
   dashboardTargets,

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { loadConfig } from '../../src/config.ts'
+import { loadConfig } from '../../src/config/config.ts'
 import { startJetstreamServer } from '../../src/demo/jetstream-server.ts'
 import { startJetstreamV2Server } from '../../src/demo/jetstream-v2-server.ts'
 import { jetstreamSourceFor, wireOf, wireUrls } from '../../src/ingest/jetstream/wire.ts'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { backoffMs } from '../../src/backoff.ts'
+import { backoffMs } from '../../src/faults/backoff.ts'
 
 // The one retry delay: exact values with the random draw injected, so the shape (doubling,
 // the cap, each jitter's range) is pinned down, not just bounded.

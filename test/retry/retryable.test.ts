@@ -6,7 +6,7 @@ import {
   isConnectionError,
   isRetryable,
   UpstreamError,
-} from '../../src/errors.ts'
+} from '../../src/faults/errors.ts'
 import { RepoFetchError } from '../../src/ingest/backfill/repo-snapshot.ts'
 
 // The one retry classifier, as the store retries (db/retry.ts, the pipeline) and the

@@ -1,6 +1,6 @@
 import pino from 'pino'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { createWorkerPool, type WorkerPool } from '../../src/worker-pool.ts'
+import { createWorkerPool, type WorkerPool } from '../../src/workers/pool.ts'
 
 // The pool both worker pools are built on (ingest/firehose/verify-pool.ts, indexer/analysis-pool.ts):
 // a reply for each request, or null when no worker answered, never a rejection.

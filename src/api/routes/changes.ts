@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream'
 import type { FastifyPluginAsync } from 'fastify'
-import { nsidsOf } from '../../config.ts'
-import type { AppContext } from '../../context.ts'
+import { nsidsOf } from '../../config/config.ts'
+import type { AppContext } from '../../context/context.ts'
 import {
   type ChangeRow,
   type CurrentRecord,

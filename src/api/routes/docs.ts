@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
-import { VERSION } from '../../version.ts'
+import { VERSION } from '../../config/version.ts'
 
 // The OpenAPI document is generated from the routes' own schemas, so it cannot drift from
 // what the API validates and serializes. Call it on the root instance before the routes

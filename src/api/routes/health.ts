@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
-import { dbErrorCode } from '../../errors.ts'
+import { dbErrorCode } from '../../faults/errors.ts'
 import { ingestGapSchema, opsRoute } from '../schemas.ts'
 
 // A probe answers within a load balancer's timeout even when the database hangs.

@@ -1,4 +1,4 @@
-import { VERSION } from '../../version.ts'
+import { VERSION } from '../../config/version.ts'
 import { type Html, html, type Slot } from './html.ts'
 
 // The page shell: one stylesheet and one deferred script from this origin (the CSP allows

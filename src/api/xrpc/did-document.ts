@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import type { Config } from '../../config.ts'
+import type { Config } from '../../config/config.ts'
 
 // SERVICE_DID (a did:web) makes this process its own DID document's host: a PDS resolves
 // `atproto-proxy: <did>#prompt_appview` to the document's service entry and forwards the

@@ -6,7 +6,7 @@ import {
   nodeDataDef,
   readCarStream,
 } from '@atproto/repo'
-import { AppError } from '../../errors.ts'
+import { AppError } from '../../faults/errors.ts'
 import type { RepoSnapshotEvent } from '../../model/events.ts'
 import { lexToJson } from '../lex-json.ts'
 import { type CidLike, MissingTreeBlockError, type NodeData, SparseMstIndex } from './mst-index.ts'

@@ -1,8 +1,8 @@
 import { type Commit, RepoVerificationError, verifyCommitSig } from '@atproto/repo'
-import { backoffMs } from '../../backoff.ts'
-import { isRetryable, UpstreamError } from '../../errors.ts'
-import type { Metrics } from '../../metrics.ts'
+import { backoffMs } from '../../faults/backoff.ts'
+import { isRetryable, UpstreamError } from '../../faults/errors.ts'
 import type { RepoSnapshotEvent } from '../../model/events.ts'
+import type { Metrics } from '../../observe/metrics.ts'
 import { sleepUnlessAborted } from '../abortable.ts'
 import type { DidResolver } from '../did-resolver.ts'
 import {

@@ -1,5 +1,5 @@
-import { UpstreamError } from '../../errors.ts'
-import type { Metrics } from '../../metrics.ts'
+import { UpstreamError } from '../../faults/errors.ts'
+import type { Metrics } from '../../observe/metrics.ts'
 import { sleepUnlessAborted } from '../abortable.ts'
 
 // Requests to one upstream host (a PDS, a relay) go through here: at most `perHost` at

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino'
-import { backoffMs } from '../../backoff.ts'
 import type { ChainHead } from '../../db/repo-chain.ts'
-import { isRetryable } from '../../errors.ts'
-import type { Metrics } from '../../metrics.ts'
+import { backoffMs } from '../../faults/backoff.ts'
+import { isRetryable } from '../../faults/errors.ts'
 import type { ChainEvent, RepoSnapshotEvent } from '../../model/events.ts'
+import type { Metrics } from '../../observe/metrics.ts'
 import { RepoFetchError } from '../backfill/repo-snapshot.ts'
 import { stateEvent } from './check-commit.ts'
 

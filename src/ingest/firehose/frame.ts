@@ -1,6 +1,5 @@
 import { cborDecodeMulti } from '@atproto/common'
 import type { Logger } from 'pino'
-import type { Metrics } from '../../metrics.ts'
 import { seqCursor } from '../../model/cursor.ts'
 import type {
   AccountEvent,
@@ -9,6 +8,7 @@ import type {
   SourceItem,
 } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'
+import type { Metrics } from '../../observe/metrics.ts'
 import type { ChainFrames } from '../chain/chain-frames.ts'
 import type { DidResolver } from '../did-resolver.ts'
 import {

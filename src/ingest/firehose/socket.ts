@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
-import type { Metrics } from '../../metrics.ts'
 import type { Sink, SourceItem } from '../../model/events.ts'
+import type { Metrics } from '../../observe/metrics.ts'
 import { pushUnlessAborted } from '../abortable.ts'
 import { type SessionEnd, WsSession } from '../ws-session.ts'
 import type { FrameProcessor, FrameResult } from './frame.ts'

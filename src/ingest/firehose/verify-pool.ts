@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import { createWorkerPool } from '../../worker-pool.ts'
+import { createWorkerPool } from '../../workers/pool.ts'
 import { checkSignatureInline, type SignatureCheck } from './native-verify.ts'
 
 // Signature checks on worker threads. A verified commit costs one ECDSA verify (~0.3-0.5

@@ -1,4 +1,4 @@
-import { answerRequests } from '../../worker-pool.ts'
+import { answerRequests } from '../../workers/pool.ts'
 import { verifySignatureNative } from './native-verify.ts'
 import type { VerifyRequest } from './verify-pool.ts'
 

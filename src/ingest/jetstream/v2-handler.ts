@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
-import type { Metrics } from '../../metrics.ts'
 import { type SourceCursor, seqCursor, valueOfKind } from '../../model/cursor.ts'
 import type { IdentityEvent, IndexEvent, Sink, SourceItem } from '../../model/events.ts'
+import type { Metrics } from '../../observe/metrics.ts'
 import { pushUnlessAborted } from '../abortable.ts'
 import { advanceSeqCursor, checkSourceTime, type SeqTrack } from '../cursor-guard.ts'
 import { createRefusalReporter } from '../cursor-refusals.ts'

@@ -1,5 +1,5 @@
 import { zstdDecompressSync } from 'node:zlib'
-import { UpstreamError } from '../../errors.ts'
+import { UpstreamError } from '../../faults/errors.ts'
 
 // Dictionary zstd of Jetstream v2 (notes/jetstream-v2.md section 8). Node 24's built-in
 // zlib decodes dictionary frames (PR #59240; `fzstd` returns garbage for them, never use it).

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import type { AppContext } from '../../context.ts'
+import type { AppContext } from '../../context/context.ts'
 import type { SourceCursor } from '../../model/cursor.ts'
 import type { Sink } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'

@@ -1,6 +1,6 @@
 import { isValidDid, isValidNsid } from '@atproto/syntax'
 
-// The value parsers of the config schema (config-schema.ts): each takes the raw string of
+// The value parsers of the config schema (schema.ts): each takes the raw string of
 // a flag or variable and returns the value or throws the reason, which loadConfig collects.
 
 export type Parse<T> = (raw: string) => T

@@ -13,7 +13,7 @@ import {
   str,
   trustProxy,
   url,
-} from './config-parse.ts'
+} from './parse.ts'
 
 // One schema for every setting: flag name, environment variable, default, parser.
 // Read by loadConfig (config.ts) and by the help text.

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
 
 export const VERSION: string = JSON.parse(
-  readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
+  readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
 ).version

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino'
-import { type Config, nsidsOf } from './config.ts'
-import type { Database } from './db/client.ts'
-import type { Metrics } from './metrics.ts'
-import type { Nsids } from './model/nsids.ts'
-import { PromptValidator } from './model/prompt-record.ts'
+import { type Config, nsidsOf } from '../config/config.ts'
+import type { Database } from '../db/client.ts'
+import type { Nsids } from '../model/nsids.ts'
+import { PromptValidator } from '../model/prompt-record.ts'
+import type { Metrics } from '../observe/metrics.ts'
 
 /**
  * Everything a component needs, passed explicitly: no module singletons. The one
