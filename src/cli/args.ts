@@ -1,62 +1,95 @@
-// argv → command, settings flags (for the config schema) and command options.
-// `--name value`, `--name=value`; repeatable options collect into lists.
+import { type ParseArgsOptionsConfig, parseArgs } from 'node:util'
+import { ConfigError } from '../config/config.ts'
+import { SETTINGS } from '../config/schema.ts'
 
-export interface ParsedArgs {
+// argv -> command, settings (the config schema's flags, for every command) and the options
+// one command owns. node:util's parser: `--name value`, `--name=value`, `--` and errors for
+// unknown options or missing values come from it.
+
+/** The options each command owns, beside the settings every command takes. */
+export const COMMAND_OPTIONS = {
+  backfill: {
+    did: { type: 'string', multiple: true },
+    concurrency: { type: 'string' },
+    reset: { type: 'boolean' },
+  },
+  export: { out: { type: 'string' }, format: { type: 'string' }, revisions: { type: 'boolean' } },
+  demo: {
+    rate: { type: 'string' },
+    dids: { type: 'string' },
+    events: { type: 'string' },
+    wire: { type: 'string' },
+  },
+} as const satisfies Record<string, ParseArgsOptionsConfig>
+
+/** What COMMAND_OPTIONS parses to: a string each, `did` repeatable, the flags as booleans. */
+export interface CommandOptions {
+  did?: string[]
+  reset?: boolean
+  revisions?: boolean
+  concurrency?: string
+  out?: string
+  format?: string
+  rate?: string
+  dids?: string
+  events?: string
+  wire?: string
+}
+
+export interface CommandLine {
   command: string | null
   help: boolean
-  /** Every `--flag value` pair; the last occurrence wins. */
-  flags: Record<string, string>
-  /** Every value of every flag, in order, for repeatable options such as `--did`. */
-  lists: Record<string, string[]>
+  /** Settings by flag name (`data-dir`), raw; the last occurrence wins. */
+  settings: Record<string, string>
+  /** The options of the command given (of any command with --help). */
+  options: CommandOptions
   positionals: string[]
 }
 
-const BOOLEAN_FLAGS = new Set(['help', 'h', 'reset', 'revisions'])
+const SETTING_OPTIONS: ParseArgsOptionsConfig = Object.fromEntries(
+  SETTINGS.map((s) => [s.flag, { type: 'string' as const }]),
+)
+const OWN_OPTIONS: ParseArgsOptionsConfig = Object.assign({}, ...Object.values(COMMAND_OPTIONS))
+const OWNER = new Map<string, string>(
+  Object.entries(COMMAND_OPTIONS).flatMap(([command, opts]) =>
+    Object.keys(opts).map((name) => [name, command]),
+  ),
+)
 
-export function parseArgs(argv: string[]): ParsedArgs {
-  const out: ParsedArgs = { command: null, help: false, flags: {}, lists: {}, positionals: [] }
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]
-    if (arg === '--') {
-      out.positionals.push(...argv.slice(i + 1))
-      break
-    }
-    if (arg.startsWith('-')) {
-      const { key, value, used } = readFlag(arg.replace(/^--?/, ''), argv[i + 1])
-      i += used
-      if (key === 'help' || key === 'h') {
-        out.help = true
-        continue
-      }
-      out.flags[key] = value
-      out.lists[key] = [...(out.lists[key] ?? []), value]
-    } else if (out.command === null) {
-      out.command = arg
-    } else {
-      out.positionals.push(arg)
-    }
+/** Throws ConfigError for an unknown option, a missing value, or another command's option. */
+export function parseCommandLine(argv: string[]): CommandLine {
+  let parsed: ReturnType<typeof parseArgs>
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: {
+        ...SETTING_OPTIONS,
+        ...OWN_OPTIONS,
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
+      strict: true,
+    })
+  } catch (err) {
+    throw new ConfigError([(err as Error).message])
   }
-  return out
-}
-
-/** `name=value`, a boolean `name`, or `name` taking the next argument (`used`: 1). */
-function readFlag(
-  name: string,
-  next: string | undefined,
-): { key: string; value: string; used: number } {
-  const eq = name.indexOf('=')
-  if (eq >= 0) return { key: name.slice(0, eq), value: name.slice(eq + 1), used: 0 }
-  if (BOOLEAN_FLAGS.has(name)) return { key: name, value: 'true', used: 0 }
-  return { key: name, value: next ?? '', used: 1 }
-}
-
-/** Splits off the options a command owns, leaving settings for the config schema. */
-export function takeOptions(args: ParsedArgs, names: string[]): Record<string, string[]> {
-  const taken: Record<string, string[]> = {}
-  for (const n of names) {
-    if (args.lists[n]) taken[n] = args.lists[n]
-    delete args.flags[n]
-    delete args.lists[n]
+  const [command = null, ...positionals] = parsed.positionals
+  const line: CommandLine = {
+    command,
+    help: parsed.values.help === true,
+    settings: {},
+    options: {},
+    positionals,
   }
-  return taken
+  const wrongCommand: string[] = []
+  for (const [name, value] of Object.entries(parsed.values)) {
+    if (name === 'help' || value === undefined) continue
+    const owner = OWNER.get(name)
+    if (owner === undefined) line.settings[name] = value as string
+    else if (owner === (command ?? 'run') || line.help)
+      Object.assign(line.options, { [name]: value })
+    else wrongCommand.push(`--${name}: an option of \`${owner}\`, not of \`${command ?? 'run'}\``)
+  }
+  if (wrongCommand.length > 0) throw new ConfigError(wrongCommand)
+  return line
 }

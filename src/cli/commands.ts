@@ -1,38 +1,34 @@
 import { type Config, ConfigError, loadConfig } from '../config/config.ts'
 import { AppError } from '../faults/errors.ts'
 import { createLogger } from '../observe/logger.ts'
-import { parseArgs, takeOptions } from './args.ts'
+import { type CommandOptions, parseCommandLine } from './args.ts'
 import { COMMAND_NAMES, DEMO_RATE, helpText } from './help.ts'
 import { applyServeHeapGrowing } from './node-flags.ts'
 import { openRuntime, prepareIngest, type Runtime, startServer } from './runtime.ts'
 import { createShutdown, onShutdownSignal } from './shutdown.ts'
 
 async function main(argv: string[]): Promise<number> {
-  const args = parseArgs(argv)
-  const command = args.command ?? 'run'
-  if (args.help || command === 'help') {
-    process.stdout.write(helpText(args.help ? args.command : (args.positionals[0] ?? null)))
+  const line = parseCommandLine(argv)
+  const command = line.command ?? 'run'
+  if (line.help || command === 'help') {
+    process.stdout.write(helpText(line.help ? line.command : (line.positionals[0] ?? null)))
     return 0
   }
   if (!COMMAND_NAMES.includes(command)) {
     process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${helpText(null)}`)
     return 2
   }
-  const own = takeOptions(args, [
-    ...['did', 'concurrency', 'reset', 'rate', 'dids', 'events', 'wire'],
-    ...['out', 'format', 'revisions'],
-  ])
-  const config = loadConfig(args.flags)
+  const config = loadConfig(line.settings)
   if (command === 'run' || command === 'ingest' || command === 'serve')
     return runCommand(command, config)
-  return oneShotCommand(command, config, own)
+  return oneShotCommand(command, config, line.options)
 }
 
 /** The commands that do one job and exit, each loaded only when it runs. */
 async function oneShotCommand(
   command: string,
   config: Config,
-  own: Record<string, string[]>,
+  own: CommandOptions,
 ): Promise<number> {
   switch (command) {
     case 'migrate': {
@@ -46,21 +42,21 @@ async function oneShotCommand(
     case 'backfill':
       return (await import('./backfill.ts')).backfillCommand(config, {
         dids: own.did ?? [],
-        concurrency: positiveInt(own.concurrency?.at(-1) ?? '4', '--concurrency'),
-        reset: own.reset !== undefined,
+        concurrency: positiveInt(own.concurrency ?? '4', '--concurrency'),
+        reset: own.reset === true,
       })
     case 'export':
       return (await import('./export.ts')).exportCommand(config, {
-        out: own.out?.at(-1) ?? null,
-        format: own.format?.at(-1) ?? 'parquet',
-        revisions: own.revisions !== undefined,
+        out: own.out ?? null,
+        format: own.format ?? 'parquet',
+        revisions: own.revisions === true,
       })
     default: // demo, the last of COMMAND_NAMES
       return (await import('./demo.ts')).demoCommand(config, {
-        rate: positiveInt(own.rate?.at(-1) ?? String(DEMO_RATE), '--rate'),
-        dids: positiveInt(own.dids?.at(-1) ?? '50', '--dids'),
-        events: own.events ? positiveInt(own.events.at(-1)!, '--events') : null,
-        wire: demoWire(own.wire?.at(-1) ?? 'v1'),
+        rate: positiveInt(own.rate ?? String(DEMO_RATE), '--rate'),
+        dids: positiveInt(own.dids ?? '50', '--dids'),
+        events: own.events ? positiveInt(own.events, '--events') : null,
+        wire: demoWire(own.wire ?? 'v1'),
       })
   }
 }

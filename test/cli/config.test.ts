@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { parseArgs, takeOptions } from '../../src/cli/args.ts'
+import { parseCommandLine } from '../../src/cli/args.ts'
 import { ConfigError, loadConfig } from '../../src/config/config.ts'
 
 describe('configuration', () => {
@@ -86,7 +86,7 @@ describe('configuration', () => {
 
 describe('argument parsing', () => {
   it('splits command, settings and repeatable command options', () => {
-    const a = parseArgs([
+    const a = parseCommandLine([
       'backfill',
       '--did',
       'did:plc:a',
@@ -94,16 +94,26 @@ describe('argument parsing', () => {
       '--reset',
       '--relay-url',
       'http://127.0.0.1:1',
+      '--port=1',
+      '--port',
+      '2',
     ])
     expect(a.command).toBe('backfill')
-    const own = takeOptions(a, ['did', 'reset'])
-    expect(own.did).toEqual(['did:plc:a', 'did:plc:b'])
-    expect(own.reset).toEqual(['true'])
-    expect(a.flags).toEqual({ 'relay-url': 'http://127.0.0.1:1' })
+    expect(a.options).toEqual({ did: ['did:plc:a', 'did:plc:b'], reset: true })
+    expect(a.settings).toEqual({ 'relay-url': 'http://127.0.0.1:1', port: '2' })
   })
 
   it('recognises help anywhere', () => {
-    expect(parseArgs(['serve', '--help'])).toMatchObject({ command: 'serve', help: true })
-    expect(parseArgs(['-h']).help).toBe(true)
+    expect(parseCommandLine(['serve', '--help'])).toMatchObject({ command: 'serve', help: true })
+    expect(parseCommandLine(['-h']).help).toBe(true)
+  })
+
+  it('refuses unknown options, missing values and options of another command', () => {
+    expect(() => parseCommandLine(['run', '--no-such-thing'])).toThrow(/no-such-thing/)
+    expect(() => parseCommandLine(['export', '--out'])).toThrow(/--out/)
+    expect(() => parseCommandLine(['run', '--rate', '5'])).toThrow(
+      /--rate: an option of `demo`, not of `run`/,
+    )
+    expect(() => parseCommandLine(['--did', 'did:plc:a'])).toThrow(/not of `run`/)
   })
 })
