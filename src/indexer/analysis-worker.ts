@@ -1,4 +1,4 @@
-import { workerData } from 'node:worker_threads'
+import { workerData } from 'piscina'
 import type { Nsids } from '../model/nsids.ts'
 import { analyzePrompt, PromptValidator } from '../model/prompt-record.ts'
 import { answerRequests } from '../workers/pool.ts'
@@ -12,7 +12,7 @@ import type { AnalysisRequest, AnalysisResult } from './analysis-pool.ts'
 const { nsids } = workerData as { nsids: Nsids }
 const validator = new PromptValidator(nsids.prompt)
 
-answerRequests(({ did, rkey, record }: AnalysisRequest): AnalysisResult => {
+export default answerRequests(({ did, rkey, record }: AnalysisRequest): AnalysisResult => {
   const { recordParts, ...facts } = analyzePrompt(validator, nsids, did, rkey, record)
   return { facts, rest: recordParts.rest }
 })

@@ -43,8 +43,8 @@ describe('createWorkerPool', () => {
   it("hands back what the worker's handler threw, as its message", async () => {
     pool = open(ECHO, 1)
     const reply = await pool.request({ n: 7, fail: true })
-    expect(reply).toEqual({ id: expect.any(Number), error: 'cannot double 7' })
-    expect(await pool.request({ n: 8 })).toEqual({ id: expect.any(Number), doubled: 16 })
+    expect(reply).toEqual({ error: 'cannot double 7' })
+    expect(await pool.request({ n: 8 })).toEqual({ doubled: 16 })
   })
 
   it('answers null for a request the structured clone refuses, and serves the rest', async () => {
@@ -54,9 +54,9 @@ describe('createWorkerPool', () => {
       pool.request({ n: 1, fn: () => {} }),
       pool.request({ n: 2 }),
     ])
-    // Both went in one message, so both come back to their callers.
+    // Each request is a message of its own: the refused one alone comes back unanswered.
     expect(refused).toBeNull()
-    expect(fine).toBeNull()
+    expect(fine).toEqual({ doubled: 4 })
     expect(lines.map((l) => l.msg)).toContain('test requests not sent to the worker')
     expect(await pool.request({ n: 3 })).toMatchObject({ doubled: 6 })
   })
@@ -65,18 +65,24 @@ describe('createWorkerPool', () => {
     const { logger, lines } = capture()
     pool = open(CRASHING, 1, logger)
     expect(await pool.request({ n: 1 })).toBeNull()
+    expect(await pool.request({ n: 2 })).toBeNull()
     expect(lines.map((l) => l.msg)).toContain(
       'test worker died; its work is done on the main thread and a new worker starts',
     )
     expect(pool.live).toBe(1)
   })
 
-  it('stops starting workers that die as they load, after five deaths in a row', async () => {
+  it('stops starting workers that die as they load, after at most five deaths', async () => {
     const { logger, lines } = capture()
     pool = open(BROKEN, 1, logger)
     await vi.waitFor(() => expect(pool?.live).toBe(0), { timeout: 20_000, interval: 50 })
+    // piscina starts no worker again after one failed as it loaded; the pool's own bound
+    // (five deaths in a row) covers workers that die later.
+    await new Promise((r) => setTimeout(r, 500))
+    const deaths = lines.filter((l) => l.msg.startsWith('test worker died')).length
+    expect(deaths).toBeGreaterThanOrEqual(1)
+    expect(deaths).toBeLessThanOrEqual(5)
     const msgs = lines.map((l) => l.msg)
-    expect(msgs.filter((m) => m.startsWith('test worker died')).length).toBe(5)
     expect(msgs).toContain('test workers keep dying; their work stays on the main thread')
     expect(await pool.request({ n: 1 })).toBeNull()
   })
