@@ -1,8 +1,16 @@
+import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vitest/config'
+import { driverDependentTests } from './test/helpers/driver-dependent.ts'
+
+const root = fileURLToPath(new URL('.', import.meta.url))
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
+    // On Postgres (TEST_DATABASE_URL), only the files whose database it decides: the rest
+    // ran the same on PGlite.
+    include: process.env.TEST_DATABASE_URL
+      ? driverDependentTests(root)
+      : ['test/**/*.test.ts', 'src/**/*.test.ts'],
     // Two cores: more workers only contend for the same database and CPU.
     maxWorkers: 2,
     testTimeout: 60_000,
