@@ -1,18 +1,10 @@
 import { fileURLToPath } from 'node:url'
 import { getHeapStatistics, setFlagsFromString } from 'node:v8'
 
-// V8 heap sizes the product runs with (the npm scripts; the entry adds any missing; a test
-// keeps them in step). The indexer's working set is bounded (queue and batch by bytes), so
-// a small heap is enough, and without a cap V8 lets garbage pile up to many times that
-// before collecting. The young generation is capped too: V8 grows it while loading the
-// module graph and keeps the pages pooled afterwards, outside heapTotal but in RSS.
-//
-// WebAssembly stays on V8's baseline compiler (Liftoff): embedded PGlite is a large wasm
-// module, and V8's optimizing tier compiled its hot functions in the background with
-// hundreds of MB of RSS for a few seconds after every start; on Liftoff reads are as fast
-// and a bulk replay into PGlite slower, by a margin that does not show at the network's
-// rate of Letta events. Postgres processes run no wasm. NODE_OPTIONS refuses this flag, so
-// the entry adds it (execWithRuntimeFlags). Figures: bench/README.md, "Figures behind the
+// The V8 flags the product runs with (the npm scripts; the entry adds any missing). The
+// indexer's working set is bounded, so a small heap is enough and V8 collects before garbage
+// piles up; WebAssembly stays on the baseline compiler, whose optimizing tier cost embedded
+// PGlite hundreds of MB after every start. Measurements: bench/README.md, "Figures behind the
 // defaults" and "PGlite on Liftoff".
 export const RUNTIME_NODE_FLAGS = [
   '--max-semi-space-size=4',
@@ -31,12 +23,9 @@ export function missingRuntimeFlags(execArgv: readonly string[], nodeOptions: st
 }
 
 /**
- * Node's compile cache (NODE_COMPILE_CACHE): each module's TypeScript stripped and its code
- * compiled once, kept on disk. With every module in it, Node never starts its TypeScript
- * stripper (a WebAssembly module of about 10 MB of RSS) and a start is 0.1-0.2 s shorter
- * (bench/README.md, "Start-up"). It has to be set before the entry loads, so the npm
- * scripts and the Docker image set it, and the entry adds it when it adds the flags. The
- * cache is keyed by each file's content: an edited file is compiled again.
+ * Node's compile cache (NODE_COMPILE_CACHE), filled at install: a start then never loads
+ * Node's TypeScript stripper. It must be set before the entry loads, so the npm scripts and
+ * the Docker image set it, and the entry adds it when it adds the flags.
  */
 export const COMPILE_CACHE_DIR = fileURLToPath(
   new URL('../../node_modules/.cache/prompt-appview/compile', import.meta.url),
@@ -66,13 +55,9 @@ export function execWithRuntimeFlags(): void {
 }
 
 /**
- * How far `serve` lets the old generation grow past what the last full collection kept.
- * V8 takes a heap cap of 256 MB or less for a small device and allows only 1.3x live
- * (MemoryController::MaxGrowingFactor, src/heap/heap-controller.cc; 4x without a cap), so
- * a reader keeping ~60 MB live ran a mark-compact every few hundred milliseconds. At 2x,
- * the cap still bounds the heap, and lookups got faster for a few tens of MB; the writer
- * is left at V8's choice, where 2x cost more memory than it gained (bench/README.md,
- * "Figures behind the defaults").
+ * How far `serve` lets the old generation grow past what the last full collection kept:
+ * under a small heap cap V8 allows only 1.3x, and a reader then ran full collections every
+ * few hundred milliseconds (bench/README.md, "Figures behind the defaults").
  */
 const SERVE_HEAP_GROWING_PERCENT = 100
 

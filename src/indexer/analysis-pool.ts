@@ -8,12 +8,9 @@ import type { BatchEvent } from './plan.ts'
 import { isPromptWrite, prepareEvent } from './prepare.ts'
 
 // Prompt analysis (validation, hashing, search words, serialization: prepare.ts) on a worker
-// thread. It is a large share of the main thread's CPU, and the main thread, which also
-// reads the socket, parses frames and drives the database client, is what limits the rate
-// (bench/README.md, "Figures behind the defaults"). Requests are batched per turn of the
-// event loop; a reply comes back as the event with its analysis, as prepare.ts gives it.
-// The pool only ever saves work: a prompt it could not analyze (an error, a worker that
-// died) is analyzed by the batch itself, on this thread, exactly as without a pool.
+// thread, because the main thread also reads the socket and drives the database client. The
+// pool only ever saves work: a prompt it could not analyze (an error, a worker that died)
+// is analyzed by the batch itself, on this thread, exactly as without a pool.
 
 export interface AnalysisRequest {
   did: string
@@ -54,18 +51,14 @@ export interface AnalysisPoolOptions {
 }
 
 /**
- * A worker pays where the writer is behind (a replay, a backfill, a burst): there the queue
- * fills. Following the network the queue stays near empty and no worker is started, which
- * spares a small box its heap (about 45 MB, bench/README.md "Footprint").
+ * A worker pays where the writer is behind (a replay, a backfill, a burst) and the queue
+ * fills; following the network no worker starts, which spares a small box its heap.
  */
 export const ANALYSIS_START_AT = 200
 
 /**
- * Threads for `ANALYSIS_THREADS` (`auto` by default). Embedded PGlite runs the database on
- * the main thread, which is then the writer's limit, so moving analysis to a second core
- * pays; with Postgres in a process of its own a worker made no measurable difference on 2
- * cores, for a heap of its own (bench/README.md, "Figures behind the defaults"). Set a
- * number where cores are spare.
+ * Threads for `ANALYSIS_THREADS` (`auto` by default): one on embedded PGlite, whose database
+ * shares the main thread; none on Postgres, where a worker did not pay for its heap.
  */
 export function analysisThreadsFor(
   setting: number | 'auto',
