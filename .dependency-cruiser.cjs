@@ -1,7 +1,11 @@
 // The layers of src/ (ARCHITECTURE.md), enforced: imports go one way, down.
 //
-//   cli  ->  ingest | api | demo  ->  indexer  ->  context  ->  db  ->  bottom  ->  model
+//   cli  ->  ingest | api  ->  indexer  ->  context  ->  db  ->  bottom  ->  model
 //   cli, api  ->  export  ->  db
+//
+// demo-network/ (top level: the local Jetstream servers and event generator that `demo`, the
+// tests and the benches run) stands apart: it may use src/model only, and of src/ only
+// cli/demo.ts imports it. Tests never import bench/ (benches may use test helpers).
 //
 // model (src/model/) is pure and imports nothing of the project. "bottom" is what a process is
 // configured and observed with: config/ (the schema, its parse, the version), observe/ (logger,
@@ -27,17 +31,22 @@ module.exports = {
     forbid('db-imports-model-and-bottom-only', 'db/ is all the SQL; it knows nothing above.',
       { path: '^src/db/' }, src(['^src/db/', '^src/model/', BOTTOM])),
     forbid('context-below-indexer', 'The dependency bag cannot need what it is handed to.',
-      { path: '^src/context/' }, { path: '^src/(indexer|ingest|api|demo|cli)/' }),
+      { path: '^src/context/' }, { path: '^src/(indexer|ingest|api|cli)/' }),
     forbid('indexer-below-sources-and-api', 'indexer/ knows no source, no API, no CLI.',
-      { path: '^src/indexer/' }, { path: '^src/(ingest|api|demo|cli)/' }),
+      { path: '^src/indexer/' }, { path: '^src/(ingest|api|cli)/' }),
     forbid('export-reads-db-only', 'export/ writes snapshot files from db/ reads; nothing above.',
-      { path: '^src/export/' }, { path: '^src/(indexer|ingest|api|demo|cli)/' }),
+      { path: '^src/export/' }, { path: '^src/(indexer|ingest|api|cli)/' }),
     forbid('ingest-not-api', 'ingest/ and api/ are siblings: they never import each other.',
-      { path: '^src/ingest/' }, { path: '^src/(api|demo)/' }),
+      { path: '^src/ingest/' }, { path: '^src/api/' }),
     forbid('api-not-ingest', 'ingest/ and api/ are siblings: they never import each other.',
-      { path: '^src/api/' }, { path: '^src/(ingest|demo)/' }),
-    forbid('demo-speaks-wire-only', 'The demo network serves wire formats; no API, no database.',
-      { path: '^src/demo/' }, { path: '^src/(api|indexer|db)/' }),
+      { path: '^src/api/' }, { path: '^src/ingest/' }),
+    forbid('demo-network-speaks-wire-only',
+      'The demo network serves wire formats from model types: no layer of the product, no test or bench code.',
+      { path: '^demo-network/' }, { path: ['^src/(?!model/)', '^(test|bench|scripts)/'] }),
+    forbid('product-without-demo-network', 'Of src/, only the demo command runs the demo network.',
+      { path: '^src/', pathNot: '^src/cli/demo[.]ts$' }, { path: '^demo-network/' }),
+    forbid('tests-not-benches', 'Tests never import bench/: what both need lives in test/helpers/ or demo-network/.',
+      { path: '^test/' }, { path: '^bench/' }),
     forbid('sql-only-in-db', 'Every SQL statement of the product is in db/ (drizzle stays there).',
       src('^src/db/'), { path: '^node_modules/drizzle-orm/' }),
     forbid('nothing-imports-cli', 'cli/ wires the layers together; nothing in src/ imports it.',

@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # prompt-appview: Node 24 runs the TypeScript sources directly (type stripping), so the
-# image carries src/ and production dependencies only; no build step, no devDependencies.
+# image carries src/, demo-network/ (for `demo`) and production dependencies only; no build
+# step, no devDependencies.
 
 # --- deps: production node_modules ---------------------------------------------------
 FROM node:24-bookworm-slim AS deps
@@ -29,6 +30,8 @@ WORKDIR /app
 COPY --from=deps --chown=node:node /app/node_modules ./node_modules
 COPY --chown=node:node package.json ./
 COPY --chown=node:node src ./src
+# The local network `demo` runs (src/cli/demo.ts), with its zstd dictionary.
+COPY --chown=node:node demo-network ./demo-network
 COPY --chown=node:node drizzle ./drizzle
 COPY --chown=node:node lexicons ./lexicons
 COPY --chown=node:node examples ./examples

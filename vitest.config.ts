@@ -10,7 +10,7 @@ export default defineConfig({
     // ran the same on PGlite.
     include: process.env.TEST_DATABASE_URL
       ? driverDependentTests(root)
-      : ['test/**/*.test.ts', 'src/**/*.test.ts'],
+      : ['test/**/*.test.ts', 'src/**/*.test.ts', 'bench/test/*.test.ts'],
     // Two cores: more workers only contend for the same database and CPU.
     maxWorkers: 2,
     testTimeout: 60_000,

@@ -7,8 +7,8 @@ import { runBackfill } from '../src/ingest/backfill/backfill.ts'
 import { fetchRepoSnapshot } from '../src/ingest/backfill/repo-snapshot.ts'
 import { Resyncer } from '../src/ingest/chain/resyncer.ts'
 import { createMetrics } from '../src/observe/metrics.ts'
-import { type BigRepo, buildBigRepo, fixedResolver } from './lib/big-repo.ts'
-import { nodeFlagsFromEnv, spawnNode } from './lib/child.ts'
+import { type BigRepo, buildBigRepo, fixedResolver } from '../test/helpers/firehose/big-repo.ts'
+import { nodeFlagsFromEnv, spawnNode } from '../test/helpers/node-child.ts'
 import { count } from './lib/env.ts'
 import { type Check, row, type ScenarioResult } from './lib/report.ts'
 import { isMain, machineInfo, runAsMain } from './lib/scenario.ts'
@@ -18,7 +18,7 @@ import { COLLECTIONS } from './lib/traffic.ts'
 // records, a handful of Letta prompts) against the same backfill of a small repo (the same
 // Letta prompts, 200 other records): each in its own process with the product's Node flags
 // (a 256 MB heap), its peak resident set read from getrusage. This process plays the PDS:
-// it streams the CAR as it generates it (bench/lib/big-repo.ts), MST nodes last. The
+// it streams the CAR as it generates it (test/helpers/firehose/big-repo.ts), MST nodes last. The
 // backfill hands the verified snapshot to a counting sink, not to a database: the measure
 // is the streamed read, the hash checks, the sparse MST index and the signature.
 

@@ -3,11 +3,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { DuckDBInstance } from '@duckdb/node-api'
+import { CLI, nodeFlagsFromEnv, spawnNode } from '../test/helpers/node-child.ts'
+import { createTempDatabase } from '../test/helpers/pg-cluster.ts'
 import { loadReadDataset } from './lib/api-data.ts'
-import { CLI, nodeFlagsFromEnv, spawnNode } from './lib/child.ts'
 import { type BenchOptions, benchEnv, benchOptionsFromEnv, count, setting } from './lib/env.ts'
 import { openBenchRuntime } from './lib/ingest-kit.ts'
-import { checkpoint, createTempDatabase, rawClient } from './lib/pg.ts'
+import { checkpoint, rawClient } from './lib/pg.ts'
 import { sampleTree } from './lib/proc-tree.ts'
 import { row, type ScenarioResult } from './lib/report.ts'
 import { isMain, runAsMain } from './lib/scenario.ts'
@@ -87,7 +88,7 @@ export async function runExportBench(o: ExportBenchOptions): Promise<ScenarioRes
   const { rows, checks, details } = run
   const db = o.reuseUrl
     ? { url: o.reuseUrl, drop: async () => {} }
-    : await createTempDatabase(o.serverUrl, 'export')
+    : await createTempDatabase(o.serverUrl, 'bench_export')
   const sql = rawClient(db.url)
   const out = await mkdtemp(join(tmpdir(), 'bench-export-'))
   try {

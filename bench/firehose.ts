@@ -8,14 +8,14 @@ import { createFirehoseSource } from '../src/ingest/firehose/source.ts'
 import { seqCursor } from '../src/model/cursor.ts'
 import type { CommitEvent, IndexEvent, SourceItem } from '../src/model/events.ts'
 import { createMetrics } from '../src/observe/metrics.ts'
-import { spawnNode } from './lib/child.ts'
+import type { FrameSet } from '../test/helpers/firehose/frames.ts'
+import { loadOrBuildFrames } from '../test/helpers/firehose/frames-cache.ts'
+import { startPlcStub } from '../test/helpers/firehose/plc-stub.ts'
+import { spawnNode } from '../test/helpers/node-child.ts'
+import { createTempDatabase } from '../test/helpers/pg-cluster.ts'
 import { cpuSince, cpuSnapshot } from './lib/cpu.ts'
 import { benchEnv, count } from './lib/env.ts'
-import type { FrameSet } from './lib/frames.ts'
-import { loadOrBuildFrames } from './lib/frames-cache.ts'
 import { type Backend, openBenchRuntime, tempDataDir } from './lib/ingest-kit.ts'
-import { createTempDatabase } from './lib/pg.ts'
-import { startPlcStub } from './lib/plc-stub.ts'
 import { type Check, row, type ScenarioResult } from './lib/report.ts'
 import { isMain, runAsMain } from './lib/scenario.ts'
 import { scenarioResult, startScenario } from './lib/scenario-run.ts'
@@ -68,7 +68,7 @@ function verifyThreadsFromEnv(v: string | undefined): number | undefined {
 
 async function startFrameServer(path: string) {
   const child = spawnNode(
-    [new URL('./lib/frame-server-child.ts', import.meta.url).pathname, path],
+    [new URL('../test/helpers/firehose/frame-server-child.ts', import.meta.url).pathname, path],
     {},
   )
   const port = await new Promise<number>((resolve, reject) => {
@@ -194,6 +194,7 @@ export async function runFirehose(o: FirehoseOptions): Promise<ScenarioResult> {
       matchingShare: o.matchingShare,
       noiseRepos: o.noiseRepos,
       lettaDids: o.lettaDids,
+      contentBytes: benchEnv.contentBytes,
     },
     log,
   )
@@ -302,7 +303,7 @@ async function indexEvents(
   set: FrameSet,
   checks: Check[],
 ): Promise<Record<string, number>> {
-  const temp = serverUrl ? await createTempDatabase(serverUrl, 'firehose') : null
+  const temp = serverUrl ? await createTempDatabase(serverUrl, 'bench_firehose') : null
   const dir = temp ? null : tempDataDir('firehose')
   const backend: Backend = temp
     ? { kind: 'postgres', url: temp.url }

@@ -2,10 +2,10 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { nodeFlagsFromEnv, REPO_ROOT } from './lib/child.ts'
+import { nodeFlagsFromEnv, REPO_ROOT } from '../test/helpers/node-child.ts'
+import { createTempDatabase } from '../test/helpers/pg-cluster.ts'
 import { benchEnv, count } from './lib/env.ts'
 import { measureFollowing } from './lib/following.ts'
-import { createTempDatabase } from './lib/pg.ts'
 import { sampleTree } from './lib/proc-tree.ts'
 import { type Row, row, type ScenarioResult } from './lib/report.ts'
 import { isMain, runAsMain } from './lib/scenario.ts'
@@ -183,7 +183,7 @@ export async function runFootprint(o: FootprintOptions): Promise<ScenarioResult>
   const run = startScenario()
   const { rows, details } = run
   const dir = mkdtempSync(join(tmpdir(), 'bench-footprint-'))
-  const db = await createTempDatabase(o.serverUrl, 'footprint')
+  const db = await createTempDatabase(o.serverUrl, 'bench_footprint')
   const cli = ['node_modules/.bin/node', 'src/cli/main.ts']
   const commands: Array<{
     key: string
@@ -258,7 +258,7 @@ const FOLLOW_POLL_MS = 100
 
 /** `run` following the relay: its rows and the check that every Letta write showed. */
 async function following(o: FootprintOptions, run: ScenarioRun, log: (m: string) => void) {
-  const db = await createTempDatabase(o.serverUrl, 'following')
+  const db = await createTempDatabase(o.serverUrl, 'bench_following')
   try {
     log(`run following a relay at ${o.followRate} frames/s, ${o.followSeconds} s`)
     const f = await measureFollowing({

@@ -1,16 +1,18 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { type JetstreamServer, startJetstreamServer } from '../src/demo/jetstream-server.ts'
-import { nodeFlagsFromEnv } from './lib/child.ts'
+import { type JetstreamServer, startJetstreamServer } from '../demo-network/jetstream-server.ts'
+import { nodeFlagsFromEnv } from '../test/helpers/node-child.ts'
+import { createTempDatabase } from '../test/helpers/pg-cluster.ts'
+import { isSent } from '../test/helpers/traffic.ts'
 import { type BenchOptions, benchOptionsFromEnv, count, setting } from './lib/env.ts'
 import { type FeedChange, FeedTally } from './lib/feed-tally.ts'
-import { checkpoint, createTempDatabase } from './lib/pg.ts'
+import { checkpoint } from './lib/pg.ts'
 import { productReady, spawnRun } from './lib/product.ts'
 import { row, type ScenarioResult } from './lib/report.ts'
 import { isMain, runAsMain } from './lib/scenario.ts'
 import { scenarioResult, startScenario } from './lib/scenario-run.ts'
 import { sleep, summarize, until } from './lib/stats.ts'
-import { isMatching, isSent, liveGenerator } from './lib/traffic.ts'
+import { isMatching, liveGenerator } from './lib/traffic.ts'
 
 // Freshness: `prompt-appview run` (its own process) follows a local Jetstream that this
 // process feeds at a steady rate. Each matching event is timed from when it is handed to
@@ -57,7 +59,7 @@ export async function runFreshness(o: FreshnessOptions): Promise<ScenarioResult>
   const log = o.log ?? (() => {})
   const run = startScenario()
   const { rows, checks, details } = run
-  const db = await createTempDatabase(o.serverUrl, 'fresh')
+  const db = await createTempDatabase(o.serverUrl, 'bench_fresh')
   await checkpoint(o.serverUrl)
   const plc = await startEmptyPlc()
   const jetstream = await startJetstreamServer()

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm'
+import { createTempDatabase } from '../test/helpers/pg-cluster.ts'
 import { cpuSince, cpuSnapshot } from './lib/cpu.ts'
 import { benchEnv, count } from './lib/env.ts'
 import { startFeeder } from './lib/feeder.ts'
@@ -11,7 +12,7 @@ import {
   runProduct,
   tempDataDir,
 } from './lib/ingest-kit.ts'
-import { checkpoint, createTempDatabase } from './lib/pg.ts'
+import { checkpoint } from './lib/pg.ts'
 import { row, type ScenarioResult } from './lib/report.ts'
 import { isMain, runAsMain } from './lib/scenario.ts'
 import { scenarioResult, startScenario } from './lib/scenario-run.ts'
@@ -69,7 +70,7 @@ async function withBackend<T>(
   fn: (b: Backend) => Promise<T>,
 ): Promise<T> {
   if (kind === 'postgres') {
-    const db = await createTempDatabase(serverUrl!, label)
+    const db = await createTempDatabase(serverUrl!, `bench_${label}`)
     try {
       await checkpoint(serverUrl!)
       return await fn({ kind: 'postgres', url: db.url })

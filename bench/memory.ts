@@ -3,9 +3,10 @@ import { createWriteStream, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { RUNTIME_NODE_FLAGS } from '../src/cli/node-flags.ts'
-import { nodeFlagsFromEnv, rssMbOf } from './lib/child.ts'
+import { nodeFlagsFromEnv, rssMbOf } from '../test/helpers/node-child.ts'
+import { createTempDatabase } from '../test/helpers/pg-cluster.ts'
 import { type BenchOptions, benchOptionsFromEnv, count, setting } from './lib/env.ts'
-import { checkpoint, createTempDatabase, rawClient } from './lib/pg.ts'
+import { checkpoint, rawClient } from './lib/pg.ts'
 import { spawnProduct } from './lib/product.ts'
 import { row, type ScenarioResult } from './lib/report.ts'
 import { isMain, runAsMain } from './lib/scenario.ts'
@@ -54,7 +55,7 @@ export async function runMemory(o: MemoryOptions): Promise<ScenarioResult> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-memory-'))
   const fifo = join(dir, 'replay.ndjson')
   execFileSync('mkfifo', [fifo])
-  const db = await createTempDatabase(o.serverUrl, 'memory')
+  const db = await createTempDatabase(o.serverUrl, 'bench_memory')
   await checkpoint(o.serverUrl)
   const product = await spawnProduct(
     ['ingest'],

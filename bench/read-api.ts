@@ -1,10 +1,11 @@
 import { parseRecordUri } from '../src/api/params.ts'
+import { CLI, nodeFlagsFromEnv } from '../test/helpers/node-child.ts'
+import { createTempDatabase } from '../test/helpers/pg-cluster.ts'
 import { loadReadDataset } from './lib/api-data.ts'
-import { CLI, nodeFlagsFromEnv } from './lib/child.ts'
 import { type BenchOptions, benchEnv, benchOptionsFromEnv, count, setting } from './lib/env.ts'
 import { listPaths } from './lib/http-load.ts'
 import { openBenchRuntime } from './lib/ingest-kit.ts'
-import { checkpoint, createTempDatabase, rawClient } from './lib/pg.ts'
+import { checkpoint, rawClient } from './lib/pg.ts'
 import { type PathSets, zipfPaths } from './lib/read-load.ts'
 import { answerCheck, readRows } from './lib/read-rows.ts'
 import { measureChildren } from './lib/read-server.ts'
@@ -62,7 +63,7 @@ export async function runReadApi(o: ReadApiOptions): Promise<ScenarioResult> {
   const { rows, checks, details } = run
   const db = o.reuseUrl
     ? { url: o.reuseUrl, drop: async () => {} }
-    : await createTempDatabase(o.serverUrl, 'read')
+    : await createTempDatabase(o.serverUrl, 'bench_read')
   // postgres.js connects lazily: this client opens once the dataset is there.
   const sql = rawClient(db.url)
   try {

@@ -1,8 +1,8 @@
 import { PGlite } from '@electric-sql/pglite'
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm'
 import postgres from 'postgres'
-import { createRandom } from '../src/demo/random.ts'
-import { createCorpus } from '../src/demo/text.ts'
+import { createRandom } from '../demo-network/random.ts'
+import { createCorpus } from '../demo-network/text.ts'
 
 const N = Number(process.env.N ?? 2000)
 const rand = createRandom(7)

@@ -1,8 +1,9 @@
+import { CLI, freePort, spawnNode, waitForHttp } from '../test/helpers/node-child.ts'
+import { createTempDatabase } from '../test/helpers/pg-cluster.ts'
 import { loadReadDataset } from './lib/api-data.ts'
-import { CLI, freePort, spawnNode, waitForHttp } from './lib/child.ts'
 import { benchEnv, count } from './lib/env.ts'
 import { openBenchRuntime } from './lib/ingest-kit.ts'
-import { checkpoint, createTempDatabase, rawClient } from './lib/pg.ts'
+import { checkpoint, rawClient } from './lib/pg.ts'
 
 // GET /v1/search at scale: the read benchmark's dataset (generated traffic indexed by the
 // product, then whole repos copied in SQL up to BENCH_SEARCH_PROMPTS, default 500,000),
@@ -22,7 +23,7 @@ const pct = (xs: number[], p: number) => {
 
 async function main() {
   const prompts = count('BENCH_SEARCH_PROMPTS', 500_000)
-  const db = await createTempDatabase(benchEnv.serverUrl, 'search')
+  const db = await createTempDatabase(benchEnv.serverUrl, 'bench_search')
   let stop: (() => Promise<void>) | null = null
   try {
     const rt = await openBenchRuntime({ kind: 'postgres', url: db.url })

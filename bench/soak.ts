@@ -1,8 +1,9 @@
-import { type JetstreamJson, startJetstreamServer } from '../src/demo/jetstream-server.ts'
-import { nodeFlagsFromEnv } from './lib/child.ts'
+import { type JetstreamJson, startJetstreamServer } from '../demo-network/jetstream-server.ts'
+import { startPlcStub } from '../test/helpers/firehose/plc-stub.ts'
+import { nodeFlagsFromEnv } from '../test/helpers/node-child.ts'
+import { createTempDatabase } from '../test/helpers/pg-cluster.ts'
 import { type BenchOptions, benchOptionsFromEnv, count } from './lib/env.ts'
-import { createTempDatabase, rawClient } from './lib/pg.ts'
-import { startPlcStub } from './lib/plc-stub.ts'
+import { rawClient } from './lib/pg.ts'
 import { type ProductProcess, productReady, spawnProduct, spawnRun } from './lib/product.ts'
 import { type Row, row, type ScenarioResult } from './lib/report.ts'
 import { type SoakFigures, soak } from './lib/rss-soak.ts'
@@ -81,7 +82,7 @@ async function soakDemo(o: SoakOptions): Promise<SoakFigures> {
 }
 
 async function soakRun(o: SoakOptions): Promise<SoakFigures & { committed: number }> {
-  const db = await createTempDatabase(o.serverUrl, 'soak')
+  const db = await createTempDatabase(o.serverUrl, 'bench_soak')
   const plc = await startPlcStub({})
   // The feeding side is this process: its log is bounded too, but it is not what is measured.
   const jetstream = await startJetstreamServer({

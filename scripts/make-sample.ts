@@ -6,7 +6,7 @@
 // promises; the search is deterministic, so reruns reproduce the same files.
 
 import { writeFileSync } from 'node:fs'
-import { createGenerator, type GeneratorInput } from '../src/demo/generator.ts'
+import { createGenerator, type GeneratorInput } from '../demo-network/generator.ts'
 import {
   type ApplyOutcome,
   createReferenceModel,

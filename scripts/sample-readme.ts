@@ -1,7 +1,7 @@
 // The README of examples/: what the sample holds and what a correct indexer ends with.
 // Generated with the sample so the numbers cannot drift from the data.
 
-import type { GeneratorInput, GeneratorStats } from '../src/demo/generator.ts'
+import type { GeneratorInput, GeneratorStats } from '../demo-network/generator.ts'
 import type { ApplyOutcome, ModelPrompt, ModelStats } from '../test/helpers/reference-model.ts'
 
 /** A generated sample and what a correct indexer ends with on it (make-sample.ts builds it). */
@@ -38,7 +38,7 @@ per line, SPEC section 5): ${s.lines.length} lines, ${opts.dids} Letta repos wit
 ${opts.agentsPerDid?.min}-${opts.agentsPerDid?.max} agents each,
 prompts of ${opts.contentBytes?.min}-${opts.contentBytes?.max} bytes. \
 \`node scripts/make-sample.ts\` makes it from the demo generator
-(\`src/demo/generator.ts\`, seed ${s.seed}) and reproduces it byte for byte. Replay it with
+(\`demo-network/generator.ts\`, seed ${s.seed}) and reproduces it byte for byte. Replay it with
 \`npm run main\`.
 
 \`sample.expected.json\` is the end state a correct indexer reaches after replaying the whole

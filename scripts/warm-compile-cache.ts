@@ -8,9 +8,10 @@ import { COMPILE_CACHE_DIR, RUNTIME_NODE_FLAGS } from '../src/cli/node-flags.ts'
 // Fills Node's compile cache (src/cli/node-flags.ts, COMPILE_CACHE_DIR) at install, so the
 // first start after a clone is as lean as every later one. Run as postinstall runs it:
 // with NODE_COMPILE_CACHE set and the program's V8 flags (a code cache made under other
-// flags is not used: Node keeps it under a directory named for them). Each module of src/ is loaded once; loading runs only a module's
-// top level, so the entry and the worker entries, which start work there, are left out
-// (the entry is cached by `--help`, the workers' modules through the others).
+// flags is not used: Node keeps it under a directory named for them). Each module of src/
+// and demo-network/ is loaded once; loading runs only a module's top level, so the entry
+// and the worker entries, which start work there, are left out (the entry is cached by
+// `--help`, the workers' modules through the others).
 
 const ROOT = new URL('..', import.meta.url).pathname
 const ENTRIES = new Set([
@@ -26,8 +27,12 @@ if (missing.length > 0 || dirname(getCompileCacheDir() ?? '') !== COMPILE_CACHE_
   )
   process.exit(1)
 }
-const modules = readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' })
-  .map((f) => relative(ROOT, join(ROOT, 'src', f)))
+const modules = ['src', 'demo-network']
+  .flatMap((dir) =>
+    readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' }).map((f) =>
+      relative(ROOT, join(ROOT, dir, f)),
+    ),
+  )
   .filter((f) => f.endsWith('.ts') && !ENTRIES.has(f))
   .sort()
 try {

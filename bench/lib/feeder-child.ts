@@ -1,5 +1,5 @@
-import { startJetstreamServer } from '../../src/demo/jetstream-server.ts'
-import { demoDictionary, startJetstreamV2Server } from '../../src/demo/jetstream-v2-server.ts'
+import { startJetstreamServer } from '../../demo-network/jetstream-server.ts'
+import { demoDictionary, startJetstreamV2Server } from '../../demo-network/jetstream-v2-server.ts'
 import {
   benchGenerator,
   emptyTally,

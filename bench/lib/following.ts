@@ -1,7 +1,8 @@
+import { loadOrBuildFrames } from '../../test/helpers/firehose/frames-cache.ts'
+import { startPlcStub } from '../../test/helpers/firehose/plc-stub.ts'
+import { benchEnv } from './env.ts'
 import { type FeedChange, FeedTally } from './feed-tally.ts'
-import { loadOrBuildFrames } from './frames-cache.ts'
 import { startPacedRelay } from './paced-relay.ts'
-import { startPlcStub } from './plc-stub.ts'
 import { sampleTree } from './proc-tree.ts'
 import { productReady, spawnProduct } from './product.ts'
 import { sleep, summarize } from './stats.ts'
@@ -48,7 +49,13 @@ const LETTA_SHARE = 0.04
 export async function measureFollowing(o: FollowingOptions): Promise<Following> {
   // Other collections' commits by 2,000 repos, built once and cached.
   const noise = await loadOrBuildFrames(
-    { frames: 20_000, matchingShare: 0, noiseRepos: 2000, lettaDids: 1 },
+    {
+      frames: 20_000,
+      matchingShare: 0,
+      noiseRepos: 2000,
+      lettaDids: 1,
+      contentBytes: benchEnv.contentBytes,
+    },
     o.log,
   )
   const tally = new FeedTally()

@@ -1,37 +1,7 @@
 import postgres from 'postgres'
 
-// Throwaway databases on the benchmark server: each run gets fresh ones, dropped afterwards
-// (also when the run fails), so results never depend on what an earlier run left behind.
-
-export interface TempDatabase {
-  name: string
-  url: string
-  drop(): Promise<void>
-}
-
-export async function createTempDatabase(serverUrl: string, label: string): Promise<TempDatabase> {
-  const name = `bench_${label}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} })
-  try {
-    await admin.unsafe(`CREATE DATABASE ${name}`)
-  } finally {
-    await admin.end()
-  }
-  const url = new URL(serverUrl)
-  url.pathname = `/${name}`
-  return {
-    name,
-    url: url.toString(),
-    drop: async () => {
-      const a = postgres(serverUrl, { max: 1, onnotice: () => {} })
-      try {
-        await a.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-      } finally {
-        await a.end()
-      }
-    },
-  }
-}
+// Raw clients and server facts for the benches; their throwaway databases come from
+// test/helpers/pg-cluster.ts, as the tests' do.
 
 /** A raw postgres.js client that passes JSON strings through, as drizzle's driver does. */
 export function rawClient(url: string, max = 1): postgres.Sql {

@@ -1,4 +1,10 @@
-import { CLI, freePort, type NodeChild, spawnNode, waitForHttp } from './child.ts'
+import {
+  CLI,
+  freePort,
+  type NodeChild,
+  spawnNode,
+  waitForHttp,
+} from '../../test/helpers/node-child.ts'
 
 // The product as the scenarios run it: one CLI command (`run`, `ingest`, `demo`, `serve`)
 // as its own process, on a free loopback port, logging only warnings so its output stays

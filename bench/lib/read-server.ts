@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort, type NodeChild, spawnNode, waitForHttp } from './child.ts'
+import { freePort, type NodeChild, spawnNode, waitForHttp } from '../../test/helpers/node-child.ts'
 import type { PacedRun } from './paced-child.ts'
 import {
   type LoadOptions,

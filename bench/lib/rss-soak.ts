@@ -1,4 +1,4 @@
-import type { NodeChild } from './child.ts'
+import type { NodeChild } from '../../test/helpers/node-child.ts'
 import { sleep } from './stats.ts'
 
 // RSS of a long-running product process, sampled from /proc while it runs for a set time,

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { REPO_ROOT } from './child.ts'
+import { REPO_ROOT } from '../../test/helpers/node-child.ts'
 import { machine } from './env.ts'
 import { serverInfo } from './pg.ts'
 import { type ScenarioResult, writeResult } from './report.ts'

@@ -2,7 +2,8 @@ import {
   createGenerator,
   type DemoGenerator,
   type JetstreamEvent,
-} from '../../src/demo/generator.ts'
+} from '../../demo-network/generator.ts'
+import { isSent } from '../../test/helpers/traffic.ts'
 import { benchEnv } from './env.ts'
 
 // The benchmarks' traffic: the demo network generator with realistic record sizes. CIDs
@@ -36,14 +37,6 @@ export function benchGenerator(o: TrafficOptions): DemoGenerator {
     noiseRatio: o.noiseRatio ?? 0.2,
     realCids: false,
   })
-}
-
-/**
- * True for events a Jetstream asked for the default WANTED_COLLECTIONS sends (account and
- * identity always go).
- */
-export function isSent(ev: JetstreamEvent): boolean {
-  return ev.kind !== 'commit' || ev.commit.collection.startsWith('xyz.quasigod.lab.letta.')
 }
 
 /** A commit of a kept collection: what "matching events" counts. */

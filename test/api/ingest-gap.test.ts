@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startJetstreamV2Server } from '../../demo-network/jetstream-v2-server.ts'
 import { buildApp } from '../../src/api/app.ts'
 import type { Database } from '../../src/db/client.ts'
-import { startJetstreamV2Server } from '../../src/demo/jetstream-v2-server.ts'
 import { createJetstreamV2Source } from '../../src/ingest/jetstream/v2.ts'
 import { seqCursor } from '../../src/model/cursor.ts'
 import { testContext } from '../helpers/context.ts'

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import WebSocket, { WebSocketServer } from 'ws'
-import { createRandom } from '../../src/demo/random.ts'
+import { createRandom } from '../../demo-network/random.ts'
 import { normalizeJetstreamEvent } from '../../src/ingest/jetstream/event.ts'
 import type { ChangeRow } from './lib/api-read.ts'
 import { checkFeed, compareDigests } from './lib/compare.ts'

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
 import { afterAll, describe, expect, it } from 'vitest'
+import { realCid } from '../../demo-network/cid.ts'
+import { tidFromMicros } from '../../demo-network/tid.ts'
 import { CHANGE_WATCH_DEFAULTS } from '../../src/api/change-watch.ts'
-import { realCid } from '../../src/demo/cid.ts'
-import { tidFromMicros } from '../../src/demo/tid.ts'
 import {
   type CliProcess,
   startCli,

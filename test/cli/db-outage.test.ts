@@ -6,13 +6,13 @@ import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openDatabase } from '../../src/db/client.ts'
-import { createGenerator, type JetstreamEvent } from '../../src/demo/generator.ts'
+import { createGenerator, type JetstreamEvent } from '../../demo-network/generator.ts'
 import {
   type JetstreamJson,
   type JetstreamServer,
   startJetstreamServer,
-} from '../../src/demo/jetstream-server.ts'
+} from '../../demo-network/jetstream-server.ts'
+import { openDatabase } from '../../src/db/client.ts'
 import { type ServingCli, startServing, waitFor } from '../helpers/cli.ts'
 import { type PgCluster, startPgCluster } from '../helpers/pg-cluster.ts'
 

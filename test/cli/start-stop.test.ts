@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort } from '../../bench/lib/child.ts'
 import { startServer } from '../../src/cli/runtime.ts'
 import type { Shutdown } from '../../src/cli/shutdown.ts'
 import type { Database } from '../../src/db/client.ts'
 import { createTestDatabase } from '../helpers/db.ts'
+import { freePort } from '../helpers/node-child.ts'
 import { testRuntime } from '../helpers/restart-kit.ts'
 
 // A stop that comes while the process is still starting: whatever start-up opens after it

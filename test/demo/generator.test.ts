@@ -3,8 +3,8 @@ import { cidForCbor } from '@atproto/common'
 import { isValidTid } from '@atproto/syntax'
 import { CID } from 'multiformats/cid'
 import { describe, expect, it } from 'vitest'
+import { createGenerator, type JetstreamEvent } from '../../demo-network/generator.ts'
 import { buildSample, NSIDS, replay } from '../../scripts/make-sample.ts'
-import { createGenerator, type JetstreamEvent } from '../../src/demo/generator.ts'
 import { createReferenceModel, FLAG_NAMES } from '../helpers/reference-model.ts'
 
 const small = { contentBytes: { min: 1500, max: 5000 } }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { tidFromMicros } from '../../src/demo/tid.ts'
+import { tidFromMicros } from '../../demo-network/tid.ts'
 import { createReferenceModel } from '../helpers/reference-model.ts'
 
 // Hand-made events pin down the oracle's reading of SPEC sections 3 and 4.

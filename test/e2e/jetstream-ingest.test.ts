@@ -1,13 +1,13 @@
 import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Database } from '../../src/db/client.ts'
-import { getCursor } from '../../src/db/read/stats.ts'
-import type { JetstreamEvent } from '../../src/demo/generator.ts'
+import type { JetstreamEvent } from '../../demo-network/generator.ts'
 import {
   type JetstreamJson,
   type JetstreamServer,
   startJetstreamServer,
-} from '../../src/demo/jetstream-server.ts'
+} from '../../demo-network/jetstream-server.ts'
+import type { Database } from '../../src/db/client.ts'
+import { getCursor } from '../../src/db/read/stats.ts'
 import { waitFor } from '../helpers/cli.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { NSIDS } from '../helpers/events.ts'

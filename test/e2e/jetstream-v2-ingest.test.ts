@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import type { Database } from '../../src/db/client.ts'
 import {
   type JetstreamV2Server,
   startJetstreamV2Server,
-} from '../../src/demo/jetstream-v2-server.ts'
+} from '../../demo-network/jetstream-v2-server.ts'
+import type { Database } from '../../src/db/client.ts'
 import { waitFor } from '../helpers/cli.ts'
 import { createTestDatabase, emptyDatabase } from '../helpers/db.ts'
 import { account, commit, DID, identity, T0, tid } from '../helpers/jetstream-json.ts'

@@ -4,13 +4,13 @@ import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type Database, openDatabase } from '../../src/db/client.ts'
-import { saveCursor } from '../../src/db/writes.ts'
 import {
   demoDictionary,
   type JetstreamV2Server,
   startJetstreamV2Server,
-} from '../../src/demo/jetstream-v2-server.ts'
+} from '../../demo-network/jetstream-v2-server.ts'
+import { type Database, openDatabase } from '../../src/db/client.ts'
+import { saveCursor } from '../../src/db/writes.ts'
 import { seqCursor } from '../../src/model/cursor.ts'
 import { getJson, type ServingCli, startServing, waitFor } from '../helpers/cli.ts'
 import { createTestDatabase } from '../helpers/db.ts'

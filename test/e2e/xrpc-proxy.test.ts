@@ -2,11 +2,11 @@ import type { IncomingMessage } from 'node:http'
 import { XRPCError } from '@atproto/xrpc'
 import type { FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort } from '../../bench/lib/child.ts'
 import type { Database } from '../../src/db/client.ts'
 import { ALICE, makeApp, type Seeded, seed } from '../api/fixtures.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { startNetwork, type TestAccount, type TestNetwork } from '../helpers/network.ts'
+import { freePort } from '../helpers/node-child.ts'
 import { AtpBaseClient } from '../xrpc-client/index.ts'
 
 // An atproto client reaches this AppView through its own PDS: the reference PDS resolves

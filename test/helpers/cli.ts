@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { createGenerator, type GeneratorInput } from '../../src/demo/generator.ts'
+import { createGenerator, type GeneratorInput } from '../../demo-network/generator.ts'
 
 const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))
 

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
-import postgres from 'postgres'
 import { type Database, openDatabase } from '../../src/db/client.ts'
+import { createTempDatabase } from './pg-cluster.ts'
 
 /**
  * A migrated, empty database for one test file: PGlite in memory by default, or a fresh
@@ -13,21 +13,14 @@ export async function createTestDatabase(): Promise<Database> {
     await db.migrate()
     return db
   }
-  const name = `pav_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} })
-  await admin.unsafe(`CREATE DATABASE ${name}`)
-  await admin.end()
-  const url = new URL(serverUrl)
-  url.pathname = `/${name}`
-  const db = await openDatabase({ url: url.toString(), dataDir: null, maxConnections: 4 })
+  const temp = await createTempDatabase(serverUrl, 'pav_test')
+  const db = await openDatabase({ url: temp.url, dataDir: null, maxConnections: 4 })
   await db.migrate()
   return {
     ...db,
     close: async () => {
       await db.close()
-      const drop = postgres(serverUrl, { max: 1, onnotice: () => {} })
-      await drop.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-      await drop.end()
+      await temp.drop()
     },
   }
 }

@@ -30,7 +30,8 @@ export function driverDependentTests(root: string): string[] {
     memo.set(file, result)
     return result
   }
-  return testFiles(join(root, 'test'))
+  return ['test', 'bench/test']
+    .flatMap((dir) => testFiles(join(root, dir)))
     .filter(reaches)
     .map((f) => relative(root, f))
 }

@@ -1,5 +1,5 @@
-import type { JetstreamJson } from '../../src/demo/jetstream-server.ts'
-import { v2Envelope } from '../../src/demo/jetstream-v2-frames.ts'
+import type { JetstreamJson } from '../../demo-network/jetstream-server.ts'
+import { v2Envelope } from '../../demo-network/jetstream-v2-frames.ts'
 import { COLLECTIONS, PROMPT } from './ingest-kit.ts'
 
 // Jetstream frames as they come over the wire: v1 JSON events of one DID numbered by `n`

@@ -3,7 +3,7 @@ import {
   type JetstreamV2Server,
   startJetstreamV2Server,
   type V2ServerOptions,
-} from '../../src/demo/jetstream-v2-server.ts'
+} from '../../demo-network/jetstream-v2-server.ts'
 import { createJetstreamV2Source, type JetstreamV2Options } from '../../src/ingest/jetstream/v2.ts'
 import { COLLECTIONS, captureLogger, testMetrics } from './ingest-kit.ts'
 import { onCleanup, sourceRun } from './source-run.ts'
@@ -12,7 +12,7 @@ import { onCleanup, sourceRun } from './source-run.ts'
 // source wired to a collecting sink, all closed after each test.
 
 export const DICTIONARY = readFileSync(
-  new URL('../../src/demo/jetstream-v2.zdict', import.meta.url),
+  new URL('../../demo-network/jetstream-v2.zdict', import.meta.url),
 )
 export const OTHER_DICTIONARY = readFileSync(
   new URL('../fixtures/jetstream-v2-other.zdict', import.meta.url),

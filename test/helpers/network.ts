@@ -5,7 +5,7 @@ import { AtpAgent } from '@atproto/api'
 import { Secp256k1Keypair } from '@atproto/crypto'
 import { PDS } from '@atproto/pds'
 import * as plc from '@did-plc/server'
-import { freePort } from '../../bench/lib/child.ts'
+import { freePort } from './node-child.ts'
 
 // An offline atproto network for tests: a PLC directory in memory and the reference PDS,
 // both in this process on loopback, the way @atproto/dev-env starts them.

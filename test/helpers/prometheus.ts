@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { freePort } from '../../bench/lib/child.ts'
+import { freePort } from './node-child.ts'
 
 export { dashboardTargets } from './promql.ts'
 

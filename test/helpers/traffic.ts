@@ -2,7 +2,8 @@ import {
   createGenerator,
   type DemoGenerator,
   type GeneratorInput,
-} from '../../src/demo/generator.ts'
+  type JetstreamEvent,
+} from '../../demo-network/generator.ts'
 
 /**
  * Demo traffic the way most tests want it: small records (1 to 2 KiB) and made-up CIDs, both
@@ -19,4 +20,12 @@ export function testTraffic(
     ...(agoSeconds === undefined ? {} : { startTimeUs: Date.now() * 1000 - agoSeconds * 1e6 }),
     ...input,
   })
+}
+
+/**
+ * True for events a Jetstream asked for the default WANTED_COLLECTIONS sends (account and
+ * identity always go).
+ */
+export function isSent(ev: JetstreamEvent): boolean {
+  return ev.kind !== 'commit' || ev.commit.collection.startsWith('xyz.quasigod.lab.letta.')
 }

@@ -281,12 +281,19 @@ describe('Dockerfile', () => {
           .filter((a) => !a.startsWith('--')),
       )
     expect(sources).toEqual(
-      expect.arrayContaining(['src', 'drizzle', 'lexicons', 'examples', 'package.json']),
+      expect.arrayContaining([
+        'src',
+        'demo-network',
+        'drizzle',
+        'lexicons',
+        'examples',
+        'package.json',
+      ]),
     )
     for (const s of sources) {
       expect(existsSync(repo(s)), s).toBe(true)
       expect(ignored, `${s} is in .dockerignore`).not.toContain(s)
-      if (s === 'src') expect(statSync(repo(s)).isDirectory()).toBe(true)
+      if (s === 'src' || s === 'demo-network') expect(statSync(repo(s)).isDirectory()).toBe(true)
     }
   })
 })

@@ -13,12 +13,12 @@ import {
 import pino from 'pino'
 import type { Counter } from 'prom-client'
 import { afterEach, describe, expect, it } from 'vitest'
-import { buildBigRepo, fixedResolver } from '../../bench/lib/big-repo.ts'
 import { runBackfill } from '../../src/ingest/backfill/backfill.ts'
 import { readRepoCar } from '../../src/ingest/backfill/car-stream.ts'
 import { fetchRepoSnapshot } from '../../src/ingest/backfill/repo-snapshot.ts'
 import { UpstreamLimiter } from '../../src/ingest/backfill/upstream-limiter.ts'
 import type { RepoSnapshotEvent } from '../../src/model/events.ts'
+import { buildBigRepo, fixedResolver } from '../helpers/firehose/big-repo.ts'
 import { COLLECTIONS, PROMPT, testMetrics } from '../helpers/ingest-kit.ts'
 
 // getRepo read as a stream (src/ingest/backfill/car-stream.ts) and bad upstreams: a CAR that ends
@@ -141,7 +141,7 @@ function expectRefused(r: Awaited<ReturnType<typeof backfillFrom>>, reason: stri
   expect(line).toMatchObject({ did: DID, code: reason })
 }
 
-/** A generated repo (bench/lib/big-repo.ts: MST nodes after the records). */
+/** A generated repo (test/helpers/firehose/big-repo.ts: MST nodes after the records). */
 async function generated(otherRecords: number, otherRecordBytes: number, prompts: number) {
   const kp = await Secp256k1Keypair.create()
   const wanted = { collection: PROMPT, count: prompts, record: prompt }

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
-import { type JetstreamServer, startJetstreamServer } from '../../src/demo/jetstream-server.ts'
+import { type JetstreamServer, startJetstreamServer } from '../../demo-network/jetstream-server.ts'
 import { AGENT, PROMPT, until } from '../helpers/ingest-kit.ts'
 import { account, commit, T0 } from '../helpers/jetstream-json.ts'
 

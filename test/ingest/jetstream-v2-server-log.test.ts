@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { commit } from '../helpers/jetstream-json.ts'
 import { v2Server } from '../helpers/jetstream-v2-kit.ts'
 
-// The v2 server shares the v1 server's bounded log (src/demo/event-log.ts): the demo's
+// The v2 server shares the v1 server's bounded log (demo-network/event-log.ts): the demo's
 // `--wire v2` must stay under the shipped heap as `--wire v1` does.
 
 describe('local Jetstream v2 server: bounded log', () => {

@@ -1,7 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { WebSocketServer } from 'ws'
-import { type JetstreamServer, startJetstreamServer } from '../../src/demo/jetstream-server.ts'
+import { type JetstreamServer, startJetstreamServer } from '../../demo-network/jetstream-server.ts'
 import {
   backoffDelayMs,
   buildSubscribeUrl,

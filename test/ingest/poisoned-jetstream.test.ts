@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type Runtime, startIngest } from '../../src/cli/runtime.ts'
-import type { Database } from '../../src/db/client.ts'
-import { getStats } from '../../src/db/read/stats.ts'
-import type { JetstreamEvent } from '../../src/demo/generator.ts'
+import type { JetstreamEvent } from '../../demo-network/generator.ts'
 import {
   type JetstreamJson,
   type JetstreamServer,
   startJetstreamServer,
-} from '../../src/demo/jetstream-server.ts'
+} from '../../demo-network/jetstream-server.ts'
+import { type Runtime, startIngest } from '../../src/cli/runtime.ts'
+import type { Database } from '../../src/db/client.ts'
+import { getStats } from '../../src/db/read/stats.ts'
 import { createJetstreamSource } from '../../src/ingest/jetstream/v1.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { NSIDS } from '../helpers/events.ts'

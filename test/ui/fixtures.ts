@@ -1,4 +1,4 @@
-import { createGenerator } from '../../src/demo/generator.ts'
+import { createGenerator } from '../../demo-network/generator.ts'
 import { applyBatch, type IndexerDeps } from '../../src/indexer/apply.ts'
 import { normalizeJetstreamEvent } from '../../src/ingest/jetstream/event.ts'
 import { timeCursor } from '../../src/model/cursor.ts'

@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createRandom, type Random } from '../../../src/demo/random.ts'
+import { createRandom, type Random } from '../../../demo-network/random.ts'
 
 // What every scenario gets: its own seeded random stream (derived from the run's seed and
 // the scenario's name, so adding a scenario does not shift the others' fault points), a

@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs'
-import { createGenerator, type JetstreamEvent } from '../../../src/demo/generator.ts'
+import { createGenerator, type JetstreamEvent } from '../../../demo-network/generator.ts'
 
 // The traffic every scenario replays: the demo network generator (realistic Letta
 // behaviour, anomalies included) with multi-KB records, seeded from the run's seed.

@@ -1,5 +1,5 @@
-import type { JetstreamEvent } from '../../../src/demo/generator.ts'
-import type { Random } from '../../../src/demo/random.ts'
+import type { JetstreamEvent } from '../../../demo-network/generator.ts'
+import type { Random } from '../../../demo-network/random.ts'
 
 // Replay lines an operator's file (or a hostile upstream) may hold, mixed into the suite's
 // events. Every `counted` line must be refused, counted and logged, and must not move the

@@ -1,5 +1,5 @@
-import { tidFromMicros } from '../../../src/demo/tid.ts'
-import type { JetstreamCommitEvent, JetstreamEvent } from '../../../src/demo/types.ts'
+import { tidFromMicros } from '../../../demo-network/tid.ts'
+import type { JetstreamCommitEvent, JetstreamEvent } from '../../../demo-network/types.ts'
 import type { EventSet } from './events.ts'
 
 // The end of a Jetstream v2 stream as a repo's resync leaves it (issue 28): `#sync(did, R)`,

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url'
-import { spawnNode } from '../../../bench/lib/child.ts'
-import { loadOrBuildFrames } from '../../../bench/lib/frames-cache.ts'
-import { startPlcStub } from '../../../bench/lib/plc-stub.ts'
+import { loadOrBuildFrames } from '../../helpers/firehose/frames-cache.ts'
+import { startPlcStub } from '../../helpers/firehose/plc-stub.ts'
+import { spawnNode } from '../../helpers/node-child.ts'
 import { COMMON_ENV } from '../lib/baseline.ts'
 import { startCli } from '../lib/cli-proc.ts'
 import { compareDigests } from '../lib/compare.ts'
@@ -13,7 +13,7 @@ import { waitCaughtUp } from '../lib/progress.ts'
 import type { Scenario } from '../lib/scenario.ts'
 import { cutPlan } from './jetstream-cuts.ts'
 
-// A local relay (its own process) replaying real signed commits (bench/lib/frames.ts:
+// A local relay (its own process) replaying real signed commits (test/helpers/firehose/frames.ts:
 // secp256k1 keys, MST proofs, #account frames, noise collections) behind the cutting
 // proxy: every ~1,500 frames the socket goes, once mid-frame. The verified firehose
 // source resumes from its stored seq; the end state must be an uncut one-per-batch run's.
@@ -21,7 +21,7 @@ import { cutPlan } from './jetstream-cuts.ts'
 // same cut points over the same frames on a machine.
 
 const FRAME_SERVER = fileURLToPath(
-  new URL('../../../bench/lib/frame-server-child.ts', import.meta.url),
+  new URL('../../helpers/firehose/frame-server-child.ts', import.meta.url),
 )
 
 async function startRelay(ctx: ChaosContext, path: string): Promise<string> {
@@ -42,7 +42,13 @@ export function firehoseCutsScenario(driver: Driver): Scenario {
     async run(ctx) {
       const frames = ctx.short ? 1_500 : 12_000
       const set = await loadOrBuildFrames(
-        { frames, matchingShare: 0.4, noiseRepos: 40, lettaDids: 20 },
+        {
+          frames,
+          matchingShare: 0.4,
+          noiseRepos: 40,
+          lettaDids: 20,
+          contentBytes: { min: 2048, max: 12_288 },
+        },
         (m) => ctx.note(`frames: ${m}`),
       )
       const plc = await startPlcStub(set.keys)

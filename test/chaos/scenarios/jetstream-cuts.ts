@@ -1,7 +1,10 @@
 import { join } from 'node:path'
-import { isSent } from '../../../bench/lib/traffic.ts'
-import { startJetstreamServer } from '../../../src/demo/jetstream-server.ts'
-import { demoDictionary, startJetstreamV2Server } from '../../../src/demo/jetstream-v2-server.ts'
+import { startJetstreamServer } from '../../../demo-network/jetstream-server.ts'
+import {
+  demoDictionary,
+  startJetstreamV2Server,
+} from '../../../demo-network/jetstream-v2-server.ts'
+import { isSent } from '../../helpers/traffic.ts'
 import type { Baseline } from '../lib/baseline.ts'
 import { COMMON_ENV, uninterrupted } from '../lib/baseline.ts'
 import { sleep, startCli, tail } from '../lib/cli-proc.ts'

@@ -1,11 +1,11 @@
 import postgres from 'postgres'
 import WebSocket from 'ws'
+import { startPgCluster } from '../../helpers/pg-cluster.ts'
 import type { ChangeRow } from '../lib/api-read.ts'
 import { COMMON_ENV, replayArgs } from '../lib/baseline.ts'
 import { type CliProc, describeExit, sleep, startCli, tail } from '../lib/cli-proc.ts'
 import { compareDigests } from '../lib/compare.ts'
 import { readDigest } from '../lib/digest.ts'
-import { startCluster } from '../lib/pg-cluster.ts'
 import { readCursor, waitCaughtUp } from '../lib/progress.ts'
 import { sweepProblems, sweepReads } from '../lib/read-sweep.ts'
 import type { Scenario } from '../lib/scenario.ts'
@@ -33,7 +33,8 @@ export const pgOutageScenario: Scenario = {
   injects: 'pg_ctl stop -m immediate on a private cluster mid-ingest, start it again',
   async run(ctx, shared) {
     const base = await shared.baseline('postgres')
-    const cluster = await startCluster(ctx)
+    const cluster = await startPgCluster()
+    ctx.defer(`remove the private cluster on port ${cluster.port}`, () => cluster.destroy())
     const env = { ...COMMON_ENV, DATABASE_URL: cluster.url, BATCH_SIZE: batchSize(ctx.short) }
     const outages = ctx.short ? 3 : 8
     const span = percentOf(base.set.events[0].time_us, base.set.lastTimeUs)
@@ -53,7 +54,7 @@ export const pgOutageScenario: Scenario = {
       const target = first + t * (base.set.lastTimeUs - first)
       const at = await waitCursor(p, target)
       const pauseMs = ctx.rand.int(300, ctx.short ? 1_500 : 5_000)
-      await cluster.crash()
+      await cluster.stopImmediate()
       const probe = await probeOutage(p, pauseMs)
       await cluster.start()
       const after = await readsOnceReady(p, base.fine.records.keys())

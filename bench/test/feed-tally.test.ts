@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { FeedTally } from '../../bench/lib/feed-tally.ts'
+import { FeedTally } from '../lib/feed-tally.ts'
 
 const A = 'at://did:plc:a/xyz.quasigod.lab.letta.compiledPrompt/1'
 const B = 'at://did:plc:a/xyz.quasigod.lab.letta.compiledPrompt/2'

@@ -9,9 +9,9 @@ import {
   Repo,
   WriteOpAction,
 } from '@atproto/repo'
-import type { JetstreamEvent } from '../../src/demo/generator.ts'
-import { createRandom } from '../../src/demo/random.ts'
-import { benchGenerator, COLLECTIONS } from './traffic.ts'
+import { createGenerator, type JetstreamEvent } from '../../../demo-network/generator.ts'
+import { createRandom } from '../../../demo-network/random.ts'
+import { COLLECTIONS } from '../ingest-kit.ts'
 
 // subscribeRepos traffic made of real signed commits: every repo is an @atproto/repo Repo
 // in memory with its own secp256k1 key, every frame is what a PDS sequences (#commit with
@@ -44,6 +44,8 @@ export interface FrameOptions {
   matchingShare: number
   noiseRepos: number
   lettaDids: number
+  /** Bytes of a Letta prompt's `content` (the benches take theirs from the environment). */
+  contentBytes: { min: number; max: number }
 }
 
 const NOISE = ['app.bsky.feed.post', 'app.bsky.feed.like', 'app.bsky.graph.follow']
@@ -193,7 +195,15 @@ export class LettaRepos {
 
 export async function buildFrames(o: FrameOptions, log: (m: string) => void): Promise<FrameSet> {
   const t0 = performance.now()
-  const gen = benchGenerator({ dids: o.lettaDids, seed: 41, noiseRatio: 0 })
+  const gen = createGenerator({
+    seed: 41,
+    dids: o.lettaDids,
+    contentBytes: o.contentBytes,
+    startTimeUs: 1_764_460_800_000_000,
+    meanIntervalUs: 500,
+    noiseRatio: 0,
+    realCids: false,
+  })
   // Seeded like the generator: the share of matching frames is then the same on every
   // build, so a check of it is not a coin toss (Math.random missed 0.95 about 1 run in 20).
   const rnd = createRandom(43)

@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs'
 import { createServer, type IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import { WebSocketServer } from 'ws'
-import { dictionaryIdOf } from '../ingest/jetstream/v2-zstd.ts'
 import { appendToLog } from './event-log.ts'
 import {
   errorFrame,
@@ -36,6 +35,15 @@ const DICT_PATH = `/xrpc/${NS}.getZstdDictionary`
 /** The dictionary the demo and benchmarks serve (trained with `zstd --train` on demo traffic). */
 export function demoDictionary(): Buffer {
   return readFileSync(new URL('./jetstream-v2.zdict', import.meta.url))
+}
+
+// The server reads the dictionary header itself rather than borrow the reader's (src/ingest):
+// the network stands apart from the product it feeds.
+const DICT_MAGIC = 0xec30a437
+
+/** The ID of a structured zstd dictionary (RFC 8878 section 5), or null if it is not one. */
+function dictionaryIdOf(bytes: Buffer): number | null {
+  return bytes.length >= 8 && bytes.readUInt32LE(0) === DICT_MAGIC ? bytes.readUInt32LE(4) : null
 }
 
 export interface V2ServerOptions {

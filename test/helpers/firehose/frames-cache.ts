@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { benchEnv } from './env.ts'
 import { buildFrames, type FrameOptions, type FrameSet } from './frames.ts'
 
 // Built frame sets on disk, keyed by what they were built from: building ~100,000 signed
@@ -9,7 +8,7 @@ import { buildFrames, type FrameOptions, type FrameSet } from './frames.ts'
 
 // node_modules/.cache: the usual home of build caches, ignored by git and the linters.
 const CACHE = fileURLToPath(
-  new URL('../../node_modules/.cache/prompt-appview-bench/', import.meta.url),
+  new URL('../../../node_modules/.cache/prompt-appview-bench/', import.meta.url),
 )
 const VERSION = 4
 
@@ -34,7 +33,7 @@ export async function loadOrBuildFrames(
   log: (m: string) => void,
 ): Promise<FrameSet & { path: string }> {
   const id = createHash('sha256')
-    .update(JSON.stringify({ ...o, v: VERSION, content: benchEnv.contentBytes }))
+    .update(JSON.stringify({ ...o, v: VERSION }))
     .digest('hex')
     .slice(0, 16)
   const base = `${CACHE}firehose-${id}`

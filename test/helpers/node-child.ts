@@ -1,13 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { RUNTIME_NODE_FLAGS } from '../../src/cli/node-flags.ts'
-import { sleep } from './stats.ts'
 
 // Processes under test run as their own OS process, as in production: the CLI itself
 // (`prompt-appview serve`, `ingest`, `run`) or a bench helper. Memory is read from /proc,
-// so it is the process's real resident set, not a heap estimate.
+// so it is the process's real resident set, not a heap estimate. Tests, chaos and benches
+// all start their processes through here.
 
 /**
  * Node flags for a product process: the ones it ships with (src/cli/node-flags.ts), or the

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { runFirehose } from '../../bench/firehose.ts'
-import { runFreshness } from '../../bench/freshness.ts'
-import { runIngest } from '../../bench/ingest.ts'
-import type { ScenarioResult } from '../../bench/lib/report.ts'
-import { runMemory } from '../../bench/memory.ts'
-import { runReadApi } from '../../bench/read-api.ts'
+import { runFirehose } from '../firehose.ts'
+import { runFreshness } from '../freshness.ts'
+import { runIngest } from '../ingest.ts'
+import type { ScenarioResult } from '../lib/report.ts'
+import { runMemory } from '../memory.ts'
+import { runReadApi } from '../read-api.ts'
 
 // Every benchmark scenario at a tiny scale: it runs end to end, produces sane, non-empty
 // figures and passes its correctness checks. Timings are never asserted: this machine's
