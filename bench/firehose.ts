@@ -2,8 +2,8 @@ import { IdResolver, MemoryCache } from '@atproto/identity'
 import { Firehose, MemoryRunner } from '@atproto/sync'
 import pino from 'pino'
 import { applyBatch } from '../src/indexer/apply.ts'
-import type { ChainStore } from '../src/ingest/chain/firehose-chain.ts'
 import { createDidResolver } from '../src/ingest/did-resolver.ts'
+import type { ChainState } from '../src/ingest/firehose/chain/firehose-chain.ts'
 import { createFirehoseSource } from '../src/ingest/firehose/source.ts'
 import { seqCursor } from '../src/model/cursor.ts'
 import type { CommitEvent, IndexEvent, SourceItem } from '../src/model/events.ts'
@@ -79,16 +79,12 @@ async function startFrameServer(path: string) {
 }
 
 /**
- * The chain state as the runtime wires it (src/ingest/create-source.ts), in memory: the
+ * The chain state as the runtime wires it (src/cli/create-source.ts), in memory: the
  * Letta repos and `tracked` noise repos are tracked, none has a stored head yet (the first
  * commit seen starts its chain), none waits for a resync.
  */
-function memoryChainStore(tracked: string[]): ChainStore {
-  return {
-    loadHead: async () => null,
-    loadTracked: async (limit) => tracked.slice(0, limit),
-    listUnsynchronized: async () => [],
-  }
+function memoryChainState(tracked: string[]): ChainState {
+  return { loadHead: async () => null, tracked, unsynchronized: [] }
 }
 
 /** The product's source until the item with seq `lastSeq`; returns the commit events. */
@@ -112,7 +108,7 @@ async function runProduct(
     logger,
     metrics,
     verifyThreads,
-    chainStore: tracked ? memoryChainStore(tracked) : undefined,
+    chain: tracked ? memoryChainState(tracked) : undefined,
   })
   const events: IndexEvent[] = []
   const abort = new AbortController()

@@ -89,7 +89,7 @@ async function runCommand(command: 'run' | 'ingest' | 'serve', config: Config): 
 async function startIngesting(rt: Runtime, opts: { readApi: boolean }): Promise<void> {
   // The sources (WebSocket clients, the firehose verifier, DID resolution) load only in a
   // process that ingests: `serve` never carries them.
-  const { createSource } = await import('../ingest/create-source.ts')
+  const { createSource } = await import('./create-source.ts')
   const { HandleLookups } = await import('../indexer/handle-lookups.ts')
   const { source, verifyHandle } = await createSource(rt.ctx)
   const prepared = await prepareIngest(rt, source)

@@ -225,6 +225,7 @@ function runIngest(
   const pipeline = new IngestPipeline(rt.ctx, {
     source: source.name,
     key: o.key,
+    provenance: source.provenance,
     batchSize: config.batchSize,
     batchDelayMs: config.batchDelayMs,
     queueSize: config.queueSize,

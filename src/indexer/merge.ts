@@ -1,6 +1,5 @@
 import type {
   AccountEvent,
-  CommitEvent,
   IdentityEvent,
   RepoPruneEvent,
   RepoSnapshotEvent,
@@ -14,6 +13,7 @@ import {
   type BatchPlan,
   type LoadedState,
   type OperatorHideEvent,
+  type PreparedCommit,
   snapshotChain,
 } from './plan.ts'
 import {
@@ -73,7 +73,7 @@ function planEvent(ctx: PlanContext, ev: BatchEvent): void {
 }
 
 /** A create, update or delete of a prompt, conversation or agent record. */
-function planCommit(ctx: PlanContext, ev: CommitEvent): void {
+function planCommit(ctx: PlanContext, ev: PreparedCommit): void {
   const role = roleOf(ctx.nsids, ev.collection)
   if (!role) return // sources filter; a stray collection is never stored
   const r = writeRecord(ctx, {

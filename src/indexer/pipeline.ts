@@ -17,6 +17,8 @@ import { prepareEvent } from './prepare.ts'
 export interface PipelineOptions {
   source: string
   key: string
+  /** Stamped, unverified, on commits that carry no provenance of their own (Source.provenance). */
+  provenance: Provenance['source']
   batchSize: number
   batchDelayMs: number
   queueSize: number
@@ -36,8 +38,11 @@ export interface PipelineOptions {
 /** What the pipeline needs of the process's dependency bag (AppContext). */
 type PipelineDeps = IndexerDeps & Pick<AppContext, 'logger' | 'metrics'>
 
-/** A queued item: its event carries its analysis, or will once a worker has answered. */
-type Queued = Omit<SourceItem, 'event'> & { event: IndexEvent | Promise<IndexEvent> | null }
+/**
+ * A queued item: the source's event as the batch takes it, a prompt write with its analysis
+ * beside it (plan.ts, PreparedCommit), or a promise of that once a worker has answered.
+ */
+type Queued = Omit<SourceItem, 'event'> & { event: BatchEvent | Promise<BatchEvent> | null }
 
 export class IngestPipeline implements Sink {
   readonly #ctx: PipelineDeps
@@ -92,7 +97,12 @@ export class IngestPipeline implements Sink {
     const ev = item.event
     // Sources that cannot vouch for a record (Jetstream, replay files) say nothing about it.
     if (ev?.kind === 'commit' && !ev.provenance) {
-      item = { ...item, event: { ...ev, provenance: unverifiedFrom(this.#opts.source) } }
+      const provenance: Provenance = {
+        source: this.#opts.provenance,
+        verified: false,
+        commit: null,
+      }
+      item = { ...item, event: { ...ev, provenance } }
     }
     this.#queue.push({ ...item, event: item.event && this.#prepare(item.event) })
     this.#queuedBytes += item.bytes ?? 0
@@ -100,7 +110,7 @@ export class IngestPipeline implements Sink {
   }
 
   /** Validation and hashing now, while the batch before this one is in its transaction. */
-  #prepare(ev: IndexEvent): IndexEvent | Promise<IndexEvent> {
+  #prepare(ev: IndexEvent): BatchEvent | Promise<BatchEvent> {
     const analysis = this.#opts.analysis
     return analysis === null
       ? prepareEvent(this.#ctx, ev)
@@ -264,12 +274,6 @@ export function countOutcomes(
   for (const o of result.outcomes) {
     metrics.eventsTotal.inc({ source, collection: o.collection, op: o.op, outcome: o.outcome })
   }
-}
-
-function unverifiedFrom(source: string): Provenance {
-  const known: Provenance['source'][] = ['firehose', 'jetstream', 'backfill', 'replay']
-  const name = known.find((k) => k === source) ?? 'replay'
-  return { source: name, verified: false, commit: null }
 }
 
 /** FNV-1a of the DID: stable across processes, so partitions never overlap. */

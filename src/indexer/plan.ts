@@ -1,6 +1,12 @@
-import type { ChainEvent, IndexEvent, RepoSnapshotEvent } from '../model/events.ts'
+import type { ChainEvent, CommitEvent, IndexEvent, RepoSnapshotEvent } from '../model/events.ts'
 import type { Role } from '../model/nsids.ts'
-import type { AccountRow, RecordRow, RevisionRow, StoredRecord } from '../model/rows.ts'
+import type {
+  AccountRow,
+  PromptFacts,
+  RecordRow,
+  RevisionRow,
+  StoredRecord,
+} from '../model/rows.ts'
 import type { Outcome } from '../observe/metrics.ts'
 
 // The shapes a batch is planned in: what is read of the current state, and the rows,
@@ -38,7 +44,14 @@ export interface OperatorHideEvent {
   did: string
   hidden: boolean
 }
-export type BatchEvent = IndexEvent | OperatorHideEvent
+
+/**
+ * A commit as the indexer queues it: beside the source's event, a prompt write's analysis
+ * when it was done as the event was queued (prepare.ts); absent, the batch analyzes it.
+ */
+export type PreparedCommit = CommitEvent & { analysis?: PromptFacts }
+
+export type BatchEvent = Exclude<IndexEvent, CommitEvent> | PreparedCommit | OperatorHideEvent
 
 /** A verified fetch of the whole repo: the chain continues from the fetched commit. */
 export function snapshotChain(

@@ -6,7 +6,7 @@ import type { BatchEvent } from './plan.ts'
 // the lexicon, hashing its content, finding its words, serializing it. The pipeline does it
 // as an event is queued, which is while the previous batch's transaction runs, so the CPU
 // it costs overlaps the database's work instead of being spent inside the writer lock. The
-// result travels on the event (`analysis`) to the batch; a path that never prepares
+// result travels beside the event to the batch (plan.ts, PreparedCommit); a path that never prepares
 // (backfill, admin) analyzes in the batch, with the same result.
 
 /** Whether `ev` is a prompt write, the one kind of event that has an analysis. */

@@ -70,7 +70,7 @@ export function createReplaySource(opts: ReplaySourceOptions): Source & {
     logger.info({ ...stats, aborted: signal.aborted }, 'replay finished')
   }
 
-  return { name: 'replay', key, resumesFrom: ['time_us'], run, stats }
+  return { name: 'replay', key, provenance: 'replay', resumesFrom: ['time_us'], run, stats }
 }
 
 /** What reading lines needs: the filter, the counters, and where skips and refusals go. */

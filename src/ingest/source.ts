@@ -1,5 +1,6 @@
 import type { CursorKind, SourceCursor } from '../model/cursor.ts'
 import type { Sink } from '../model/events.ts'
+import type { Provenance } from '../model/rows.ts'
 
 /** A hole the source knows it left in the stream (backfill needed): /v1/stats and /readyz. */
 export interface IngestGap {
@@ -19,6 +20,11 @@ export interface Source {
   readonly name: string
   /** The URL or file: cursors are kept per (name, key). */
   readonly key: string
+  /**
+   * What a record read here is stamped as having come through when it carries no proof of
+   * its own (SPEC 4): the pipeline marks such commits unverified from this source.
+   */
+  readonly provenance: Provenance['source']
   /**
    * The kinds of stored position this source can start from (model/cursor.ts). A stored
    * cursor of another kind is refused at start, and a stored `time_us` in the future too

@@ -1,5 +1,5 @@
 import type { SourceCursor } from './cursor.ts'
-import type { PromptFacts, Provenance } from './rows.ts'
+import type { Provenance } from './rows.ts'
 
 // Normalized events: every source (Jetstream, firehose, backfill, replay) turns what it
 // reads into these, so the indexer never knows where an event came from.
@@ -22,11 +22,6 @@ export interface CommitEvent {
   timeUs: number
   /** How the record was obtained (SPEC 4); absent: unknown. */
   provenance?: Provenance
-  /**
-   * A prompt write's analysis, when it was done as the event was queued (indexer/prepare.ts);
-   * absent, the batch analyzes the record itself.
-   */
-  analysis?: PromptFacts
 }
 
 export type SyncState = 'synchronized' | 'desynchronized' | 'resyncing'

@@ -38,6 +38,7 @@ export function startIndexer(
   const pipeline = new IngestPipeline(ctx, {
     source: 'jetstream',
     key: source.key,
+    provenance: source.provenance,
     batchSize: 100,
     batchDelayMs: 5,
     queueSize: 300,

@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm'
+import { createSource } from '../../src/cli/create-source.ts'
 import type { AppContext } from '../../src/context/context.ts'
 import type { Database } from '../../src/db/client.ts'
 import { IngestPipeline } from '../../src/indexer/pipeline.ts'
-import { createSource } from '../../src/ingest/create-source.ts'
 import { seqCursor } from '../../src/model/cursor.ts'
 import { waitFor } from './cli.ts'
 import { testContext } from './context.ts'
@@ -37,6 +37,7 @@ export async function startIngest(
   const pipeline = new IngestPipeline(ctx, {
     source: 'firehose',
     key: source.key,
+    provenance: source.provenance,
     batchSize: 50,
     batchDelayMs: 5,
     queueSize: 200,

@@ -13,6 +13,7 @@ import {
   createAnalysisPool,
 } from '../../src/indexer/analysis-pool.ts'
 import { IngestPipeline } from '../../src/indexer/pipeline.ts'
+import type { PreparedCommit } from '../../src/indexer/plan.ts'
 import { createReplaySource } from '../../src/ingest/replay.ts'
 import { timeCursor } from '../../src/model/cursor.ts'
 import type { CommitEvent, IndexEvent, SourceItem } from '../../src/model/events.ts'
@@ -68,7 +69,7 @@ function traffic(w: World, dids: string[]): IndexEvent[] {
   return events
 }
 
-const isPromptWrite = (e: IndexEvent): e is CommitEvent =>
+const isPromptWrite = (e: IndexEvent): e is PreparedCommit =>
   e.kind === 'commit' && e.collection === NSIDS.prompt && e.op !== 'delete'
 
 describe('the analysis pool', () => {
@@ -110,7 +111,7 @@ describe('the analysis pool', () => {
       const w = new World()
       const ev = w.prompt({ did: 'did:plc:analysisbrokenaaaaaaaaa', rkey: w.tid() }) as CommitEvent
       // At once, analyzed on this thread.
-      const prepared = pool.prepare(ev, 0) as CommitEvent
+      const prepared = pool.prepare(ev, 0) as PreparedCommit
       expect(prepared).not.toBeInstanceOf(Promise)
       expect(prepared.analysis).toEqual(
         analyzePrompt(new PromptValidator(NSIDS.prompt), NSIDS, ev.did, ev.rkey, ev.record),
@@ -133,9 +134,9 @@ describe('the analysis pool', () => {
       const ev = () => w.prompt({ did: 'did:plc:analysislazyaaaaaaaaaaa', rkey: w.tid() })
       const first = pool.prepare(ev(), ANALYSIS_START_AT - 1)
       expect(first).not.toBeInstanceOf(Promise)
-      expect((first as CommitEvent).analysis).toBeDefined()
+      expect((first as PreparedCommit).analysis).toBeDefined()
       expect(pool.started).toBe(false)
-      const behind = pool.prepare(ev(), ANALYSIS_START_AT)
+      const behind = pool.prepare<PreparedCommit>(ev(), ANALYSIS_START_AT)
       expect(pool.started).toBe(true)
       expect(behind).toBeInstanceOf(Promise)
       expect((await behind).analysis).toBeDefined()
@@ -156,7 +157,7 @@ describe('the analysis pool', () => {
       startAt: 0,
     })
     const w = new World()
-    const pending = pool.prepare(
+    const pending = pool.prepare<PreparedCommit>(
       w.prompt({ did: 'did:plc:analysiscloseaaaaaaaaaa', rkey: w.tid() }),
       0,
     )
@@ -187,6 +188,7 @@ describe('a pipeline analyzing on a worker', () => {
     const pool = analysis(ctx)
     const p = new IngestPipeline(ctx, {
       source: 'replay',
+      provenance: 'replay',
       key: 'analysis',
       batchSize: 7,
       batchDelayMs: 1,

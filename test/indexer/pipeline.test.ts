@@ -22,6 +22,7 @@ function pipeline(over: Partial<PipelineOptions> = {}) {
   const key = `test-${++n}`
   const p = new IngestPipeline(ctx, {
     source: 'replay',
+    provenance: 'replay',
     key,
     batchSize: 100,
     batchDelayMs: 1,

@@ -3,7 +3,7 @@ import { type Keypair, Secp256k1Keypair } from '@atproto/crypto'
 import { MemoryBlockstore, type RecordWriteOp, Repo, WriteOpAction } from '@atproto/repo'
 import { beforeEach, describe, expect, it } from 'vitest'
 import type { ChainHead } from '../../src/db/repo-chain.ts'
-import { checkCommit, checkRev } from '../../src/ingest/chain/check-commit.ts'
+import { checkCommit, checkRev } from '../../src/ingest/firehose/chain/check-commit.ts'
 import { COLLECTIONS, PROMPT } from '../helpers/ingest-kit.ts'
 import { commitBody } from './commit-body.ts'
 

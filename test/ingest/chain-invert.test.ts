@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { BlockMap, MemoryBlockstore, MST } from '@atproto/repo'
 import { CID } from 'multiformats/cid'
 import { describe, expect, it } from 'vitest'
-import { InversionError, invertCommit } from '../../src/ingest/chain/invert.ts'
+import { InversionError, invertCommit } from '../../src/ingest/firehose/chain/invert.ts'
 
 // The commit-proof fixtures of bluesky-social/atproto-interop-tests (see
 // test/fixtures/interop/README.md): a tree of `keys`, a commit adding `adds` and removing

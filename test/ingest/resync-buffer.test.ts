@@ -1,8 +1,8 @@
 import { type Keypair, Secp256k1Keypair } from '@atproto/crypto'
 import { MemoryBlockstore, type RecordWriteOp, Repo, WriteOpAction } from '@atproto/repo'
 import { describe, expect, it } from 'vitest'
-import { startFirehoseChain } from '../../src/ingest/chain/firehose-chain.ts'
-import { ResyncBuffer } from '../../src/ingest/chain/resync-buffer.ts'
+import { startFirehoseChain } from '../../src/ingest/firehose/chain/firehose-chain.ts'
+import { ResyncBuffer } from '../../src/ingest/firehose/chain/resync-buffer.ts'
 import { seqCursor } from '../../src/model/cursor.ts'
 import type { ChainEvent, CommitEvent, RepoSnapshotEvent } from '../../src/model/events.ts'
 import {
@@ -66,11 +66,11 @@ describe('commits held during a resync', () => {
       resolveKey: async () => kp.did(),
       invalidate: () => {},
     }
-    const chain = await startFirehoseChain({
-      store: {
+    const chain = startFirehoseChain({
+      state: {
         loadHead: async () => head0,
-        loadTracked: async () => [DID],
-        listUnsynchronized: async () => [],
+        tracked: [DID],
+        unsynchronized: [],
       },
       sink,
       startCursor: seqCursor(10),

@@ -4,7 +4,7 @@ import { Secp256k1Keypair } from '@atproto/crypto'
 import { blocksToCarFile, MemoryBlockstore, Repo, WriteOpAction } from '@atproto/repo'
 import { afterEach, describe, expect, it } from 'vitest'
 import { fetchRepoSnapshot } from '../../src/ingest/backfill/repo-snapshot.ts'
-import { Resyncer } from '../../src/ingest/chain/resyncer.ts'
+import { Resyncer } from '../../src/ingest/firehose/chain/resyncer.ts'
 import type { ChainEvent, RepoSnapshotEvent } from '../../src/model/events.ts'
 import { COLLECTIONS, PROMPT, silentLogger, testMetrics } from '../helpers/ingest-kit.ts'
 

@@ -9,8 +9,8 @@ import type {
 } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'
 import type { Metrics } from '../../observe/metrics.ts'
-import type { ChainFrames } from '../chain/chain-frames.ts'
 import type { DidResolver } from '../did-resolver.ts'
+import type { ChainFrames } from './chain/chain-frames.ts'
 import {
   type CommitBody,
   type CommitContext,

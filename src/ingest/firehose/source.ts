@@ -1,15 +1,15 @@
 import { type SourceCursor, startValueOf } from '../../model/cursor.ts'
 import type { RepoSnapshotEvent, Sink } from '../../model/events.ts'
 import { fetchRepoSnapshot, withRetries } from '../backfill/repo-snapshot.ts'
-import {
-  type ChainStore,
-  type FirehoseChain,
-  type FirehoseChainOptions,
-  startFirehoseChain,
-} from '../chain/firehose-chain.ts'
 import { createRefusalReporter } from '../cursor-refusals.ts'
 import type { Source } from '../source.ts'
 import { reconnect, type SessionEnd } from '../ws-session.ts'
+import {
+  type ChainState,
+  type FirehoseChain,
+  type FirehoseChainOptions,
+  startFirehoseChain,
+} from './chain/firehose-chain.ts'
 import { createFrameGuard } from './cursor.ts'
 import { createFrameProcessor, type FrameProcessor, type FrameProcessorOptions } from './frame.ts'
 import { connectOnce } from './socket.ts'
@@ -52,8 +52,11 @@ export interface FirehoseSourceOptions extends FrameSettings {
   reconnectMaxMs?: number
   /** No frame or pong for this long: the connection is presumed dead. */
   idleTimeoutMs?: number
-  /** Sync 1.1 chain state (verified mode only); without it commits are checked one by one. */
-  chainStore?: ChainStore
+  /**
+   * Sync 1.1's stored chain state, loaded by the runtime (verified mode only); without it
+   * commits are checked one by one.
+   */
+  chain?: ChainState
   /** Resync pacing (tests shorten it). */
   resync?: FirehoseChainOptions['resync']
 }
@@ -171,6 +174,7 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
   return {
     name: 'firehose',
     key: opts.url,
+    provenance: 'firehose',
     resumesFrom: ['seq'],
     async run(sink: Sink, startCursor: SourceCursor | null, signal: AbortSignal) {
       const startSeq = startValueOf(startCursor, 'seq', 'firehose')
@@ -182,10 +186,10 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
       })
       let chain: FirehoseChain | null = null
       try {
-        if (opts.chainStore && !opts.unauthenticated)
-          chain = await startFirehoseChain({
+        if (opts.chain && !opts.unauthenticated)
+          chain = startFirehoseChain({
             ...opts,
-            store: opts.chainStore,
+            state: opts.chain,
             sink,
             startCursor,
             checkSignature: pool.check,

@@ -226,6 +226,7 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
   return {
     name: SOURCE,
     key: opts.url,
+    provenance: 'jetstream',
     resumesFrom: ['time_us', 'seq'],
     run,
     get lastCursor() {

@@ -271,6 +271,7 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
   return {
     name: SOURCE,
     key: opts.url,
+    provenance: 'jetstream',
     // Writes seqs; also starts from a time_us, which the server translates (SPEC 5).
     resumesFrom: ['seq', 'time_us'],
     run,

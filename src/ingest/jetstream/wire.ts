@@ -74,6 +74,7 @@ export function createAutoJetstreamSource(
   let wire: 'v1' | 'v2' | null = null
   return {
     name: 'jetstream',
+    provenance: 'jetstream',
     get key() {
       return inner?.key ?? url
     },

@@ -1,7 +1,7 @@
 import { def, MemoryBlockstore, readCarWithRoot, verifyCommitSig } from '@atproto/repo'
-import type { ChainHead } from '../../db/repo-chain.ts'
-import type { ChainEvent } from '../../model/events.ts'
-import type { KeyLookup } from '../firehose/signature.ts'
+import type { ChainHead } from '../../../db/repo-chain.ts'
+import type { ChainEvent } from '../../../model/events.ts'
+import type { KeyLookup } from '../signature.ts'
 import { checkRev, stateEvent } from './check-commit.ts'
 
 // `#sync`: "this is the repo's current commit", possibly discontinuous (notes section 6).

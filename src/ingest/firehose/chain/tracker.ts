@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
-import type { ChainHead } from '../../db/repo-chain.ts'
-import type { ChainEvent } from '../../model/events.ts'
+import type { ChainHead } from '../../../db/repo-chain.ts'
+import type { ChainEvent } from '../../../model/events.ts'
 
 // What the firehose knows of each tracked repo's chain, ahead of the database. Two layers:
 // `heads` is the state as frames of the current connection were checked (frames are
@@ -8,6 +8,9 @@ import type { ChainEvent } from '../../model/events.ts'
 // after a reconnect, so this layer is dropped on every connect); `pushed` is the state as
 // of the items already handed to the pipeline, which will commit in order. Below both is
 // the database. Both layers are LRU maps: an evicted repo is read back from below.
+
+/** Tracked DIDs kept in memory by default (~20 MB): also what the runtime loads of them. */
+export const MAX_TRACKED = 200_000
 
 export interface ChainTrackerOptions {
   loadHead: (did: string) => Promise<ChainHead | null>
@@ -31,7 +34,7 @@ export class ChainTracker {
   #full = false
 
   constructor(opts: ChainTrackerOptions) {
-    this.#opts = { maxTracked: 200_000, maxHeads: 50_000, ...opts }
+    this.#opts = { maxTracked: MAX_TRACKED, maxHeads: 50_000, ...opts }
   }
 
   isTracked(did: string): boolean {

@@ -1,10 +1,12 @@
 import { collectionsOf } from '../config/config.ts'
 import type { AppContext } from '../context/context.ts'
+import type { Database } from '../db/client.ts'
 import { isKnownAccount } from '../db/read/accounts.ts'
 import { listUnsynchronized, loadChainHead, loadTrackedDids } from '../db/repo-chain.ts'
+import type { DidResolver } from '../ingest/did-resolver.ts'
+import type { ChainState } from '../ingest/firehose/chain/firehose-chain.ts'
+import type { Source } from '../ingest/source.ts'
 import type { HandleVerifier } from '../model/handles.ts'
-import type { DidResolver } from './did-resolver.ts'
-import type { Source } from './source.ts'
 
 // Each source loads with its own modules only when it is the one configured: a replay
 // (npm start) carries no WebSocket client, DID resolution or firehose verifier, and the
@@ -19,7 +21,7 @@ export interface SourceDeps {
  * the network: verify only DIDs this index keeps (the indexer drops the rest anyway).
  */
 async function verifierForKnownDids(ctx: AppContext, resolver: DidResolver) {
-  const { createHandleVerifier } = await import('./identity.ts')
+  const { createHandleVerifier } = await import('../ingest/identity.ts')
   const verify = createHandleVerifier({ resolver, metrics: ctx.metrics })
   return async (did: string, claimed: string | null): Promise<string | null> =>
     (await isKnownAccount(ctx.db, did)) ? verify(did, claimed) : null
@@ -38,24 +40,24 @@ export async function createSource(ctx: AppContext, deps: SourceDeps = {}): Prom
   switch (config.source) {
     case 'replay': {
       // Offline by design: a replay never reaches out to resolve anything.
-      const { createReplaySource } = await import('./replay.ts')
+      const { createReplaySource } = await import('../ingest/replay.ts')
       return {
         source: createReplaySource({ file: config.replayFile!, collections, logger, metrics }),
         verifyHandle: null,
       }
     }
     case 'jetstream': {
-      const { jetstreamSourceFor } = await import('./jetstream/wire.ts')
-      const { createHandleVerifier } = await import('./identity.ts')
-      const { resolverFor } = await import('./did-resolver.ts')
+      const { jetstreamSourceFor } = await import('../ingest/jetstream/wire.ts')
+      const { createHandleVerifier } = await import('../ingest/identity.ts')
+      const { resolverFor } = await import('../ingest/did-resolver.ts')
       const resolver = deps.resolver ?? resolverFor(config, metrics)
       const source = jetstreamSourceFor(ctx, await verifierForKnownDids(ctx, resolver))
       return { source, verifyHandle: createHandleVerifier({ resolver, metrics }) }
     }
     case 'firehose': {
-      const { createFirehoseSource } = await import('./firehose/source.ts')
-      const { createHandleVerifier } = await import('./identity.ts')
-      const { resolverFor } = await import('./did-resolver.ts')
+      const { createFirehoseSource } = await import('../ingest/firehose/source.ts')
+      const { createHandleVerifier } = await import('../ingest/identity.ts')
+      const { resolverFor } = await import('../ingest/did-resolver.ts')
       const resolver = deps.resolver ?? resolverFor(config, metrics)
       const source = createFirehoseSource({
         url: config.relayUrl,
@@ -68,13 +70,19 @@ export async function createSource(ctx: AppContext, deps: SourceDeps = {}): Prom
         verifyThreads: config.verifyThreads,
         allowPrivateNetwork: config.allowPrivateNetwork,
         isKnownDid: (did) => isKnownAccount(ctx.db, did),
-        chainStore: {
-          loadHead: (did) => loadChainHead(ctx.db, did),
-          loadTracked: (limit) => loadTrackedDids(ctx.db, limit),
-          listUnsynchronized: (limit) => listUnsynchronized(ctx.db, limit),
-        },
+        chain: config.firehoseUnauthenticated ? undefined : await chainStateOf(ctx.db),
       })
       return { source, verifyHandle: createHandleVerifier({ resolver, metrics }) }
     }
   }
+}
+
+/** What the firehose's Sync 1.1 checks start from, read here so that no source reads the store. */
+async function chainStateOf(db: Database): Promise<ChainState> {
+  const { MAX_TRACKED } = await import('../ingest/firehose/chain/tracker.ts')
+  const [tracked, unsynchronized] = await Promise.all([
+    loadTrackedDids(db, MAX_TRACKED),
+    listUnsynchronized(db, 1_000),
+  ])
+  return { tracked, unsynchronized, loadHead: (did) => loadChainHead(db, did) }
 }

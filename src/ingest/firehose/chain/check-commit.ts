@@ -1,10 +1,10 @@
 import { TID } from '@atproto/common'
 import type { CommitEvt, parseCommitUnauthenticated } from '@atproto/sync'
-import type { ChainHead } from '../../db/repo-chain.ts'
-import type { ChainEvent } from '../../model/events.ts'
-import type { BreakReason } from '../../observe/chain-metrics.ts'
-import type { SignatureCheck } from '../firehose/native-verify.ts'
-import { type KeyLookup, type VerifiedCommit, verifyCommit } from '../firehose/signature.ts'
+import type { ChainHead } from '../../../db/repo-chain.ts'
+import type { ChainEvent } from '../../../model/events.ts'
+import type { BreakReason } from '../../../observe/chain-metrics.ts'
+import type { SignatureCheck } from '../native-verify.ts'
+import { type KeyLookup, type VerifiedCommit, verifyCommit } from '../signature.ts'
 import { InversionError, invertCommit } from './invert.ts'
 
 // The Sync 1.1 checks of one #commit of a tracked repo (notes/sync-1.1.md, section 3), in

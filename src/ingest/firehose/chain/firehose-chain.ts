@@ -1,11 +1,11 @@
 import type { Logger } from 'pino'
-import type { ChainHead } from '../../db/repo-chain.ts'
-import type { SourceCursor } from '../../model/cursor.ts'
-import type { ChainEvent, RepoSnapshotEvent, Sink, SourceItem } from '../../model/events.ts'
-import type { Metrics } from '../../observe/metrics.ts'
-import { fetchRepoSnapshot } from '../backfill/repo-snapshot.ts'
-import type { DidResolver } from '../did-resolver.ts'
-import type { SignatureCheck } from '../firehose/native-verify.ts'
+import type { ChainHead } from '../../../db/repo-chain.ts'
+import type { SourceCursor } from '../../../model/cursor.ts'
+import type { ChainEvent, RepoSnapshotEvent, Sink, SourceItem } from '../../../model/events.ts'
+import type { Metrics } from '../../../observe/metrics.ts'
+import { fetchRepoSnapshot } from '../../backfill/repo-snapshot.ts'
+import type { DidResolver } from '../../did-resolver.ts'
+import type { SignatureCheck } from '../native-verify.ts'
 import { type ChainFrames, createChainFrames } from './chain-frames.ts'
 import { type HeldCommit, ResyncBuffer } from './resync-buffer.ts'
 import { Resyncer, type ResyncerOptions } from './resyncer.ts'
@@ -17,15 +17,21 @@ import { ChainTracker } from './tracker.ts'
 // Commits of a repo waiting for its resync are held (resync-buffer.ts) and judged again
 // against the resynced state once it settles.
 
-/** Where the chain state lives (src/db/repo-chain.ts), passed in by the wiring. */
-export interface ChainStore {
+/**
+ * The stored chain state a run starts from (src/db/repo-chain.ts), read by the runtime
+ * (cli/create-source.ts) and handed in: the source never reads the store itself.
+ */
+export interface ChainState {
+  /** Repos with records here, newest first: their every commit is checked. */
+  tracked: readonly string[]
+  /** Repos a break or an interrupted resync left out of sync before this run. */
+  unsynchronized: readonly string[]
+  /** A repo's stored head, for one the tracker holds no head of (heads are read as needed). */
   loadHead: (did: string) => Promise<ChainHead | null>
-  loadTracked: (limit: number) => Promise<string[]>
-  listUnsynchronized: (limit: number) => Promise<string[]>
 }
 
 export interface FirehoseChainOptions {
-  store: ChainStore
+  state: ChainState
   sink: Sink
   startCursor: SourceCursor | null
   resolver: DidResolver
@@ -52,10 +58,10 @@ export interface FirehoseChain {
   close: () => Promise<void>
 }
 
-export async function startFirehoseChain(o: FirehoseChainOptions): Promise<FirehoseChain> {
+export function startFirehoseChain(o: FirehoseChainOptions): FirehoseChain {
   const { logger, metrics } = o
-  const tracker = new ChainTracker({ loadHead: o.store.loadHead, logger, maxTracked: o.maxTracked })
-  for (const did of await o.store.loadTracked(o.maxTracked ?? 200_000)) tracker.track(did)
+  const tracker = new ChainTracker({ loadHead: o.state.loadHead, logger, maxTracked: o.maxTracked })
+  for (const did of o.state.tracked) tracker.track(did)
   let cursor = o.startCursor
   let cursorKnown: (() => void) | null = null
   const cursorReady = new Promise<void>((r) => {
@@ -120,7 +126,7 @@ export async function startFirehoseChain(o: FirehoseChainOptions): Promise<Fireh
     },
   })
   // Repos a break or an interrupted resync left out of sync before this run.
-  for (const did of await o.store.listUnsynchronized(1_000)) resyncer.request(did)
+  for (const did of o.state.unsynchronized) resyncer.request(did)
   logger.info({ tracked: tracker.trackedCount }, 'firehose chain state loaded')
 
   return {

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino'
-import type { ChainHead } from '../../db/repo-chain.ts'
-import { backoffMs } from '../../faults/backoff.ts'
-import { isRetryable } from '../../faults/errors.ts'
-import type { ChainEvent, RepoSnapshotEvent } from '../../model/events.ts'
-import type { Metrics } from '../../observe/metrics.ts'
-import { RepoFetchError } from '../backfill/repo-snapshot.ts'
+import type { ChainHead } from '../../../db/repo-chain.ts'
+import { backoffMs } from '../../../faults/backoff.ts'
+import { isRetryable } from '../../../faults/errors.ts'
+import type { ChainEvent, RepoSnapshotEvent } from '../../../model/events.ts'
+import type { Metrics } from '../../../observe/metrics.ts'
+import { RepoFetchError } from '../../backfill/repo-snapshot.ts'
 import { stateEvent } from './check-commit.ts'
 
 // Re-fetches desynchronized repos (a chain break, a #sync) and hands the verified snapshot
