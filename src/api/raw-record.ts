@@ -1,18 +1,16 @@
 // A record goes into its answer as the JSON text Postgres stores (`record::text`), never
 // parsed into objects by the driver and serialized again: a prompt record is 2-200 KB, and
 // a parse plus a serialization of it was most of a lookup's CPU when the answer cache
-// misses. Nor is it decoded into a string: its bytes arrive undecoded (db/raw-rows.ts) and
-// are copied into the answer's bytes, so only the small view around them is encoded. The
-// view is serialized by the route's schema with RAW_RECORD in the record's place, and the
-// record's bytes replace that one value.
+// misses. The view is serialized by the route's schema with RAW_RECORD in the record's
+// place, and the record's text replaces that one value.
 
 /** Stands for the record in a view until its text is spliced in; no record holds it. */
 export const RAW_RECORD = '\u0000raw record\u0000'
 
-/** An answer whose `record` is RAW_RECORD, and the UTF-8 bytes of the record's JSON text. */
+/** An answer whose `record` is RAW_RECORD, and the record's JSON text. */
 export interface RawRecordAnswer<T> {
   answer: T
-  recordJson: Buffer
+  recordJson: string
 }
 
 const SLOT = `"record":${JSON.stringify(RAW_RECORD)}`
@@ -27,10 +25,6 @@ export function spliceRecord<T>(
     // objects, and inside a string every quote is escaped, so none can spell SLOT.
     const at = body.indexOf(SLOT)
     if (at < 0) throw new Error('the serialized answer has no record slot to fill')
-    return Buffer.concat([
-      Buffer.from(`${body.slice(0, at)}"record":`),
-      recordJson,
-      Buffer.from(body.slice(at + SLOT.length)),
-    ])
+    return Buffer.from(`${body.slice(0, at)}"record":${recordJson}${body.slice(at + SLOT.length)}`)
   }
 }

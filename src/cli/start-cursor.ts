@@ -19,7 +19,7 @@ export async function trustedStartCursor(
   source: Source,
   key: string,
 ): Promise<SourceCursor | null> {
-  const stored = await readStoredCursor(ctx.db.orm, source.name, key)
+  const stored = await readStoredCursor(ctx.db, source.name, key)
   if (!stored) return null
   const { cursor } = stored
   const nowUs = Date.now() * 1000
@@ -29,7 +29,7 @@ export async function trustedStartCursor(
   if (!foreign && !refusal && !lastRefused) return cursor
   ctx.metrics.cursorRefusedTotal.inc({ source: source.name, reason: 'stored_cursor' })
   if (foreign || refusal) {
-    await deleteCursor(ctx.db.orm, source.name, key)
+    await deleteCursor(ctx.db, source.name, key)
     const why = foreign
       ? `stored cursor is a ${cursor.kind}, and this source resumes from ${source.resumesFrom.join(' or ')} only`
       : 'stored cursor is a future time'
@@ -46,7 +46,7 @@ export async function trustedStartCursor(
     )
     return null
   }
-  await clearLastEventUs(ctx.db.orm, source.name, key)
+  await clearLastEventUs(ctx.db, source.name, key)
   ctx.logger.warn(
     { source: source.name, key, lastEventUs: stored.lastEventUs },
     'stored time of the newest event is in the future: cleared, the lag reads again from the next event',

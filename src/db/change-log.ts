@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Role } from '../model/nsids.ts'
-import type { Database, Executor } from './client.ts'
+import { type Executor, rows } from './client.ts'
 import { didSet, json } from './recordset.ts'
 import { TABLE } from './writes.ts'
 
@@ -10,7 +10,6 @@ import { TABLE } from './writes.ts'
 // are assigned and committed in order.
 
 export async function emitChanges(
-  db: Database,
   ex: Executor,
   role: Role,
   collection: string,
@@ -34,7 +33,8 @@ export async function emitChanges(
       WHERE t.did IN ${didSet(wholeRepos)}`)
   // Raw: one statement whose UPDATE ... RETURNING feeds the INSERT (data-modifying CTEs),
   // which the builder cannot chain; it returns only the count of change rows written.
-  const rows = await db.rows<{ n: number }>(
+  const [r] = await rows<{ n: number }>(
+    ex,
     sql`
     WITH touched AS (${sql.join(branches, sql` UNION `)}),
     changed AS (
@@ -52,7 +52,6 @@ export async function emitChanges(
       RETURNING 1
     )
     SELECT count(*)::int AS n FROM ins`,
-    ex,
   )
-  return Number(rows[0]?.n ?? 0)
+  return Number(r?.n ?? 0)
 }

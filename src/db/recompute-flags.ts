@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { FLAG_BITS } from '../model/flags.ts'
-import type { Database, Executor } from './client.ts'
+import { type Executor, rows } from './client.ts'
 import { didSet, json } from './recordset.ts'
 import type { PromptRecord } from './schema.ts'
 
@@ -25,7 +25,6 @@ const { orphaned: ORPHANED, staleTemplate: STALE_TEMPLATE, staleMemory: STALE_ME
 
 /** Returns the keys of prompts whose flags changed. */
 export async function recomputeFlags(
-  db: Database,
   ex: Executor,
   a: AffectedPrompts,
 ): Promise<Array<{ did: string; rkey: string }>> {
@@ -46,7 +45,8 @@ export async function recomputeFlags(
       WHERE p.agent_did IN ${didSet(a.agentRepos)} AND NOT p.deleted`)
   if (branches.length === 0) return []
   // Raw: windows with EXCLUDE GROUP over jsonb_to_recordset targets, beyond the builder.
-  return db.rows<Pick<PromptRecord, 'did' | 'rkey'>>(
+  return rows<Pick<PromptRecord, 'did' | 'rkey'>>(
+    ex,
     sql`
     WITH targets AS (${sql.join(branches, sql` UNION `)}),
     tgroups AS (SELECT DISTINCT did, agent_uri FROM targets WHERE agent_uri IS NOT NULL),
@@ -93,6 +93,5 @@ export async function recomputeFlags(
     UPDATE prompts p SET flags = computed.flags FROM computed
     WHERE p.did = computed.did AND p.rkey = computed.rkey AND p.flags <> computed.flags
     RETURNING p.did, p.rkey`,
-    ex,
   )
 }

@@ -1,4 +1,4 @@
-import { getTableColumns, SQL, StringChunk, sql } from 'drizzle-orm'
+import { getTableColumns, type SQL, type SQLChunk, sql } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 
 // Rows as one JSON parameter expanded with jsonb_to_recordset: one round trip per statement
@@ -34,6 +34,11 @@ function rowJson(row: Record<string, unknown>): string {
   return rest === '{}' ? `{${spliced.slice(1)}}` : `${rest.slice(0, -1)}${spliced}}`
 }
 
+const FIRST_ROW = sql.raw('(VALUES (')
+const NEXT_VALUE = sql.raw('::text, ')
+const NEXT_ROW = sql.raw('::text), (')
+const LAST_ROW = sql.raw('::text)) AS ')
+
 /**
  * Long texts of rows as bind parameters, `(VALUES ($1::text, ...), ...) AS alias(columns)`:
  * a text parameter reaches Postgres as it is, while a string inside the jsonb parameter
@@ -54,21 +59,22 @@ export function textValues(
     )
     return sql`(SELECT ${nulls} WHERE false) AS ${as}`
   }
-  // One flat list of chunks: nested sql`` fragments per value made drizzle's rendering of
-  // a batch's thousands of parameters cost as much as the parse they save.
-  const chunks: unknown[] = []
+  // One flat list of separators and parameters: nested sql`` fragments per row and value
+  // made drizzle's rendering of a batch's thousands of parameters cost as much as the parse
+  // they save.
+  const chunks: SQLChunk[] = []
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]
     for (let j = 0; j < row.length; j++) {
-      chunks.push(new StringChunk(j > 0 ? '::text, ' : i > 0 ? '::text), (' : '(VALUES ('), row[j])
+      chunks.push(j > 0 ? NEXT_VALUE : i > 0 ? NEXT_ROW : FIRST_ROW, sql.param(row[j]))
     }
   }
-  chunks.push(new StringChunk('::text)) AS '))
+  chunks.push(LAST_ROW)
   const names = sql.join(
     columns.map((c) => sql.identifier(c)),
     sql`, `,
   )
-  return sql`${new SQL(chunks as SQL['queryChunks'])}${as}(${names})`
+  return sql`${sql.join(chunks)}${as}(${names})`
 }
 
 /** Rows per statement that sends texts as parameters (up to 4 each; a batch may be 100,000). */

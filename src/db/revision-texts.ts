@@ -1,6 +1,6 @@
 import { getTableColumns, type SQL, sql } from 'drizzle-orm'
 import { keyOf, type PreviousText, type TextRow } from '../model/rows.ts'
-import type { Database, Executor } from './client.ts'
+import { type Executor, rows } from './client.ts'
 import { chunked, json, recordset, TEXT_ROWS_PER_STATEMENT, textValues } from './recordset.ts'
 import {
   type PromptRecord,
@@ -19,16 +19,16 @@ import {
  * older database) has no base, and its next revision is stored whole.
  */
 export async function loadPreviousTexts(
-  db: Database,
   ex: Executor,
   keys: Array<{ did: string; rkey: string }>,
 ): Promise<Map<string, PreviousText>> {
   if (keys.length === 0) return new Map()
   // Raw: the builder cannot join a jsonb_to_recordset, nor a LATERAL over the record's JSON.
-  const rows = await db.rows<
+  const found = await rows<
     Pick<PromptRecord, 'did' | 'rkey'> &
       Pick<RevisionTextDbRow, 'hash' | 'depth'> & { content: string }
   >(
+    ex,
     sql`SELECT p.did, p.rkey, x.content, t.hash, t.depth
       FROM prompts p
       JOIN jsonb_to_recordset(${json(keys)}) AS k(did text, rkey text) ON p.did = k.did AND p.rkey = k.rkey
@@ -37,10 +37,9 @@ export async function loadPreviousTexts(
       JOIN revision_texts t ON t.did = p.did
         AND t.hash = COALESCE(p.content_hash, encode(sha256(convert_to(x.content, 'UTF8')), 'hex'))
       WHERE NOT p.deleted AND jsonb_typeof(p.record->'content') = 'string'`,
-    ex,
   )
   const out = new Map<string, PreviousText>()
-  for (const r of rows)
+  for (const r of found)
     out.set(keyOf(r.did, r.rkey), { content: r.content, hash: r.hash, depth: Number(r.depth) })
   return out
 }
@@ -81,7 +80,7 @@ const REVISION_COLUMNS = sql.join(
   sql`, `,
 )
 
-// Raw, these reads: they go to db.read (a named prepared statement), which takes SQL text.
+// Raw, these reads: they go to db.read (a named prepared statement) and need fixed SQL text.
 export function revisionQuery(did: string, rkey: string, rev: string): SQL {
   return sql`SELECT ${REVISION_COLUMNS} FROM prompt_revisions r
     WHERE r.did = ${did} AND r.rkey = ${rkey} AND r.rev = ${rev}`

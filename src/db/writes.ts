@@ -3,7 +3,7 @@ import type { SourceCursor } from '../model/cursor.ts'
 import type { CursorPosition } from '../model/events.ts'
 import type { Role } from '../model/nsids.ts'
 import { type AccountRow, keyOf, type RecordRow, type StoredRecord } from '../model/rows.ts'
-import type { Database, Executor } from './client.ts'
+import { type Database, type Executor, rows } from './client.ts'
 import {
   chunked,
   didSet,
@@ -49,7 +49,6 @@ type LoadedRecord = Pick<PromptRecord, 'did' | 'rkey' | 'rev' | 'cid' | 'deleted
   Pick<PromptRecord, 'agentUri'>
 
 export async function loadRecords(
-  db: Database,
   ex: Executor,
   role: Role,
   keys: Array<{ did: string; rkey: string }>,
@@ -73,9 +72,9 @@ export async function loadRecords(
       WHERE t.did IN ${didSet(wholeRepos)}`)
   if (parts.length === 0) return new Map()
   // UNION ALL may repeat a row; the Map below keeps one per key.
-  const rows = await db.rows<LoadedRecord>(sql.join(parts, sql` UNION ALL `), ex)
+  const found = await rows<LoadedRecord>(ex, sql.join(parts, sql` UNION ALL `))
   return new Map(
-    rows.map(({ did, rkey, ...r }) => [
+    found.map(({ did, rkey, ...r }) => [
       keyOf(did, rkey),
       { ...r, recompiles: Number(r.recompiles) },
     ]),
@@ -329,11 +328,11 @@ const cursorOf = (source: string, key: string) =>
 
 /** A source's stored position with its kind, as the last run left it; null when none. */
 export async function readStoredCursor(
-  ex: Executor,
+  db: Database,
   source: string,
   key: string,
 ): Promise<{ cursor: SourceCursor; lastEventUs: number | null } | null> {
-  const [r] = await ex
+  const [r] = await db.orm
     .select({
       kind: ingestCursors.kind,
       value: ingestCursors.cursor,
@@ -349,11 +348,11 @@ export async function readStoredCursor(
 }
 
 /** Forgets a stored position found untrustworthy at start: the next run starts without it. */
-export async function deleteCursor(ex: Executor, source: string, key: string): Promise<void> {
-  await ex.delete(ingestCursors).where(cursorOf(source, key))
+export async function deleteCursor(db: Database, source: string, key: string): Promise<void> {
+  await db.orm.delete(ingestCursors).where(cursorOf(source, key))
 }
 
 /** Forgets the stored source time of the newest event, found to be in the future at start. */
-export async function clearLastEventUs(ex: Executor, source: string, key: string): Promise<void> {
-  await ex.update(ingestCursors).set({ lastEventUs: null }).where(cursorOf(source, key))
+export async function clearLastEventUs(db: Database, source: string, key: string): Promise<void> {
+  await db.orm.update(ingestCursors).set({ lastEventUs: null }).where(cursorOf(source, key))
 }

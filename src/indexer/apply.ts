@@ -18,10 +18,10 @@ import {
 } from '../db/writes.ts'
 import type { CursorPosition } from '../model/events.ts'
 import { type Nsids, ROLES, type Role, roleOf } from '../model/nsids.ts'
-import { isVisible, keyOf, splitKey } from '../model/rows.ts'
+import { isVisible, keyOf, type PreviousText, splitKey, type TextRow } from '../model/rows.ts'
 import { planBatch } from './merge.ts'
 import type { BatchEvent, BatchPlan, LoadedState, OutcomeCount } from './plan.ts'
-import { planRevisionTexts } from './revision-texts.ts'
+import { planRevisionTexts, type RevisionTextRefs } from './revision-texts.ts'
 
 /** What applying a batch needs: a strict part of the process's one dependency bag. */
 export type IndexerDeps = Pick<AppContext, 'db' | 'nsids' | 'validator'>
@@ -33,20 +33,8 @@ export interface BatchResult {
   newDids: string[]
 }
 
-/** Accounts, purges and record rows: what the texts' base content no longer needs. */
-async function writeRecords(
-  tx: Executor,
-  plan: BatchPlan,
-  hiddenOf: (did: string) => boolean,
-  now: Date,
-): Promise<void> {
-  await upsertAccounts(tx, [...plan.accounts.values()], now)
-  await purgeRepos(tx, [...plan.purged])
-  for (const role of ROLES)
-    await upsertRecords(tx, role, [...plan.rows[role].values()], hiddenOf, now)
-}
-
-type Keys = Array<{ did: string; rkey: string }>
+type PromptKey = { did: string; rkey: string }
+type Keys = PromptKey[]
 
 /** The keys a batch's events touch, per role, and the repos it touches whole. */
 function touchedKeys(events: BatchEvent[], nsids: Nsids) {
@@ -69,28 +57,63 @@ function touchedKeys(events: BatchEvent[], nsids: Nsids) {
   return { keys, repos: [...wholeRepos], dids: [...dids] }
 }
 
-/** 1. The current state of everything the batch touches. */
-async function loadState(
-  db: IndexerDeps['db'],
-  tx: Executor,
-  events: BatchEvent[],
-  nsids: Nsids,
-): Promise<LoadedState> {
-  const { keys, repos, dids } = touchedKeys(events, nsids)
-  const [prompt, conversation, agent, accounts] = await Promise.all([
-    loadRecords(db, tx, 'prompt', [...keys.prompt.values()], repos),
-    loadRecords(db, tx, 'conversation', [...keys.conversation.values()], repos),
-    loadRecords(db, tx, 'agent', [...keys.agent.values()], repos),
-    loadAccounts(tx, dids),
-  ])
-  return { records: { prompt, conversation, agent }, accounts }
+/** Every prompt a revision may be written for: a commit's, or a snapshot's. */
+function revisedPrompts(events: BatchEvent[], nsids: Nsids, commits: Map<string, PromptKey>) {
+  const prompts = new Map(commits)
+  for (const ev of events) {
+    if (ev.kind !== 'snapshot') continue
+    for (const r of ev.records)
+      if (roleOf(nsids, r.collection) === 'prompt')
+        prompts.set(keyOf(ev.did, r.rkey), { did: ev.did, rkey: r.rkey })
+  }
+  return [...prompts.values()]
 }
 
-/** 3. Accounts, purges, records, history, visibility and chains. */
+/** What a batch is planned from: the state it touches, and the prompts' current texts. */
+interface Loaded {
+  state: LoadedState
+  previousTexts: Map<string, PreviousText>
+}
+
+/** 1. The current state of everything the batch touches. */
+async function load(tx: Executor, events: BatchEvent[], nsids: Nsids): Promise<Loaded> {
+  const { keys, repos, dids } = touchedKeys(events, nsids)
+  const prompts = revisedPrompts(events, nsids, keys.prompt)
+  const [prompt, conversation, agent, accounts, previousTexts] = await Promise.all([
+    loadRecords(tx, 'prompt', [...keys.prompt.values()], repos),
+    loadRecords(tx, 'conversation', [...keys.conversation.values()], repos),
+    loadRecords(tx, 'agent', [...keys.agent.values()], repos),
+    loadAccounts(tx, dids),
+    // Revision texts delta against the current content, so it is read before it is replaced.
+    loadPreviousTexts(tx, prompts),
+  ])
+  return { state: { records: { prompt, conversation, agent }, accounts }, previousTexts }
+}
+
+/** What a batch writes: the fold of its events, and its revisions' texts. */
+interface Planned {
+  plan: BatchPlan
+  texts: { texts: TextRow[]; refs: RevisionTextRefs[] }
+}
+
+/** 2. Folds the events over what was loaded; no I/O. */
+async function plan(deps: IndexerDeps, events: BatchEvent[], loaded: Loaded): Promise<Planned> {
+  const plan = planBatch(events, loaded.state, deps.nsids, deps.validator)
+  // A repo purged in this batch loses its texts, so nothing may rest on them.
+  const previous = new Map(
+    [...loaded.previousTexts].filter(([k]) => !plan.purged.has(splitKey(k)[0])),
+  )
+  const texts = await planRevisionTexts(
+    plan.revisions.map((r) => ({ ...r, contentHash: r.facts.contentHash })),
+    previous,
+  )
+  return { plan, texts }
+}
+
+/** 3a. Accounts, purges, records, history, visibility and chains. */
 async function writePlan(
-  db: IndexerDeps['db'],
   tx: Executor,
-  plan: BatchPlan,
+  { plan, texts }: Planned,
   loaded: LoadedState,
   now: Date,
 ): Promise<void> {
@@ -99,23 +122,10 @@ async function writePlan(
     const acc = finalAccounts.get(did)
     return acc ? !isVisible(acc) : false
   }
-  // Revision texts delta against the current content, so it is read before it is replaced;
-  // a repo purged in this batch loses its texts, so nothing may rest on them.
-  const textKeys = new Map(
-    plan.revisions
-      .filter((r) => !plan.purged.has(r.did))
-      .map((r) => [keyOf(r.did, r.rkey), { did: r.did, rkey: r.rkey }]),
-  )
-  const previous = await loadPreviousTexts(db, tx, [...textKeys.values()])
-  // The record writes go to the database while the line diffs are computed here: the diffs
-  // hand the event loop back often enough for each statement to follow the last.
-  const records = writeRecords(tx, plan, hiddenOf, now)
-  records.catch(() => {}) // awaited below, after the diffs; this only keeps it handled
-  const texts = await planRevisionTexts(
-    plan.revisions.map((r) => ({ ...r, contentHash: r.facts.contentHash })),
-    previous,
-  )
-  await records
+  await upsertAccounts(tx, [...plan.accounts.values()], now)
+  await purgeRepos(tx, [...plan.purged])
+  for (const role of ROLES)
+    await upsertRecords(tx, role, [...plan.rows[role].values()], hiddenOf, now)
   await insertRevisions(
     tx,
     plan.revisions.map((r, i) => ({
@@ -143,15 +153,15 @@ const written = (plan: BatchPlan, role: Role): Keys =>
     return { did, rkey }
   })
 
-/** 4. Flags that depend on other records: returns the prompts whose flags changed. */
-function reflag(db: IndexerDeps['db'], tx: Executor, plan: BatchPlan): Promise<Keys> {
+/** 3b. Flags that depend on other records: returns the prompts whose flags changed. */
+function reflag(tx: Executor, plan: BatchPlan): Promise<Keys> {
   const groups = new Map<string, { did: string; agent_uri: string }>()
   for (const [key, row] of plan.rows.prompt) {
     for (const uri of [row.agentUri, plan.previousAgentUris.get(key) ?? null]) {
       if (uri) groups.set(`${row.did}\u0000${uri}`, { did: row.did, agent_uri: uri })
     }
   }
-  return recomputeFlags(db, tx, {
+  return recomputeFlags(tx, {
     slots: [...written(plan, 'prompt'), ...written(plan, 'conversation')],
     groups: [...groups.values()],
     agents: written(plan, 'agent'),
@@ -159,9 +169,9 @@ function reflag(db: IndexerDeps['db'], tx: Executor, plan: BatchPlan): Promise<K
   })
 }
 
-/** 5. The change log of what the batch wrote or re-flagged; returns the rows emitted. */
+/** 3c. The change log of what the batch wrote or re-flagged; returns the rows emitted. */
 async function logChanges(
-  deps: IndexerDeps,
+  nsids: Nsids,
   tx: Executor,
   plan: BatchPlan,
   flagged: Keys,
@@ -171,14 +181,7 @@ async function logChanges(
   for (const role of ROLES) {
     const touched = new Map(written(plan, role).map((k) => [keyOf(k.did, k.rkey), k]))
     if (role === 'prompt') for (const k of flagged) touched.set(keyOf(k.did, k.rkey), k)
-    changes += await emitChanges(
-      deps.db,
-      tx,
-      role,
-      deps.nsids[role],
-      [...touched.values()],
-      reposChanged,
-    )
+    changes += await emitChanges(tx, role, nsids[role], [...touched.values()], reposChanged)
   }
   return changes
 }
@@ -192,19 +195,18 @@ export async function applyBatch(
   events: BatchEvent[],
   cursor: CursorPosition | null,
 ): Promise<BatchResult> {
-  const { db, nsids } = deps
-  return db.transaction(async (tx) => {
+  return deps.db.transaction(async (tx) => {
     await beginWriterTransaction(tx)
     const now = new Date()
-    const loaded = await loadState(db, tx, events, nsids)
-    // 2. Fold the events over it.
-    const plan = planBatch(events, loaded, nsids, deps.validator)
-    await writePlan(db, tx, plan, loaded, now)
-    const flagged = await reflag(db, tx, plan)
+    const loaded = await load(tx, events, deps.nsids)
+    const planned = await plan(deps, events, loaded)
+    await writePlan(tx, planned, loaded.state, now)
+    const flagged = await reflag(tx, planned.plan)
     // The change log, then the cursor: both commit with the writes they describe.
-    const changes = await logChanges(deps, tx, plan, flagged)
+    const changes = await logChanges(deps.nsids, tx, planned.plan, flagged)
     if (cursor) await saveCursor(tx, cursor, now)
-    const newDids = [...plan.accounts.keys()].filter((did) => !loaded.accounts.has(did))
-    return { outcomes: plan.outcomes, changes, newDids }
+    const { outcomes, accounts } = planned.plan
+    const newDids = [...accounts.keys()].filter((did) => !loaded.state.accounts.has(did))
+    return { outcomes, changes, newDids }
   })
 }

@@ -32,7 +32,7 @@ const SLICE = 16
 /**
  * Text rows to insert (deduplicated within the batch) and each revision's coreMemory refs.
  * Line diffs cost milliseconds per revision, so this hands the event loop back every few
- * revisions: the batch's writes, sent just before, go on meanwhile (see apply.ts).
+ * revisions: the API answers in the same process meanwhile.
  */
 export async function planRevisionTexts(
   revisions: RevisionTextInput[],

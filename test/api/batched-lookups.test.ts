@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Database, ReadOptions } from '../../src/db/client.ts'
+import type { Database } from '../../src/db/client.ts'
 import {
   type PromptKey,
   type PromptRow,
@@ -42,9 +42,7 @@ describe('readPromptAnswers', () => {
     'runs statements built once with generic plans, others as chosen',
     async () => {
       const mode = sql`SELECT current_setting('plan_cache_mode') AS mode, ${sql.placeholder('n')}::int AS n`
-      expect(await db.read(mode, { values: { n: 1 } })).toEqual([
-        { mode: 'force_generic_plan', n: 1 },
-      ])
+      expect(await db.read(mode, { n: 1 })).toEqual([{ mode: 'force_generic_plan', n: 1 }])
       expect(await db.read(sql`SELECT current_setting('plan_cache_mode') AS mode`)).toEqual([
         { mode: 'auto' },
       ])
@@ -97,14 +95,14 @@ describe('readPromptAnswers', () => {
 })
 
 describe('GET /v1/prompts/{did}/{rkey} under concurrent lookups', () => {
-  /** An app over `db` counting the statements that read records' bytes (the lookups). */
+  /** An app over `db` counting the statements built once for a list of keys (the lookups). */
   async function countingApp(): Promise<{ app: FastifyInstance; lookups: () => number }> {
     let lookups = 0
     const counting: Database = {
       ...db,
-      read: (q, o?: ReadOptions) => {
-        if (o?.bytes) lookups++
-        return db.read(q, o)
+      read: (q, values?: Record<string, unknown>) => {
+        if (values && 'dids' in values) lookups++
+        return db.read(q, values)
       },
     }
     return { app: await makeApp(counting), lookups: () => lookups }

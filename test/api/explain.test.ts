@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { PgDialect } from 'drizzle-orm/pg-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Database } from '../../src/db/client.ts'
+import { type Database, rows } from '../../src/db/client.ts'
 import { handleQuery } from '../../src/db/read/accounts.ts'
 import { changesQuery } from '../../src/db/read/changes.ts'
 import { type ListFlag, promptAnswersQuery, promptListQuery } from '../../src/db/read/prompts.ts'
@@ -153,15 +153,15 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
     )
     const ids = [1234, 5678, 9012]
     const array = (xs: string[]) => sql.raw(`ARRAY[${xs.map((x) => `'${x}'`).join(',')}]`)
-    const p = await db.orm.transaction(async (tx) => {
-      await db.rows(sql`SET LOCAL plan_cache_mode = force_generic_plan`, tx)
-      await db.rows(sql`PREPARE pav_answers(text[], text[]) AS ${sql.raw(text)}`, tx)
-      const rows = await db.rows<Record<string, string>>(
-        sql`EXPLAIN EXECUTE pav_answers(${array(ids.map(did))}, ${array(ids.map(rkey))})`,
+    const p = await db.transaction(async (tx) => {
+      await rows(tx, sql`SET LOCAL plan_cache_mode = force_generic_plan`)
+      await rows(tx, sql`PREPARE pav_answers(text[], text[]) AS ${sql.raw(text)}`)
+      const plan = await rows<Record<string, string>>(
         tx,
+        sql`EXPLAIN EXECUTE pav_answers(${array(ids.map(did))}, ${array(ids.map(rkey))})`,
       )
-      await db.rows(sql`DEALLOCATE pav_answers`, tx)
-      return planText(rows)
+      await rows(tx, sql`DEALLOCATE pav_answers`)
+      return planText(plan)
     })
     if (process.env.SHOW_PLANS) console.log(p)
     expect(p, p).toMatch(/Index Scan using \w+ on prompts p\b/)

@@ -10,7 +10,7 @@ describe('spliceRecord', () => {
   it('puts the record bytes in the record slot and leaves every other byte alone', () => {
     const record = '{"content": "a \\"quoted\\" line\\nand \\u0000 ünï 🧠", "n": 1.5e300}'
     const answer = { uri: `at://x/"record":"${RAW_RECORD}"`, record: RAW_RECORD, after: [1, 'ž'] }
-    const body = spliceRecord(serialize)({ answer, recordJson: Buffer.from(record) })
+    const body = spliceRecord(serialize)({ answer, recordJson: record })
     expect(Buffer.isBuffer(body)).toBe(true)
     expect(JSON.parse(body.toString())).toEqual({ ...answer, record: JSON.parse(record) })
     expect(body.toString()).toBe(
@@ -22,7 +22,7 @@ describe('spliceRecord', () => {
     expect(() =>
       spliceRecord(serialize)({
         answer: { record: { parsed: true } },
-        recordJson: Buffer.from('{}'),
+        recordJson: '{}',
       }),
     ).toThrow(new Error('the serialized answer has no record slot to fill'))
   })

@@ -75,7 +75,7 @@ describe('migration 0012: bare stored cursors get their kind', () => {
 
       await migrate(MIGRATIONS_DIR)
       const kinds = []
-      for (const [source, key] of bare) kinds.push(await readStoredCursor(db.orm, source, key))
+      for (const [source, key] of bare) kinds.push(await readStoredCursor(db, source, key))
       expect(kinds).toEqual(
         [
           timeCursor(T0),
@@ -124,7 +124,7 @@ describe('a stored cursor is resumed by its kind', () => {
     return {
       got,
       logs,
-      stored: await readStoredCursor(db.orm, source.name, key),
+      stored: await readStoredCursor(db, source.name, key),
       refused: await refusals(ctx.metrics, source.name, 'stored_cursor'),
     }
   }

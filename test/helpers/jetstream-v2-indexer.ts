@@ -46,7 +46,7 @@ export function startIndexer(
   })
   const abort = new AbortController()
   const done = (async () => {
-    const start = (await readStoredCursor(db.orm, 'jetstream', source.key))?.cursor ?? null
+    const start = (await readStoredCursor(db, 'jetstream', source.key))?.cursor ?? null
     const writer = pipeline.run()
     await source.run(pipeline, start, abort.signal).finally(() => pipeline.stop())
     await writer

@@ -1,5 +1,5 @@
 import { asc, gt, max, type SQL, sql } from 'drizzle-orm'
-import type { Database } from '../client.ts'
+import { type Database, rows } from '../client.ts'
 import { changes } from '../schema.ts'
 import { columnsOf, type RawRow } from './columns.ts'
 
@@ -61,7 +61,7 @@ export async function readChanges(db: Database, since: number, take: number) {
  * or every subscriber would see commits late exactly when the process is busy.
  */
 export async function pollChanges(db: Database, since: number, take: number) {
-  return seqAsNumber(await db.rows<Fetched>(changesQuery(since, take), db.monitor))
+  return seqAsNumber(await rows<Fetched>(db.monitor, changesQuery(since, take)))
 }
 
 /** The record a change line names, as stored now: its CID and JSON text. */
@@ -72,7 +72,7 @@ export interface CurrentRecord {
 
 export type RecordTable = 'prompts' | 'conversations' | 'agents'
 
-// Built once per table: the keys travel as two text arrays (see ReadOptions.values).
+// Built once per table: the keys travel as two text arrays (see Database.read).
 const currentRecordsQuery = (table: RecordTable) => sql`
   SELECT t.did, t.rkey, t.cid, t.record::text AS json
   FROM unnest(${sql.placeholder('dids')}::text[], ${sql.placeholder('rkeys')}::text[]) AS k(did, rkey)
@@ -97,7 +97,7 @@ export async function readCurrentRecords(
   if (keys.length === 0) return new Map()
   const rows = await db.read<{ did: string; rkey: string; cid: string | null; json: string }>(
     CURRENT_RECORDS[table],
-    { values: { dids: keys.map((k) => k.did), rkeys: keys.map((k) => k.rkey) } },
+    { dids: keys.map((k) => k.did), rkeys: keys.map((k) => k.rkey) },
   )
   return new Map(rows.map((r) => [`${r.did} ${r.rkey}`, { cid: r.cid, json: r.json }]))
 }
@@ -119,7 +119,11 @@ export async function readRecentChanges(db: Database, take: number) {
  * learn which cached answers another process's commits made stale. Seqs become visible in
  * increasing order (the writers' lock), so reading past the last seq seen misses nothing.
  */
-export function changedReposSince(db: Database, since: number, take: number) {
+export async function changedReposSince(
+  db: Database,
+  since: number,
+  take: number,
+): Promise<Array<{ seq: number; did: string }>> {
   return db.monitor
     .select({ seq: changes.seq, did: changes.did })
     .from(changes)

@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
-import type { Database, Executor } from '../client.ts'
+import { type Database, rows as rowsOn } from '../client.ts'
 import { type RepoTextRow, repoTextChainsQuery } from '../revision-texts.ts'
 
 // The snapshot export (SPEC 13): the visible state read in keyset pages inside one
@@ -144,7 +144,7 @@ export async function readSnapshot<T>(
 ): Promise<T> {
   return db.orm.transaction(
     async (tx) => {
-      const rows = <R>(q: SQL) => db.rows<R>(q, tx as Executor)
+      const rows = <R>(q: SQL) => rowsOn<R>(tx, q)
       // The first statement fixes the snapshot, so the seq and every page agree.
       const [head] = await rows<{ seq: number | string | null }>(
         sql`SELECT max(seq) AS seq FROM changes`,

@@ -85,15 +85,12 @@ export function listWhere(q: Omit<PromptListQuery, 'take'>): SQL[] {
  * A prompt's row for its answer: the record as its stored JSON text (the API sends it as
  * it is, see api/raw-record.ts), and its flags' evidence, in one statement.
  */
-export type PromptAnswerRow = Omit<PromptRow, 'record'> & { recordJson: Buffer } & FlagEvidenceRow
+export type PromptAnswerRow = Omit<PromptRow, 'record'> & { recordJson: string } & FlagEvidenceRow
 
 export interface PromptKey {
   did: string
   rkey: string
 }
-
-/** The record's text stays bytes: it is copied into the answer as it is (db/raw-rows.ts). */
-const RECORD_BYTES: ReadonlySet<string> = new Set(['recordJson'])
 
 // The existence flags read the rows the evidence joins already probe (flag-evidence.ts):
 // (did, rkey) is each table's primary key, so a joined row is the only row the EXISTS of
@@ -133,8 +130,8 @@ export async function readPromptAnswers(
   keys: readonly PromptKey[],
 ): Promise<Array<KeyedAnswerRow | null>> {
   const rows = await db.read<KeyedAnswerRow>(PROMPT_ANSWERS, {
-    values: { dids: keys.map((k) => k.did), rkeys: keys.map((k) => k.rkey) },
-    bytes: RECORD_BYTES,
+    dids: keys.map((k) => k.did),
+    rkeys: keys.map((k) => k.rkey),
   })
   const byKey: Array<KeyedAnswerRow | null> = keys.map(() => null)
   for (const row of rows) byKey[row.key - 1] = row

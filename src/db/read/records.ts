@@ -70,7 +70,8 @@ export async function readAgentNames(
 ): Promise<Map<string, string>> {
   if (keys.length === 0) return new Map()
   const rows = await db.read<{ did: string; rkey: string; name: string }>(AGENT_NAMES, {
-    values: { dids: keys.map((k) => k.did), rkeys: keys.map((k) => k.rkey) },
+    dids: keys.map((k) => k.did),
+    rkeys: keys.map((k) => k.rkey),
   })
   return new Map(rows.map((r) => [`${r.did} ${r.rkey}`, r.name]))
 }
