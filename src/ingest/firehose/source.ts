@@ -3,17 +3,16 @@ import type { RepoSnapshotEvent, Sink } from '../../model/events.ts'
 import { fetchRepoSnapshot, withRetries } from '../backfill/repo-snapshot.ts'
 import { createRefusalReporter } from '../cursor-refusals.ts'
 import type { Source } from '../source.ts'
-import { reconnect, type SessionEnd } from '../ws-session.ts'
+import { runWire } from '../ws-source.ts'
 import {
   type ChainState,
   type FirehoseChain,
   type FirehoseChainOptions,
   startFirehoseChain,
 } from './chain/firehose-chain.ts'
-import { createFrameGuard } from './cursor.ts'
 import { createFrameProcessor, type FrameProcessor, type FrameProcessorOptions } from './frame.ts'
-import { connectOnce } from './socket.ts'
 import { createVerifyPool, type VerifyPool } from './verify-pool.ts'
+import { FirehoseWire } from './wire.ts'
 
 // com.atproto.sync.subscribeRepos of a relay or a single PDS. The stock @atproto/sync
 // Firehose neither awaits its handler nor stops at a failed event, so the socket is read
@@ -61,116 +60,7 @@ export interface FirehoseSourceOptions extends FrameSettings {
   resync?: FirehoseChainOptions['resync']
 }
 
-export function subscribeReposUrl(base: string, cursor: number | null): string {
-  const u = new URL(base)
-  if (u.protocol === 'http:') u.protocol = 'ws:'
-  if (u.protocol === 'https:') u.protocol = 'wss:'
-  if (!u.pathname.endsWith('/xrpc/com.atproto.sync.subscribeRepos')) {
-    u.pathname = `${u.pathname.replace(/\/+$/, '')}/xrpc/com.atproto.sync.subscribeRepos`
-  }
-  if (cursor === null) u.searchParams.delete('cursor')
-  else u.searchParams.set('cursor', String(cursor))
-  return u.toString()
-}
-
 export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
-  const maxInFlight = opts.maxInFlight ?? 256
-  const minMs = opts.reconnectMinMs ?? 1_000
-  const maxMs = opts.reconnectMaxMs ?? 60_000
-  const idleTimeoutMs = opts.idleTimeoutMs ?? 60_000
-  const { logger, metrics } = opts
-
-  const makeProcessor = (
-    signal: AbortSignal,
-    pool: VerifyPool,
-    chain: FirehoseChain | null,
-  ): FrameProcessor => {
-    const fetchSnapshot =
-      opts.fetchSnapshot ??
-      ((did: string, s: AbortSignal) =>
-        withRetries(
-          (attempt) =>
-            fetchRepoSnapshot(did, {
-              resolver: opts.resolver,
-              collections: opts.collections,
-              signal: s,
-              allowPrivateNetwork: opts.allowPrivateNetwork,
-              forceRefresh: attempt > 1,
-              metrics,
-            }),
-          3,
-          s,
-        ))
-    return createFrameProcessor({
-      collections: opts.collections,
-      resolver: opts.resolver,
-      verifyHandle: opts.verifyHandle,
-      logger,
-      metrics,
-      unauthenticated: opts.unauthenticated,
-      checkSignature: pool.check,
-      isKnownDid: opts.isKnownDid,
-      fetchSnapshot: (did) => fetchSnapshot(did, signal),
-      chain: chain ?? undefined,
-    })
-  }
-
-  /** Connects, reads, and reconnects with backoff until aborted. */
-  async function readUntilAborted(
-    sink: Sink,
-    startSeq: number | null,
-    signal: AbortSignal,
-    processFrame: FrameProcessor,
-    chain: FirehoseChain | null,
-  ): Promise<void> {
-    let cursor = startSeq
-    let end: SessionEnd | null = null
-    const refused = createRefusalReporter({ source: 'firehose', logger, metrics })
-    await reconnect({
-      signal,
-      // Equal jitter: a relay restart is not met by every consumer at the same instant, and
-      // a floor stays under the wait.
-      backoff: { baseMs: minMs, maxMs, jitter: 'equal' },
-      onReconnect: () => metrics.sourceReconnectsTotal.inc({ source: 'firehose' }),
-      session: async () => {
-        chain?.onConnect()
-        const conn = await connectOnce({
-          url: subscribeReposUrl(opts.url, cursor),
-          processFrame,
-          sink,
-          metrics,
-          signal,
-          maxInFlight,
-          idleTimeoutMs,
-          logger,
-          // Each connection starts from the cursor it asked for; a candidate seq dies with it.
-          guard: createFrameGuard({ accepted: cursor, candidate: null }, refused),
-          onItem: (item) => {
-            if (item.cursor !== null) cursor = item.cursor.value
-            chain?.onPushed(item)
-          },
-        })
-        end = conn.end
-        if (conn.errorFrame === 'FutureCursor') {
-          // The upstream never reached this cursor (reset, or another host behind the URL):
-          // waiting will not help. Start at the tip and tell the operator to backfill.
-          metrics.resumeGapsTotal.inc({ source: 'firehose' })
-          logger.error(
-            { cursor },
-            'firehose cursor is ahead of the upstream; restarting at the live tip, run backfill to close the gap',
-          )
-          cursor = null
-        }
-        return { next: 'retry', received: conn.end.received }
-      },
-      onRetry: ({ delayMs }) =>
-        logger.info(
-          { delayMs: Math.round(delayMs), cursor, reason: end?.reason },
-          'firehose reconnecting',
-        ),
-    })
-  }
-
   return {
     name: 'firehose',
     key: opts.url,
@@ -182,7 +72,7 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
       // exactly as long as this run.
       const pool = createVerifyPool({
         threads: opts.unauthenticated ? 0 : (opts.verifyThreads ?? 0),
-        logger,
+        logger: opts.logger,
       })
       let chain: FirehoseChain | null = null
       try {
@@ -194,12 +84,86 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
             startCursor,
             checkSignature: pool.check,
           })
-        const processor = makeProcessor(signal, pool, chain)
-        await readUntilAborted(sink, startSeq, signal, processor, chain)
+        const processor = makeProcessor(opts, signal, pool, chain)
+        await readUntilAborted(opts, sink, startSeq, signal, processor, chain)
       } finally {
         await chain?.close()
         await pool.close()
       }
     },
   }
+}
+
+function makeProcessor(
+  opts: FirehoseSourceOptions,
+  signal: AbortSignal,
+  pool: VerifyPool,
+  chain: FirehoseChain | null,
+): FrameProcessor {
+  const fetchSnapshot =
+    opts.fetchSnapshot ??
+    ((did: string, s: AbortSignal) =>
+      withRetries(
+        (attempt) =>
+          fetchRepoSnapshot(did, {
+            resolver: opts.resolver,
+            collections: opts.collections,
+            signal: s,
+            allowPrivateNetwork: opts.allowPrivateNetwork,
+            forceRefresh: attempt > 1,
+            metrics: opts.metrics,
+          }),
+        3,
+        s,
+      ))
+  return createFrameProcessor({
+    collections: opts.collections,
+    resolver: opts.resolver,
+    verifyHandle: opts.verifyHandle,
+    logger: opts.logger,
+    metrics: opts.metrics,
+    unauthenticated: opts.unauthenticated,
+    checkSignature: pool.check,
+    isKnownDid: opts.isKnownDid,
+    fetchSnapshot: (did) => fetchSnapshot(did, signal),
+    chain: chain ?? undefined,
+  })
+}
+
+/** Connects, reads, and reconnects with backoff until aborted. */
+function readUntilAborted(
+  opts: FirehoseSourceOptions,
+  sink: Sink,
+  startSeq: number | null,
+  signal: AbortSignal,
+  processFrame: FrameProcessor,
+  chain: FirehoseChain | null,
+): Promise<void> {
+  const { logger, metrics } = opts
+  const refused = createRefusalReporter({ source: 'firehose', logger, metrics })
+  const wire = new FirehoseWire(
+    { url: opts.url, processFrame, logger, metrics, refused, chain },
+    startSeq,
+  )
+  const idleTimeoutMs = opts.idleTimeoutMs ?? 60_000
+  return runWire(wire, sink, signal, {
+    source: 'firehose',
+    metrics,
+    // Equal jitter: a relay restart is not met by every consumer at the same instant, and
+    // a floor stays under the wait.
+    backoff: {
+      baseMs: opts.reconnectMinMs ?? 1_000,
+      maxMs: opts.reconnectMaxMs ?? 60_000,
+      jitter: 'equal',
+    },
+    // Pings every half of the idle limit: one unanswered by the next is a dead connection.
+    heartbeatMs: Math.max(100, Math.floor(idleTimeoutMs / 2)),
+    readAhead: opts.maxInFlight ?? 256,
+    onOpen: (url) => logger.info({ url }, 'firehose connected'),
+    onRetry: ({ delayMs, end }) =>
+      logger.info(
+        { delayMs: Math.round(delayMs), cursor: wire.cursor, reason: end?.reason },
+        'firehose reconnecting',
+      ),
+  })
 }

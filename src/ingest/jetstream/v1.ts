@@ -7,11 +7,12 @@ import type { HandleVerifier } from '../../model/handles.ts'
 import type { Metrics } from '../../observe/metrics.ts'
 import { pushUnlessAborted } from '../abortable.ts'
 import { advanceTimeCursor } from '../cursor-guard.ts'
-import { createRefusalReporter } from '../cursor-refusals.ts'
+import { createRefusalReporter, type RefusalReporter } from '../cursor-refusals.ts'
 import { recordSkip } from '../record-skip.ts'
 import type { Source } from '../source.ts'
 import { verifyWithTimeout } from '../verify-handle.ts'
-import { reconnect, type SessionEnd, WsSession } from '../ws-session.ts'
+import type { NextStep } from '../ws-session.ts'
+import { runWire, type Wire, type WireConnection } from '../ws-source.ts'
 import { normalizeJetstreamEvent } from './event.ts'
 import type { NormalizeResult } from './skip.ts'
 
@@ -107,61 +108,134 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
   /** The newest cursor pushed: where a reconnect resumes (minus the rewind). */
   readonly lastCursor: SourceCursor | null
 } {
-  const collections = new Set(opts.collections)
   const logger = opts.logger.child({ source: SOURCE })
-  const deps = { logger, metrics: opts.metrics }
-  const refused = createRefusalReporter({ source: SOURCE, logger, metrics: opts.metrics })
-  const rewindUs = Math.round(opts.rewindSeconds * 1_000_000)
-  const gapUs = rewindUs + Math.round((opts.gapToleranceSeconds ?? 2) * 1_000_000)
-  const verifyTimeoutMs = opts.verifyTimeoutMs ?? 10_000
-  let lastCursor: SourceCursor | null = null
-  warnUncovered(collections, opts.wantedCollections, logger)
+  warnUncovered(new Set(opts.collections), opts.wantedCollections, logger)
+  const wire = new JetstreamV1Wire(opts, logger)
+  return {
+    name: SOURCE,
+    key: opts.url,
+    provenance: 'jetstream',
+    resumesFrom: ['time_us', 'seq'],
+    run: (sink: Sink, startCursor: SourceCursor | null, signal: AbortSignal) => {
+      wire.lastCursor = startCursor
+      return runWire(wire, sink, signal, {
+        source: SOURCE,
+        metrics: opts.metrics,
+        backoff: {
+          baseMs: opts.backoffBaseMs ?? 1000,
+          maxMs: opts.backoffMaxMs ?? 60_000,
+          jitter: 'full',
+          random: opts.random,
+        },
+        connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
+        heartbeatMs: opts.heartbeatMs ?? 30_000,
+        onOpen: (url) => logger.info({ url, cursor: wire.lastCursor }, 'connected to Jetstream'),
+        onRetry: ({ attempt, delayMs, end }) =>
+          logger.warn(
+            { reason: end?.reason, attempt, delayMs, cursor: wire.lastCursor },
+            'Jetstream connection lost; reconnecting',
+          ),
+      })
+    },
+    get lastCursor() {
+      return wire.lastCursor
+    },
+  }
+}
 
-  /** An identity event's handle, verified both ways; other events as they came. */
-  async function eventOf(res: NormalizeResult): Promise<IndexEvent | null> {
-    if (!res.ok) return null
-    const event = res.item.event
-    if (event?.kind !== 'identity') return event
-    const handle = await verifyWithTimeout(
-      opts.verifyHandle,
-      event.did,
-      res.unverifiedHandle,
-      verifyTimeoutMs,
-      logger,
-    )
-    return { ...event, handle } satisfies IdentityEvent
+/** The v1 wire: text lines, a `time_us` (or a v2 server's seq) cursor, resumed with a rewind. */
+class JetstreamV1Wire implements Wire<string> {
+  /** The newest cursor pushed. */
+  lastCursor: SourceCursor | null = null
+  readonly #opts: JetstreamSourceOptions
+  readonly #logger: Logger
+  readonly #collections: Set<string>
+  readonly #refused: RefusalReporter
+  readonly #rewindUs: number
+  readonly #gapUs: number
+
+  constructor(opts: JetstreamSourceOptions, logger: Logger) {
+    this.#opts = opts
+    this.#logger = logger
+    this.#collections = new Set(opts.collections)
+    this.#refused = createRefusalReporter({ source: SOURCE, logger, metrics: opts.metrics })
+    this.#rewindUs = Math.round(opts.rewindSeconds * 1_000_000)
+    this.#gapUs = this.#rewindUs + Math.round((opts.gapToleranceSeconds ?? 2) * 1_000_000)
+  }
+
+  async url(): Promise<string> {
+    const requested = requestedCursor(this.lastCursor, this.#rewindUs)
+    return buildSubscribeUrl(this.#opts.url, this.#opts.wantedCollections, requested?.value ?? null)
+  }
+
+  accept(data: Buffer): string {
+    return data.toString()
+  }
+
+  /** One connection: its first trusted event is checked against the cursor it asked for. */
+  open(_url: string, sink: Sink, signal: AbortSignal): WireConnection<string> {
+    const requested = requestedCursor(this.lastCursor, this.#rewindUs)
+    let first = true
+    const observe = (timeUs: number) => {
+      if (!first) return
+      first = false
+      this.#checkGap(requested, timeUs)
+    }
+    return {
+      frame: async (text) =>
+        (await this.#handle(text, sink, signal, observe)) ? 'continue' : 'abort',
+    }
+  }
+
+  end(): NextStep {
+    return 'retry'
   }
 
   /** One message → at most one push. Returns false when aborted. */
-  async function handle(
+  async #handle(
     text: string,
     sink: Sink,
     signal: AbortSignal,
     observe: (timeUs: number) => void,
   ): Promise<boolean> {
-    const res = normalizeJetstreamEvent(text, { collections, seqCursor: true })
-    if (!res.ok) recordSkip(deps, SOURCE, res)
-    const pos = positionOf(res, lastCursor)
+    const res = normalizeJetstreamEvent(text, { collections: this.#collections, seqCursor: true })
+    if (!res.ok) recordSkip({ logger: this.#logger, metrics: this.#opts.metrics }, SOURCE, res)
+    const last = this.lastCursor
+    const pos = positionOf(res, last)
     if (pos === null) return true
-    const highWater = valueOfKind(lastCursor, 'time_us')
-    const at = advanceTimeCursor(highWater, pos.rawUs, Date.now() * 1000)
-    if (at.refusal) refused(at.refusal, { timeUs: pos.rawUs, cursor: lastCursor })
+    const at = advanceTimeCursor(valueOfKind(last, 'time_us'), pos.rawUs, Date.now() * 1000)
+    if (at.refusal) this.#refused(at.refusal, { timeUs: pos.rawUs, cursor: last })
     else observe(pos.rawUs)
-    const event = await eventOf(res)
+    const event = await this.#eventOf(res)
     const cursor =
       pos.seq !== null ? seqCursor(pos.seq) : at.cursor === null ? null : timeCursor(at.cursor)
     const item: SourceItem = { event, cursor, timeUs: at.timeUs, bytes: text.length }
     if (!(await pushUnlessAborted(sink, item, signal))) return false
-    lastCursor = cursor
+    this.lastCursor = cursor
     return true
   }
 
-  function checkGap(requested: SourceCursor | null, firstUs: number): void {
+  /** An identity event's handle, verified both ways; other events as they came. */
+  async #eventOf(res: NormalizeResult): Promise<IndexEvent | null> {
+    if (!res.ok) return null
+    const event = res.item.event
+    if (event?.kind !== 'identity') return event
+    const handle = await verifyWithTimeout(
+      this.#opts.verifyHandle,
+      event.did,
+      res.unverifiedHandle,
+      this.#opts.verifyTimeoutMs ?? 10_000,
+      this.#logger,
+    )
+    return { ...event, handle } satisfies IdentityEvent
+  }
+
+  #checkGap(requested: SourceCursor | null, firstUs: number): void {
     // A seq resume has no time to compare with (and v1 clamps silently): no heuristic there.
     const fromUs = valueOfKind(requested, 'time_us')
-    if (fromUs === null || firstUs - fromUs <= gapUs) return
-    opts.metrics.resumeGapsTotal.inc({ source: SOURCE })
-    logger.error(
+    if (fromUs === null || firstUs - fromUs <= this.#gapUs) return
+    this.#opts.metrics.resumeGapsTotal.inc({ source: SOURCE })
+    this.#logger.error(
       {
         requestedCursor: fromUs,
         firstEventUs: firstUs,
@@ -170,68 +244,6 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
       'Jetstream resumed later than the cursor asked for (it keeps about a day): events in ' +
         'between were missed. Run `prompt-appview backfill` to recover them.',
     )
-  }
-
-  /** One connection from `requested`: each message handled in turn, then how it ended. */
-  async function session(requested: SourceCursor | null, sink: Sink, signal: AbortSignal) {
-    let first = true
-    const observe = (timeUs: number) => {
-      if (!first) return
-      first = false
-      checkGap(requested, timeUs)
-    }
-    const url = buildSubscribeUrl(opts.url, opts.wantedCollections, requested?.value ?? null)
-    const ws = new WsSession({
-      url,
-      signal,
-      connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
-      heartbeatMs: opts.heartbeatMs ?? 30_000,
-      accept: (data) => data.toString(),
-      onOpen: () => logger.info({ url, cursor: requested }, 'connected to Jetstream'),
-    })
-    for await (const text of ws.frames()) {
-      if (!(await handle(text, sink, signal, observe))) break
-    }
-    return ws.ended
-  }
-
-  async function run(
-    sink: Sink,
-    startCursor: SourceCursor | null,
-    signal: AbortSignal,
-  ): Promise<void> {
-    lastCursor = startCursor
-    let end: SessionEnd | null = null
-    await reconnect({
-      signal,
-      backoff: {
-        baseMs: opts.backoffBaseMs ?? 1000,
-        maxMs: opts.backoffMaxMs ?? 60_000,
-        jitter: 'full',
-        random: opts.random,
-      },
-      onReconnect: () => opts.metrics.sourceReconnectsTotal.inc({ source: SOURCE }),
-      session: async () => {
-        end = await session(requestedCursor(lastCursor, rewindUs), sink, signal)
-        return { next: 'retry', received: end.received }
-      },
-      onRetry: ({ attempt, delayMs }) =>
-        logger.warn(
-          { reason: end?.reason, attempt, delayMs, cursor: lastCursor },
-          'Jetstream connection lost; reconnecting',
-        ),
-    })
-  }
-
-  return {
-    name: SOURCE,
-    key: opts.url,
-    provenance: 'jetstream',
-    resumesFrom: ['time_us', 'seq'],
-    run,
-    get lastCursor() {
-      return lastCursor
-    },
   }
 }
 

@@ -1,209 +1,74 @@
 import type { Logger } from 'pino'
-import { type SourceCursor, seqCursor, valueOfKind } from '../../model/cursor.ts'
+import { seqCursor } from '../../model/cursor.ts'
 import type { IdentityEvent, IndexEvent, Sink, SourceItem } from '../../model/events.ts'
 import type { Metrics } from '../../observe/metrics.ts'
 import { pushUnlessAborted } from '../abortable.ts'
-import { advanceSeqCursor, checkSourceTime, type SeqTrack } from '../cursor-guard.ts'
-import { createRefusalReporter } from '../cursor-refusals.ts'
 import { recordSkip } from '../record-skip.ts'
+import type { V2Cursor } from './v2-cursor.ts'
+import type { V2Decoder } from './v2-decoder.ts'
 import { parseV2Frame, type V2Frame } from './v2-frame.ts'
 import type { SyncWindows, Verdict } from './v2-sync.ts'
-import { decodeZstdFrame, type ZstdDictionary, ZstdFrameError } from './v2-zstd.ts'
 
-// One Jetstream v2 message → pushes into the sink. Owns the seq rules (inclusive resume,
-// duplicates dropped, backwards seqs refused), `#sync` windows, and zstd decoding.
+// One Jetstream v2 message → pushes into the sink: decoded (v2-decoder.ts), parsed, placed by
+// the cursor policy (v2-cursor.ts), with `#sync` windows (v2-sync.ts) closed and opened.
 
 export const SOURCE = 'jetstream'
 
-export interface HandlerDeps {
+/** An error frame or an unknown dictionary ended the connection: what it said. */
+export interface V2End {
+  error: string
+  message: string
+}
+
+export interface V2FramesDeps {
   logger: Logger
   metrics: Metrics
   collections: ReadonlySet<string>
   windows: SyncWindows
+  cursor: V2Cursor
+  decoder: V2Decoder
   verify: (did: string, claimed: string | null) => Promise<string | null>
-  maxDecodedBytes: number
   /** `#info OutdatedCursor`: the server clamped a timestamp cursor (events were missed). */
   onOutdatedCursor: (message: string) => void
 }
 
-export interface HandlerState {
-  /**
-   * What a reconnect resumes from: the newest seq the cursor guard accepted (inclusive, so it
-   * is dropped when sent again), or the `time_us` the run started from until a seq arrives
-   * (the server translates a timestamp cursor to its first seq at or after it, SPEC 5).
-   */
-  resume: SourceCursor | null
-  /** Highest seq of the current session: a lower one after it is out of order. */
-  sessionSeq: number | null
-  /** The seq accepted as the cursor (cursor-guard.ts); null before the first one. */
-  track: SeqTrack
-  dictionary: ZstdDictionary | null
-  /** Set when a session ended on an error frame or an undecodable dictionary. */
-  ended: { error: string; message: string } | null
-}
+type EventFrame = Extract<V2Frame, { type: 'item' | 'sync' }>
 
-export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
-  const { logger, metrics } = deps
-  const fault = (reason: string) => metrics.sourceFaultsTotal.inc({ source: SOURCE, reason })
-  const refused = createRefusalReporter({ source: SOURCE, logger, metrics })
+export class V2Frames {
+  readonly #d: V2FramesDeps
 
-  function decode(data: Buffer, binary: boolean): string | null {
-    metrics.jetstreamBytesTotal.inc({ stage: 'wire' }, data.length)
-    if (!binary) {
-      metrics.jetstreamBytesTotal.inc({ stage: 'decoded' }, data.length)
-      return data.toString('utf8')
-    }
-    if (!state.dictionary) {
-      fault('zstd_unexpected')
-      logger.warn({ bytes: data.length }, 'binary frame without a zstd dictionary: skipped')
-      return null
-    }
-    try {
-      const text = decodeZstdFrame(data, state.dictionary, deps.maxDecodedBytes)
-      metrics.jetstreamBytesTotal.inc({ stage: 'decoded' }, Buffer.byteLength(text))
-      return text
-    } catch (err) {
-      if (!(err instanceof ZstdFrameError)) throw err
-      fault(err.reason)
-      logger.warn({ err, bytes: data.length }, `undecodable zstd frame (${err.reason})`)
-      if (err.reason === 'zstd_dictionary')
-        state.ended = { error: 'UnknownZstdDictionary', message: err.message }
-      return null
-    }
+  constructor(deps: V2FramesDeps) {
+    this.#d = deps
   }
 
-  async function push(item: SourceItem, sink: Sink, signal: AbortSignal): Promise<boolean> {
-    return pushUnlessAborted(sink, item, signal)
-  }
-
-  async function pushPrunes(events: IndexEvent[], sink: Sink, signal: AbortSignal) {
-    for (const event of events) {
-      const a = state.track.accepted
-      const cursor = a === null ? null : seqCursor(deps.windows.safeCursor(a))
-      if (!(await push({ event, cursor, timeUs: null }, sink, signal))) return false
-    }
-    return true
-  }
-
-  /** The shared cursor rule (cursor-guard.ts): a seq leap or a future time is refused. */
-  function position(seq: number, timeUs: number): { cursor: number | null; timeUs: number | null } {
-    const adv = advanceSeqCursor(state.track, seq)
-    state.track = adv.track
-    if (adv.refusal) refused(adv.refusal, { seq, cursor: state.track.accepted })
-    const timeRefusal = checkSourceTime(timeUs, Date.now() * 1000)
-    if (timeRefusal) refused(timeRefusal, { seq, timeUs })
-    return { cursor: adv.cursor, timeUs: timeRefusal ? null : timeUs }
-  }
-
-  /**
-   * A handled frame: the session has read up to its seq, but a reconnect resumes only from a
-   * seq the cursor guard accepted, so a hostile huge seq never becomes the reconnect cursor.
-   */
-  function resumeFrom(seq: number, accepted: number | null): void {
-    state.sessionSeq = seq
-    if (accepted !== null) state.resume = seqCursor(accepted)
-  }
-
-  /** True when `seq` was handled already (inclusive resume, at-least-once delivery). */
-  function seen(seq: number): boolean {
-    if (state.sessionSeq !== null && seq < state.sessionSeq) {
-      fault('seq_backwards')
-      logger.warn({ seq, after: state.sessionSeq }, 'seq went backwards: frame skipped')
-      return true
-    }
-    // Only a seq resume sends a handled frame again: a time_us one was translated by the server.
-    const last = valueOfKind(state.resume, 'seq')
-    return last !== null && seq <= last
-  }
-
-  async function onEvent(
-    f: Extract<V2Frame, { type: 'item' | 'sync' }>,
-    bytes: number,
-    sink: Sink,
-    signal: AbortSignal,
-  ) {
-    if (seen(f.seq)) return true
-    const w = deps.windows
-    const at = position(f.seq, f.type === 'sync' ? f.timeUs : (f.item.timeUs ?? 0))
-    // A refused (future) time must not end every open window: the quiet rule skips it.
-    const timeUs = at.timeUs ?? 0
-    if (!(await pushPrunes(w.closeBefore(closingOf(f, timeUs)), sink, signal))) return false
-    if (f.type === 'sync' && !(await openWindow(f, timeUs, sink, signal))) return false
-    const event = f.type === 'item' ? await verified(f) : null
-    resumeFrom(f.seq, at.cursor)
-    const cursor = at.cursor === null ? null : seqCursor(w.safeCursor(at.cursor))
-    const item: SourceItem = { event, cursor, timeUs: at.timeUs, bytes }
-    return push(item, sink, signal)
-  }
-
-  /** A `#sync`: the repo's records are replaced by what its window sees. */
-  function openWindow(
-    f: Extract<V2Frame, { type: 'sync' }>,
-    timeUs: number,
-    sink: Sink,
-    signal: AbortSignal,
-  ): Promise<boolean> {
-    logger.info(
-      { did: f.did, rev: f.rev, seq: f.seq },
-      'repo resynced upstream: replacing its records',
-    )
-    return pushPrunes(deps.windows.open(f.did, f.rev, f.seq, timeUs), sink, signal)
-  }
-
-  /** An identity event with its handle verified both ways; other events as they came. */
-  async function verified(f: Extract<V2Frame, { type: 'item' }>): Promise<IndexEvent | null> {
-    const event = f.item.event
-    if (event?.kind !== 'identity') return event
-    const handle = await deps.verify(event.did, f.unverifiedHandle)
-    return { ...event, handle } satisfies IdentityEvent
-  }
-
-  async function onSkip(
-    f: Extract<V2Frame, { type: 'skip' }>,
-    bytes: number,
-    sink: Sink,
-    signal: AbortSignal,
-  ) {
-    if (f.unknownType) {
-      fault('unknown_type')
-      logger.warn({ seq: f.seq }, `skipped frame: ${f.skip.detail}`)
-    } else {
-      recordSkip(deps, SOURCE, f.skip, { seq: f.seq })
-    }
-    // A readable seq still moves the cursor past the frame, as a filtered one would.
-    if (f.seq === undefined || f.timeUs === undefined || seen(f.seq)) return true
-    const at = position(f.seq, f.timeUs)
-    resumeFrom(f.seq, at.cursor)
-    const cursor = at.cursor === null ? null : seqCursor(deps.windows.safeCursor(at.cursor))
-    return push({ event: null, cursor, timeUs: at.timeUs, bytes }, sink, signal)
-  }
-
-  async function handle(
+  /** One message: 'continue', 'abort' (stopped while pushing), or the end it names. */
+  async handle(
     data: Buffer,
     binary: boolean,
     sink: Sink,
     signal: AbortSignal,
-  ): Promise<Verdict> {
-    const text = decode(data, binary)
-    if (text === null) return state.ended ? 'end' : 'continue'
-    const f = parseV2Frame(text, { collections: deps.collections })
+  ): Promise<Exclude<Verdict, 'end'> | { end: V2End }> {
+    const decoded = this.#d.decoder.decode(data, binary)
+    if ('skip' in decoded) return 'continue'
+    if ('end' in decoded) return decoded
+    const { text } = decoded
+    const f = parseV2Frame(text, { collections: this.#d.collections })
     switch (f.type) {
       case 'error':
-        fault(errorFault(f.error))
-        logger.warn(
+        this.#fault(errorFault(f.error))
+        this.#d.logger.warn(
           { error: f.error, message: f.message },
           `Jetstream error frame ${f.error}: reconnecting`,
         )
-        state.ended = { error: f.error, message: f.message }
-        return 'end'
+        return { end: { error: f.error, message: f.message } }
       case 'info':
-        if (f.name === 'OutdatedCursor') deps.onOutdatedCursor(f.message)
-        else logger.info({ name: f.name, message: f.message }, 'Jetstream info')
+        if (f.name === 'OutdatedCursor') this.#d.onOutdatedCursor(f.message)
+        else this.#d.logger.info({ name: f.name, message: f.message }, 'Jetstream info')
         return 'continue'
       case 'skip':
-        return (await onSkip(f, text.length, sink, signal)) ? 'continue' : 'abort'
+        return (await this.#onSkip(f, text.length, sink, signal)) ? 'continue' : 'abort'
       default:
-        return (await onEvent(f, text.length, sink, signal)) ? 'continue' : 'abort'
+        return (await this.#onEvent(f, text.length, sink, signal)) ? 'continue' : 'abort'
     }
   }
 
@@ -211,18 +76,91 @@ export function createV2Handler(deps: HandlerDeps, state: HandlerState) {
    * No frame for the quiet period: every open `#sync` window ends and its prune is pushed,
    * with the cursor past the last frame handled (no window holds it back any more).
    */
-  function closeQuiet(sink: Sink, signal: AbortSignal): Promise<boolean> {
-    const prunes = deps.windows.closeAll()
+  closeQuiet(sink: Sink, signal: AbortSignal): Promise<boolean> {
+    const prunes = this.#d.windows.closeAll()
     if (prunes.length > 0)
-      logger.info({ windows: prunes.length }, 'stream quiet: closing open #sync windows')
-    return pushPrunes(prunes, sink, signal)
+      this.#d.logger.info({ windows: prunes.length }, 'stream quiet: closing open #sync windows')
+    return this.#pushPrunes(prunes, sink, signal)
   }
 
-  return { handle, closeQuiet }
+  #fault(reason: string): void {
+    this.#d.metrics.sourceFaultsTotal.inc({ source: SOURCE, reason })
+  }
+
+  /** The cursor an item carries: held back before any open window's `#sync`. */
+  #cursorAt(accepted: number | null) {
+    return accepted === null ? null : seqCursor(this.#d.windows.safeCursor(accepted))
+  }
+
+  async #pushPrunes(events: IndexEvent[], sink: Sink, signal: AbortSignal) {
+    for (const event of events) {
+      const item = { event, cursor: this.#cursorAt(this.#d.cursor.accepted), timeUs: null }
+      if (!(await pushUnlessAborted(sink, item, signal))) return false
+    }
+    return true
+  }
+
+  async #onEvent(f: EventFrame, bytes: number, sink: Sink, signal: AbortSignal) {
+    const { cursor, windows } = this.#d
+    if (cursor.seen(f.seq)) return true
+    const at = cursor.position(f.seq, f.type === 'sync' ? f.timeUs : (f.item.timeUs ?? 0))
+    // A refused (future) time must not end every open window: the quiet rule skips it.
+    const timeUs = at.timeUs ?? 0
+    if (!(await this.#pushPrunes(windows.closeBefore(closingOf(f, timeUs)), sink, signal)))
+      return false
+    if (f.type === 'sync' && !(await this.#openWindow(f, timeUs, sink, signal))) return false
+    const event = f.type === 'item' ? await this.#verified(f) : null
+    cursor.handled(f.seq, at.cursor)
+    const item: SourceItem = { event, cursor: this.#cursorAt(at.cursor), timeUs: at.timeUs, bytes }
+    return pushUnlessAborted(sink, item, signal)
+  }
+
+  /** A `#sync`: the repo's records are replaced by what its window sees. */
+  #openWindow(
+    f: Extract<V2Frame, { type: 'sync' }>,
+    timeUs: number,
+    sink: Sink,
+    signal: AbortSignal,
+  ) {
+    this.#d.logger.info(
+      { did: f.did, rev: f.rev, seq: f.seq },
+      'repo resynced upstream: replacing its records',
+    )
+    return this.#pushPrunes(this.#d.windows.open(f.did, f.rev, f.seq, timeUs), sink, signal)
+  }
+
+  /** An identity event with its handle verified both ways; other events as they came. */
+  async #verified(f: Extract<V2Frame, { type: 'item' }>): Promise<IndexEvent | null> {
+    const event = f.item.event
+    if (event?.kind !== 'identity') return event
+    const handle = await this.#d.verify(event.did, f.unverifiedHandle)
+    return { ...event, handle } satisfies IdentityEvent
+  }
+
+  async #onSkip(
+    f: Extract<V2Frame, { type: 'skip' }>,
+    bytes: number,
+    sink: Sink,
+    signal: AbortSignal,
+  ) {
+    if (f.unknownType) {
+      this.#fault('unknown_type')
+      this.#d.logger.warn({ seq: f.seq }, `skipped frame: ${f.skip.detail}`)
+    } else {
+      recordSkip(this.#d, SOURCE, f.skip, { seq: f.seq })
+    }
+    // A readable seq still moves the cursor past the frame, as a filtered one would.
+    const { cursor } = this.#d
+    if (f.seq === undefined || f.timeUs === undefined || cursor.seen(f.seq)) return true
+    const at = cursor.position(f.seq, f.timeUs)
+    cursor.handled(f.seq, at.cursor)
+    const item = { event: null, cursor: this.#cursorAt(at.cursor), timeUs: at.timeUs, bytes }
+    return pushUnlessAborted(sink, item, signal)
+  }
 }
 
 /** What an event frame closes windows before: its repo's position, or just its time. */
-function closingOf(f: Extract<V2Frame, { type: 'item' | 'sync' }>, timeUs: number) {
+function closingOf(f: EventFrame, timeUs: number) {
   const event = f.type === 'item' ? f.item.event : null
   const did = f.type === 'sync' ? f.did : event?.did
   if (!did) return { timeUs }

@@ -4,12 +4,15 @@ import { type SourceCursor, valueOfKind } from '../../model/cursor.ts'
 import type { Sink } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'
 import type { Metrics } from '../../observe/metrics.ts'
+import { createRefusalReporter } from '../cursor-refusals.ts'
 import type { IngestGap, Source } from '../source.ts'
 import { verifyWithTimeout } from '../verify-handle.ts'
-import { reconnect, type SessionEnd, WsSession } from '../ws-session.ts'
-import { createV2Handler, type HandlerState, SOURCE } from './v2-handler.ts'
+import type { NextStep, SessionEnd } from '../ws-session.ts'
+import { runWire, type Wire } from '../ws-source.ts'
+import { V2Cursor } from './v2-cursor.ts'
+import { V2Decoder } from './v2-decoder.ts'
+import { SOURCE, type V2End, V2Frames } from './v2-handler.ts'
 import { SyncWindows, watchQuiet } from './v2-sync.ts'
-import { fetchZstdDictionary } from './v2-zstd.ts'
 
 // Jetstream v2 `network.bsky.jetstream.subscribeEvents` (notes/jetstream-v2.md, SPEC 5).
 
@@ -66,99 +69,151 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
   readonly lastSeq: number | null
 } {
   const logger = opts.logger.child({ source: SOURCE, wire: 'v2' })
-  const metrics = opts.metrics
-  const fault = (reason: string) => metrics.sourceFaultsTotal.inc({ source: SOURCE, reason })
-  const baseMs = opts.backoffBaseMs ?? 1000
-  const maxMs = opts.backoffMaxMs ?? 60_000
-  const session = {
-    connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
-    heartbeatMs: opts.heartbeatMs ?? 30_000,
-    idleTimeoutMs: opts.idleTimeoutMs ?? 120_000,
+  const wire = new JetstreamV2Wire(opts, logger)
+  return {
+    name: SOURCE,
+    key: opts.url,
+    provenance: 'jetstream',
+    // Writes seqs; also starts from a time_us, which the server translates (SPEC 5).
+    resumesFrom: ['seq', 'time_us'],
+    run: (sink: Sink, startCursor: SourceCursor | null, signal: AbortSignal) => {
+      wire.cursor.start(startCursor)
+      return runWire(wire, sink, signal, {
+        source: SOURCE,
+        metrics: opts.metrics,
+        backoff: {
+          baseMs: opts.backoffBaseMs ?? 1000,
+          maxMs: opts.backoffMaxMs ?? 60_000,
+          jitter: 'full',
+          random: opts.random,
+        },
+        connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
+        heartbeatMs: opts.heartbeatMs ?? 30_000,
+        idleTimeoutMs: opts.idleTimeoutMs ?? 120_000,
+        onOpen: (url) =>
+          logger.info({ url, cursor: wire.cursor.resume }, 'connected to Jetstream v2'),
+        onRetry: ({ attempt, delayMs, end }) =>
+          logger.warn(
+            { end, attempt, delayMs, cursor: wire.cursor.resume },
+            'Jetstream connection lost; reconnecting',
+          ),
+      })
+    },
+    get gap() {
+      return wire.gap
+    },
+    get lastSeq() {
+      return valueOfKind(wire.cursor.resume, 'seq')
+    },
   }
-  const state: HandlerState = {
-    resume: null,
-    sessionSeq: null,
-    track: { accepted: null, candidate: null },
-    dictionary: null,
-    ended: null,
-  }
-  let gap: IngestGap | null = null
-  const reportGap = (g: IngestGap) => {
-    gap = g
-    metrics.resumeGapsTotal.inc({ source: SOURCE })
-  }
-  const quietSeconds = opts.syncQuietSeconds ?? 10
-  const windows = new SyncWindows({ quietSeconds, maxOpen: 10_000 })
-  const handler = createV2Handler(
-    {
+}
+
+/** The v2 wire: the URL from the seq cursor and dictionary, its frames, what an end means. */
+class JetstreamV2Wire implements Wire<{ data: Buffer; binary: boolean }> {
+  readonly cursor: V2Cursor
+  /** The newest gap this source left (a refused or clamped cursor). */
+  gap: IngestGap | null = null
+  readonly #opts: JetstreamV2Options
+  readonly #logger: Logger
+  readonly #decoder: V2Decoder
+  readonly #windows: SyncWindows
+  readonly #frames: V2Frames
+  readonly #quietMs: number
+  /** What the current connection's error frame or unknown dictionary said. */
+  #ended: V2End | null = null
+
+  constructor(opts: JetstreamV2Options, logger: Logger) {
+    this.#opts = opts
+    this.#logger = logger
+    const { metrics } = opts
+    const fault = (reason: string) => this.#fault(reason)
+    const refused = createRefusalReporter({ source: SOURCE, logger, metrics })
+    this.cursor = new V2Cursor({ refused, fault, logger })
+    this.#decoder = new V2Decoder({
+      url: opts.url,
+      zstd: opts.zstd !== false,
+      maxDecodedBytes: opts.maxDecodedBytes ?? 32 << 20,
+      logger,
+      metrics,
+      fault,
+      fetch: opts.fetch,
+    })
+    const quietSeconds = opts.syncQuietSeconds ?? 10
+    this.#quietMs = quietSeconds * 1000
+    this.#windows = new SyncWindows({ quietSeconds, maxOpen: 10_000 })
+    this.#frames = new V2Frames({
       logger,
       metrics,
       collections: new Set(opts.collections),
-      windows,
+      windows: this.#windows,
+      cursor: this.cursor,
+      decoder: this.#decoder,
       verify: (did, claimed) =>
         verifyWithTimeout(opts.verifyHandle, did, claimed, opts.verifyTimeoutMs ?? 10_000, logger),
-      maxDecodedBytes: opts.maxDecodedBytes ?? 32 << 20,
-      onOutdatedCursor: (message) => {
-        fault('outdated_cursor')
-        reportGap({
-          reason: 'OutdatedCursor',
-          at: new Date().toISOString(),
-          cursor: state.resume?.value ?? null,
-          message,
-          action: BACKFILL,
-        })
-        logger.error(
-          { message },
-          `Jetstream clamped the cursor to its retention floor: events were missed. ${BACKFILL}`,
-        )
+      onOutdatedCursor: (message) => this.#outdatedCursor(message),
+    })
+  }
+
+  /** From the last seq, with the current dictionary when zstd is on. */
+  async url(): Promise<string> {
+    await this.#decoder.load()
+    const { url, wantedCollections } = this.#opts
+    const resume = this.cursor.resume?.value ?? null
+    return buildV2Url(url, wantedCollections, resume, this.#decoder.dictionaryId)
+  }
+
+  accept(data: Buffer, binary: boolean) {
+    return { data, binary }
+  }
+
+  /** One connection: frames in turn with the quiet rule of `#sync` windows (v2-sync.ts). */
+  open(_url: string, sink: Sink, signal: AbortSignal) {
+    this.cursor.newSession()
+    this.#ended = null
+    const quiet = watchQuiet({
+      handle: async (d, b) => {
+        const r = await this.#frames.handle(d, b, sink, signal)
+        if (typeof r === 'string') return r
+        this.#ended = r.end
+        return 'end'
       },
-    },
-    state,
-  )
-  let zstd: 'want' | 'off' = opts.zstd === false ? 'off' : 'want'
-  let refetched = false
-
-  async function loadDictionary(): Promise<void> {
-    if (zstd === 'off' || state.dictionary) return
-    try {
-      state.dictionary = await fetchZstdDictionary(opts.url, { fetch: opts.fetch })
-      logger.info({ dictionaryId: state.dictionary.id }, 'zstd dictionary loaded')
-    } catch (err) {
-      fault('zstd_dictionary_fetch')
-      logger.warn({ err }, 'no zstd dictionary: falling back to text frames')
-      zstd = 'off'
+      closeQuiet: () => this.#frames.closeQuiet(sink, signal),
+      windows: this.#windows,
+      quietMs: this.#quietMs,
+    })
+    return {
+      frame: (m: { data: Buffer; binary: boolean }) => quiet.onMessage(m.data, m.binary),
+      close: () => quiet.stop(),
     }
   }
 
-  function dictionaryRefused(end: { message: string }): void {
-    fault('zstd_dictionary_unknown')
-    state.dictionary = null
-    if (refetched) {
-      zstd = 'off'
-      logger.warn(
-        { message: end.message },
-        'zstd dictionary refused again: falling back to text frames',
-      )
-    } else {
-      refetched = true
-      logger.info(
-        { message: end.message },
-        'zstd dictionary retired upstream: fetching the current one',
-      )
+  /** What an end means: 'retry' with backoff, 'now' without, or 'stop'. */
+  end(end: SessionEnd): NextStep {
+    if (end.kind === 'refused') return this.#refused(end)
+    if (end.kind === 'closed') this.#fault(end.code === 1001 ? 'going_away' : 'abrupt_close')
+    else if (end.reason === 'idle' || end.reason === 'heartbeat timeout')
+      this.#fault(end.reason === 'idle' ? 'idle' : 'heartbeat')
+    const ended = this.#ended
+    this.#ended = null
+    if (ended?.error === 'UnknownZstdDictionary') {
+      this.#decoder.refused(ended.message)
+      return 'now'
     }
+    // A healthy session starts the dictionary refetch over (and the backoff: ws-session.ts).
+    if (end.received > 0) this.#decoder.healthy()
+    return 'retry'
   }
 
-  /** What a refused upgrade means: 'retry' with backoff, 'now' without, or 'stop'. */
-  function onRefused(end: Extract<SessionEnd, { kind: 'refused' }>): 'retry' | 'now' | 'stop' {
-    if (end.status === 400 && end.error === 'CursorTooOld') return cursorTooOld(end.message)
+  #refused(end: Extract<SessionEnd, { kind: 'refused' }>): NextStep {
+    if (end.status === 400 && end.error === 'CursorTooOld') return this.#cursorTooOld(end.message)
     if (end.status === 400 && end.error === 'UnknownZstdDictionary') {
-      dictionaryRefused(end)
+      this.#decoder.refused(end.message)
       return 'now'
     }
     if (end.status === 400 && end.error === 'InvalidRequest')
       throw new JetstreamConfigError(`Jetstream refused the subscription: ${end.message}`)
-    fault(refusalFault(end.status))
-    logger.warn(
+    this.#fault(refusalFault(end.status))
+    this.#logger.warn(
       { status: end.status, error: end.error, message: end.message },
       'Jetstream refused the connection',
     )
@@ -166,121 +221,37 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
   }
 
   /** The stored cursor is older than Jetstream keeps: stop, or go on from the tip. */
-  function cursorTooOld(message: string): 'now' | 'stop' {
-    fault('cursor_too_old')
-    const tip = opts.onTooOld === 'tip'
-    reportGap({
-      reason: 'CursorTooOld',
-      at: new Date().toISOString(),
-      cursor: state.resume?.value ?? null,
-      message,
-      action: BACKFILL,
-    })
-    logger.error(
-      { cursor: state.resume, message, onTooOld: tip ? 'tip' : 'stop' },
+  #cursorTooOld(message: string): NextStep {
+    this.#fault('cursor_too_old')
+    const tip = this.#opts.onTooOld === 'tip'
+    this.#reportGap('CursorTooOld', message)
+    this.#logger.error(
+      { cursor: this.cursor.resume, message, onTooOld: tip ? 'tip' : 'stop' },
       `Jetstream no longer holds events after the stored cursor (CursorTooOld). ${BACKFILL} ` +
         (tip ? TOO_OLD_TIP : TOO_OLD_STOP),
     )
     if (!tip) return 'stop'
-    state.resume = null
-    state.track = { accepted: null, candidate: null }
+    this.cursor.reset()
     return 'now'
   }
 
-  function onEnd(end: Exclude<SessionEnd, { kind: 'refused' }>): 'retry' | 'now' {
-    if (end.kind === 'closed') fault(end.code === 1001 ? 'going_away' : 'abrupt_close')
-    else if (end.reason === 'idle' || end.reason === 'heartbeat timeout')
-      fault(end.reason === 'idle' ? 'idle' : 'heartbeat')
-    const ended = state.ended
-    state.ended = null
-    if (ended?.error === 'UnknownZstdDictionary') {
-      dictionaryRefused(ended)
-      return 'now'
-    }
-    // A healthy session starts the dictionary refetch over (and the backoff: ws-session.ts).
-    if (end.received > 0) refetched = false
-    return 'retry'
-  }
-
-  async function run(
-    sink: Sink,
-    startCursor: SourceCursor | null,
-    signal: AbortSignal,
-  ): Promise<void> {
-    state.resume = startCursor
-    // A time_us start is no seq to continue from: the first seq the server sends is taken.
-    state.track = { accepted: valueOfKind(startCursor, 'seq'), candidate: null }
-    let end: SessionEnd | null = null
-    await reconnect({
-      signal,
-      backoff: { baseMs, maxMs, jitter: 'full', random: opts.random },
-      onReconnect: () => metrics.sourceReconnectsTotal.inc({ source: SOURCE }),
-      session: async () => {
-        end = await connect(sink, signal)
-        if (signal.aborted) return { next: 'stop', received: end.received }
-        const next = end.kind === 'refused' ? onRefused(end) : onEnd(end)
-        return { next, received: end.received }
-      },
-      onRetry: ({ attempt, delayMs }) =>
-        logger.warn(
-          { end, attempt, delayMs, cursor: state.resume },
-          'Jetstream connection lost; reconnecting',
-        ),
-    })
-  }
-
-  /** One session from the last seq, with the current dictionary when zstd is on. */
-  async function connect(sink: Sink, signal: AbortSignal): Promise<SessionEnd> {
-    await loadDictionary()
-    // A stop during the dictionary fetch fired before the session listened for it: unchecked,
-    // the session would run until the idle timeout (120 s) with nothing to stop it.
-    if (signal.aborted) return { kind: 'stopped', reason: 'aborted', received: 0 }
-    const url = buildV2Url(
-      opts.url,
-      opts.wantedCollections,
-      state.resume?.value ?? null,
-      state.dictionary?.id ?? null,
+  #outdatedCursor(message: string): void {
+    this.#fault('outdated_cursor')
+    this.#reportGap('OutdatedCursor', message)
+    this.#logger.error(
+      { message },
+      `Jetstream clamped the cursor to its retention floor: events were missed. ${BACKFILL}`,
     )
-    state.sessionSeq = null
-    const quiet = watchQuiet({
-      handle: (d, b) => handler.handle(d, b, sink, signal),
-      closeQuiet: () => handler.closeQuiet(sink, signal),
-      windows,
-      quietMs: quietSeconds * 1000,
-    })
-    const ws = new WsSession({
-      ...session,
-      url,
-      signal,
-      accept: (data, binary) => ({ data, binary }),
-      onOpen: () => logger.info({ url, cursor: state.resume }, 'connected to Jetstream v2'),
-    })
-    try {
-      for await (const m of ws.frames()) {
-        const verdict = await quiet.onMessage(m.data, m.binary)
-        if (verdict === 'continue') continue
-        ws.stop(verdict === 'end' ? 'error frame' : 'aborted')
-        break
-      }
-    } finally {
-      await quiet.stop()
-    }
-    return ws.ended
   }
 
-  return {
-    name: SOURCE,
-    key: opts.url,
-    provenance: 'jetstream',
-    // Writes seqs; also starts from a time_us, which the server translates (SPEC 5).
-    resumesFrom: ['seq', 'time_us'],
-    run,
-    get gap() {
-      return gap
-    },
-    get lastSeq() {
-      return valueOfKind(state.resume, 'seq')
-    },
+  #reportGap(reason: string, message: string): void {
+    const at = new Date().toISOString()
+    this.gap = { reason, at, cursor: this.cursor.resume?.value ?? null, message, action: BACKFILL }
+    this.#opts.metrics.resumeGapsTotal.inc({ source: SOURCE })
+  }
+
+  #fault(reason: string): void {
+    this.#opts.metrics.sourceFaultsTotal.inc({ source: SOURCE, reason })
   }
 }
 

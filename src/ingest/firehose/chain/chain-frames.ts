@@ -38,17 +38,6 @@ export interface ChainFrames {
 export function createChainFrames(o: ChainFrameOptions): ChainFrames {
   const { tracker, logger, metrics } = o
   const deps = { resolveKey: o.resolveKey, match: o.match, check: o.checkSignature }
-  const chainItem = (ev: ChainEvent, seq: number, timeUs: number): SourceItem[] => [
-    { event: ev, cursor: seqCursor(seq), timeUs },
-  ]
-  // The stored head stays (a resync starts from it); only the state says it is stale.
-  const desynchronize = (did: string, head: ChainHead | null) =>
-    tracker.setHead({
-      did,
-      rev: head?.rev ?? null,
-      data: head?.data ?? null,
-      state: 'desynchronized',
-    })
   const countOps = (body: CommitBody, outcome: 'ignored_rev' | 'error') => {
     for (const op of body.ops) {
       const collection = op.path.slice(0, op.path.indexOf('/'))
@@ -84,7 +73,7 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
         logger.warn({ ...log, reason: v.reason, detail: v.detail }, 'repo chain break: resync')
         // Judged again after the resync: dropped as a replay if the fetched repo has it.
         o.hold?.(body, timeUs)
-        desynchronize(did, head)
+        desynchronize(tracker, did, head)
         return chainItem(v.chain, seq, timeUs)
       case 'accept': {
         if (v.legacy) metrics.legacyCommitsTotal.inc()
@@ -97,40 +86,10 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
     }
   }
 
-  const judgeSync = async (body: SyncBody & { seq: number }, timeUs: number) => {
-    const { did, seq } = body
-    const head = await tracker.head(did)
-    if (head && head.state !== 'synchronized') {
-      // A resync is on its way already; it brings a state at least as new as this.
-      o.onWaiting(did)
-      return [{ event: null, cursor: seqCursor(seq), timeUs }]
-    }
-    const v = await checkSync(o.resolveKey, body, head, timeUs)
-    const log = { did, seq, rev: body.rev }
-    switch (v.kind) {
-      case 'noop':
-        return [{ event: null, cursor: seqCursor(seq), timeUs }]
-      case 'unverifiable':
-      case 'future_rev':
-        if (v.kind === 'future_rev') metrics.chainBreaksTotal.inc({ reason: 'future_rev' })
-        else metrics.unverifiableSyncsTotal.inc()
-        logger.warn({ ...log, reason: v.detail }, 'firehose #sync ignored')
-        return [{ event: null, cursor: seqCursor(seq), timeUs }]
-      case 'advance':
-        tracker.setHead({ did, rev: v.chain.rev, data: v.chain.data, state: 'synchronized' })
-        return chainItem(v.chain, seq, timeUs)
-      case 'resync':
-        metrics.chainBreaksTotal.inc({ reason: 'sync_event' })
-        logger.info(log, 'firehose #sync: the repo moved on, resync')
-        desynchronize(did, head)
-        return chainItem(v.chain, seq, timeUs)
-    }
-  }
-
   return {
     // Registered synchronously, so a repo's frames are judged in the order they arrived.
     commit: (body, timeUs) => tracker.serialize(body.repo, () => judge(body, timeUs)),
-    sync: (body, timeUs) => tracker.serialize(body.did, () => judgeSync(body, timeUs)),
+    sync: (body, timeUs) => tracker.serialize(body.did, () => judgeSync(o, body, timeUs)),
   }
 }
 
@@ -171,4 +130,53 @@ function recordItems(
     items.push({ event, cursor: seqCursor(body.seq), timeUs })
   }
   return items
+}
+
+async function judgeSync(
+  o: ChainFrameOptions,
+  body: SyncBody & { seq: number },
+  timeUs: number,
+): Promise<SourceItem[]> {
+  const { tracker, logger, metrics } = o
+  const { did, seq } = body
+  const head = await tracker.head(did)
+  if (head && head.state !== 'synchronized') {
+    // A resync is on its way already; it brings a state at least as new as this.
+    o.onWaiting(did)
+    return [{ event: null, cursor: seqCursor(seq), timeUs }]
+  }
+  const v = await checkSync(o.resolveKey, body, head, timeUs)
+  const log = { did, seq, rev: body.rev }
+  switch (v.kind) {
+    case 'noop':
+      return [{ event: null, cursor: seqCursor(seq), timeUs }]
+    case 'unverifiable':
+    case 'future_rev':
+      if (v.kind === 'future_rev') metrics.chainBreaksTotal.inc({ reason: 'future_rev' })
+      else metrics.unverifiableSyncsTotal.inc()
+      logger.warn({ ...log, reason: v.detail }, 'firehose #sync ignored')
+      return [{ event: null, cursor: seqCursor(seq), timeUs }]
+    case 'advance':
+      tracker.setHead({ did, rev: v.chain.rev, data: v.chain.data, state: 'synchronized' })
+      return chainItem(v.chain, seq, timeUs)
+    case 'resync':
+      metrics.chainBreaksTotal.inc({ reason: 'sync_event' })
+      logger.info(log, 'firehose #sync: the repo moved on, resync')
+      desynchronize(tracker, did, head)
+      return chainItem(v.chain, seq, timeUs)
+  }
+}
+
+const chainItem = (ev: ChainEvent, seq: number, timeUs: number): SourceItem[] => [
+  { event: ev, cursor: seqCursor(seq), timeUs },
+]
+
+/** The stored head stays (a resync starts from it); only the state says it is stale. */
+function desynchronize(tracker: ChainTracker, did: string, head: ChainHead | null): void {
+  tracker.setHead({
+    did,
+    rev: head?.rev ?? null,
+    data: head?.data ?? null,
+    state: 'desynchronized',
+  })
 }

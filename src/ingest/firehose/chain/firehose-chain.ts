@@ -86,19 +86,9 @@ export function startFirehoseChain(o: FirehoseChainOptions): FirehoseChain {
       for (const items of judged) for (const it of await items) await emit(it.event)
     })().catch((err) => logger.error({ err }, 'replaying commits held during a resync failed'))
   }
-  const fetchSnapshot =
-    o.fetchSnapshot ??
-    ((did: string, signal: AbortSignal) =>
-      fetchRepoSnapshot(did, {
-        resolver: o.resolver,
-        collections: o.collections,
-        signal,
-        allowPrivateNetwork: o.allowPrivateNetwork,
-        metrics,
-      }))
   const resyncer = new Resyncer({
     ...o.resync,
-    fetchSnapshot,
+    fetchSnapshot: o.fetchSnapshot ?? verifiedSnapshot(o),
     hostOf: async (did) => new URL(await o.resolver.resolvePds(did)).host,
     emit,
     head: (did) => tracker.head(did),
@@ -145,4 +135,16 @@ export function startFirehoseChain(o: FirehoseChainOptions): FirehoseChain {
     onConnect: () => tracker.resetConnection(),
     close: () => resyncer.close(),
   }
+}
+
+/** A verified getRepo from the DID's PDS (backfill/repo-snapshot.ts). */
+function verifiedSnapshot(o: FirehoseChainOptions) {
+  return (did: string, signal: AbortSignal) =>
+    fetchRepoSnapshot(did, {
+      resolver: o.resolver,
+      collections: o.collections,
+      signal,
+      allowPrivateNetwork: o.allowPrivateNetwork,
+      metrics: o.metrics,
+    })
 }

@@ -1,0 +1,86 @@
+import type { Logger } from 'pino'
+import { type SourceCursor, seqCursor, valueOfKind } from '../../model/cursor.ts'
+import { advanceSeqCursor, checkSourceTime, type SeqTrack } from '../cursor-guard.ts'
+import type { RefusalReporter } from '../cursor-refusals.ts'
+
+// Jetstream v2's cursor policy: a seq resume is inclusive (the frame at the seq is sent again
+// and dropped), duplicates and backwards seqs are dropped, and only a seq the cursor guard
+// accepted (cursor-guard.ts) becomes what a reconnect resumes from.
+
+const NO_TRACK: SeqTrack = { accepted: null, candidate: null }
+
+export class V2Cursor {
+  /**
+   * What a reconnect resumes from: the newest seq the cursor guard accepted, or the `time_us`
+   * the run started from until a seq arrives (the server translates a timestamp cursor to
+   * its first seq at or after it, SPEC 5).
+   */
+  #resume: SourceCursor | null = null
+  /** Highest seq of the current session: a lower one after it is out of order. */
+  #sessionSeq: number | null = null
+  #track: SeqTrack = NO_TRACK
+  readonly #refused: RefusalReporter
+  readonly #backwards: (seq: number, after: number) => void
+
+  constructor(o: { refused: RefusalReporter; fault: (reason: string) => void; logger: Logger }) {
+    this.#refused = o.refused
+    this.#backwards = (seq, after) => {
+      o.fault('seq_backwards')
+      o.logger.warn({ seq, after }, 'seq went backwards: frame skipped')
+    }
+  }
+
+  /** A run starts here; a time_us start is no seq to continue from: the first seq is taken. */
+  start(cursor: SourceCursor | null): void {
+    this.#resume = cursor
+    this.#track = { accepted: valueOfKind(cursor, 'seq'), candidate: null }
+  }
+
+  /** From the live tip (CursorTooOld with onTooOld=tip). */
+  reset(): void {
+    this.start(null)
+  }
+
+  newSession(): void {
+    this.#sessionSeq = null
+  }
+
+  get resume(): SourceCursor | null {
+    return this.#resume
+  }
+
+  /** The seq accepted as the cursor; null before the first one. */
+  get accepted(): number | null {
+    return this.#track.accepted
+  }
+
+  /** True when `seq` was handled already (inclusive resume, at-least-once delivery). */
+  seen(seq: number): boolean {
+    if (this.#sessionSeq !== null && seq < this.#sessionSeq) {
+      this.#backwards(seq, this.#sessionSeq)
+      return true
+    }
+    // Only a seq resume sends a handled frame again: a time_us one was translated by the server.
+    const last = valueOfKind(this.#resume, 'seq')
+    return last !== null && seq <= last
+  }
+
+  /** The shared cursor rule (cursor-guard.ts): a seq leap or a future time is refused. */
+  position(seq: number, timeUs: number): { cursor: number | null; timeUs: number | null } {
+    const adv = advanceSeqCursor(this.#track, seq)
+    this.#track = adv.track
+    if (adv.refusal) this.#refused(adv.refusal, { seq, cursor: this.#track.accepted })
+    const timeRefusal = checkSourceTime(timeUs, Date.now() * 1000)
+    if (timeRefusal) this.#refused(timeRefusal, { seq, timeUs })
+    return { cursor: adv.cursor, timeUs: timeRefusal ? null : timeUs }
+  }
+
+  /**
+   * A handled frame: the session has read up to its seq, but a reconnect resumes only from a
+   * seq the cursor guard accepted, so a hostile huge seq never becomes the reconnect cursor.
+   */
+  handled(seq: number, accepted: number | null): void {
+    this.#sessionSeq = seq
+    if (accepted !== null) this.#resume = seqCursor(accepted)
+  }
+}
