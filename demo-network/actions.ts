@@ -64,54 +64,80 @@ function noiseVariant(rand: Random): NoiseVariant {
   return 'identity'
 }
 
-export function createActions(sim: Sim): { run: Record<Action, () => Emit>; noise: () => Emit } {
-  const { o, rand, corpus, repos, bump } = sim
-  const now = () => sim.timeUs()
-  const rkeyTid = (r: Repo) => tidFromMicros(now(), r.rkeyClock)
+const hasAgents = (r: Repo) => r.agents.some((a) => a.created)
+const open = (s: Slot) => s.conv !== 'deleted'
 
-  const pickRepo = (pred: (r: Repo) => boolean = () => true): Repo | null => {
+/**
+ * The actions of the simulated network over the generator's state (`sim`): one method per
+ * weighted action (ActionWeights), plus `noise` for the rest of the network.
+ */
+export class Actions implements Record<Action, () => Emit> {
+  readonly #sim: Sim
+
+  constructor(sim: Sim) {
+    this.#sim = sim
+  }
+
+  #rkeyTid(r: Repo): string {
+    return tidFromMicros(this.#sim.timeUs(), r.rkeyClock)
+  }
+
+  #pickRepo(pred: (r: Repo) => boolean = () => true): Repo | null {
     for (let i = 0; i < 8; i++) {
-      const r = rand.pick(repos)
+      const r = this.#sim.rand.pick(this.#sim.repos)
       if (r.active && pred(r)) return r
     }
     return null
   }
-  const hasAgents = (r: Repo) => r.agents.some((a) => a.created)
-  const pickAgent = (r: Repo): Agent | null => {
-    const made = r.agents.filter((a) => a.created)
-    return made.length ? rand.pick(made) : null
-  }
-  const pickSlot = (r: Repo, pred: (s: Slot) => boolean): Slot | null => {
-    const found = r.slots.filter(pred)
-    return found.length ? rand.pick(found) : null
-  }
-  const open = (s: Slot) => s.conv !== 'deleted'
 
-  const createAgent = (r: Repo, a: Agent): Emit => {
+  #pickAgent(r: Repo): Agent | null {
+    const made = r.agents.filter((a) => a.created)
+    return made.length ? this.#sim.rand.pick(made) : null
+  }
+
+  #pickSlot(r: Repo, pred: (s: Slot) => boolean): Slot | null {
+    const found = r.slots.filter(pred)
+    return found.length ? this.#sim.rand.pick(found) : null
+  }
+
+  #createAgent(r: Repo, a: Agent): Emit {
+    const { o, rand, corpus } = this.#sim
     a.created = true
-    a.rkey = rkeyTid(r)
+    a.rkey = this.#rkeyTid(r)
     a.uri = `at://${r.did}/${o.agentNsid}/${a.rkey}`
-    a.createdAt = sim.nowIso()
+    a.createdAt = this.#sim.nowIso()
     changeTemplate(rand, o, corpus, a)
     changeMemory(rand, o, corpus, a)
-    if (!a.hasSystem) bump('agentWithoutSystem')
-    return sim.commit(r, o.agentNsid, 'create', a.rkey, agentRecord(o, corpus, a, null))
+    if (!a.hasSystem) this.#sim.bump('agentWithoutSystem')
+    return this.#sim.commit(r, o.agentNsid, 'create', a.rkey, agentRecord(o, corpus, a, null))
   }
 
-  const writeConversation = (r: Repo, s: Slot): Emit => {
+  #writeConversation(r: Repo, s: Slot): Emit {
+    const { o, rand } = this.#sim
     s.conv = 'live'
     const title = `Conversation with ${s.agent.layout.name} #${rand.int(1, 9999)}`
-    const record = { $type: o.conversationNsid, agent: s.agent.uri, title, createdAt: sim.nowIso() }
-    return sim.commit(r, o.conversationNsid, 'create', s.rkey, record)
+    const createdAt = this.#sim.nowIso()
+    const record = { $type: o.conversationNsid, agent: s.agent.uri, title, createdAt }
+    return this.#sim.commit(r, o.conversationNsid, 'create', s.rkey, record)
   }
 
-  const compile = (r: Repo, s: Slot): Emit => {
+  /** Compiles the slot's prompt (a create, or an update when it exists) from its agent. */
+  #compile(r: Repo, s: Slot): Emit {
+    const { o, rand, corpus } = this.#sim
     const a = s.agent
-    const { memoryOffset, memoryLength } = a.layout
-    const mem = renderMemory(corpus, a.memRev, a.memNonce, memoryOffset, memoryLength)
-    const compiledAtMs = Math.floor(now() / 1000) - rand.int(0, 250)
-    const foot = footer(compiledAtMs, s.rkey)
-    const content = renderContent(renderTemplate(corpus, a.layout), mem, foot)
+    const mem = renderMemory(
+      corpus,
+      a.memRev,
+      a.memNonce,
+      a.layout.memoryOffset,
+      a.layout.memoryLength,
+    )
+    const compiledAtMs = Math.floor(this.#sim.timeUs() / 1000) - rand.int(0, 250)
+    const content = renderContent(
+      renderTemplate(corpus, a.layout),
+      mem,
+      footer(compiledAtMs, s.rkey),
+    )
     const draft = {
       did: r.did,
       rkey: s.rkey,
@@ -122,154 +148,178 @@ export function createActions(sim: Sim): { run: Record<Action, () => Emit>; nois
       memfsRevision: a.memRev,
       compiledAtMs,
     }
-    const { record, tags } = buildPromptRecord(draft, {
+    const { record, tags } = buildPromptRecord(draft, this.#recordInput(r, s))
+    for (const tag of tags) this.#sim.bump(tag)
+    if (s.prompt) this.#sim.bump('recompile')
+    const op = s.prompt ? 'update' : 'create'
+    s.prompt = true
+    return this.#sim.commit(r, o.promptNsid, op, s.rkey, record)
+  }
+
+  /** What buildPromptRecord draws its anomalies with, for slot `s` of repo `r`. */
+  #recordInput(r: Repo, s: Slot): Parameters<typeof buildPromptRecord>[1] {
+    const { o, rand, corpus, repos } = this.#sim
+    const a = s.agent
+    return {
       rand,
       rates: o.rates,
       invalidKinds: o.invalidKinds,
       promptNsid: o.promptNsid,
       conversationNsid: o.conversationNsid,
-      otherDid: () => rand.pick([...repos, ...sim.noise].filter((x) => x !== r)).did,
-      otherRkey: () => pickSlot(r, (x) => x !== s)?.rkey ?? tidFromMicros(now() - 1, r.rkeyClock),
+      otherDid: () => rand.pick([...repos, ...this.#sim.noise].filter((x) => x !== r)).did,
+      otherRkey: () =>
+        this.#pickSlot(r, (x) => x !== s)?.rkey ??
+        tidFromMicros(this.#sim.timeUs() - 1, r.rkeyClock),
       detachedMemory: () => {
         // A later memory update: another render (nonce) of the same size, so sizes hold.
         const nonce = ((Number.parseInt(a.memNonce, 16) + 1) >>> 0).toString(16).padStart(8, '0')
-        return renderMemory(corpus, a.memRev, nonce, rand.int(0, 999), memoryLength)
+        return renderMemory(corpus, a.memRev, nonce, rand.int(0, 999), a.layout.memoryLength)
       },
-    })
-    tags.forEach(bump)
-    if (s.prompt) bump('recompile')
-    const op = s.prompt ? 'update' : 'create'
-    s.prompt = true
-    return sim.commit(r, o.promptNsid, op, s.rkey, record)
+    }
   }
 
-  const recompileAgent = (r: Repo, a: Agent): Emit => {
-    const s = pickSlot(r, (x) => x.agent === a && open(x))
-    return s ? compile(r, s) : null
+  #recompileAgent(r: Repo, a: Agent): Emit {
+    const s = this.#pickSlot(r, (x) => x.agent === a && open(x))
+    return s ? this.#compile(r, s) : null
   }
 
-  const deletePrompt = (r: Repo, s: Slot): Emit => {
+  #deletePrompt(r: Repo, s: Slot): Emit {
     s.prompt = false
-    bump('promptDelete')
-    return sim.commit(r, o.promptNsid, 'delete', s.rkey)
+    this.#sim.bump('promptDelete')
+    return this.#sim.commit(r, this.#sim.o.promptNsid, 'delete', s.rkey)
   }
 
-  const run: Record<Action, () => Emit> = {
-    newConversation: () => {
-      const r = pickRepo()
-      if (!r) return null
-      const a = rand.pick(r.agents)
-      if (!a.created) return createAgent(r, a)
-      const nonTid = rand.chance(o.rates.nonTidRkey)
-      if (nonTid) bump('nonTidRkey')
-      // 13 characters like a TID, so the prompt's size accounting holds.
-      const rkey = nonTid ? `conv-${rand.int(10_000_000, 99_999_999)}` : rkeyTid(r)
-      const s: Slot = { rkey, agent: a, conv: 'pending', prompt: false }
-      remember(r, s, o.maxSlotsPerDid)
-      if (rand.chance(o.rates.sidecarFirst)) {
-        bump('sidecarFirst')
-        sim.later(rand.int(2, 30), r, () => (s.conv === 'pending' ? writeConversation(r, s) : null))
-        return compile(r, s)
-      }
-      sim.later(rand.int(1, 4), r, () => (s.prompt ? null : compile(r, s)))
-      return writeConversation(r, s)
-    },
-    recompile: () => {
-      const r = pickRepo()
-      const s = r && pickSlot(r, open)
-      return r && s ? compile(r, s) : run.newConversation()
-    },
-    templateChange: () => {
-      const r = pickRepo(hasAgents)
-      const a = r && pickAgent(r)
-      if (!r || !a) return null
-      changeTemplate(rand, o, corpus, a)
-      bump(a.hasSystem ? 'templateChange' : 'templateChange:noSystem')
-      sim.later(rand.int(1, 10), r, () => recompileAgent(r, a))
-      return sim.commit(r, o.agentNsid, 'update', a.rkey, agentRecord(o, corpus, a, sim.nowIso()))
-    },
-    memfsBump: () => {
-      const r = pickRepo(hasAgents)
-      const a = r && pickAgent(r)
-      if (!r || !a) return null
-      changeMemory(rand, o, corpus, a)
-      bump('memfsBump')
-      if (rand.chance(0.5)) sim.later(rand.int(1, 20), r, () => recompileAgent(r, a))
-      // memfs is not on the network: a bump shows only through the compiles after it.
-      return recompileAgent(r, a)
-    },
-    conversationDelete: () => {
-      const r = pickRepo()
-      const s = r && pickSlot(r, (x) => x.conv === 'live')
-      if (!r || !s) return null
-      s.conv = 'deleted'
-      bump('conversationDelete')
-      if (rand.chance(o.rates.promptCleanup)) {
-        sim.later(rand.int(1, 6), r, () => (s.prompt ? deletePrompt(r, s) : null))
-      }
-      return sim.commit(r, o.conversationNsid, 'delete', s.rkey)
-    },
-    promptDelete: () => {
-      const r = pickRepo()
-      const s = r && pickSlot(r, (x) => x.prompt)
-      return r && s ? deletePrompt(r, s) : null
-    },
-    takedown: () => {
-      const r = pickRepo(hasAgents)
-      if (!r) return null
-      const status = rand.pick(['takendown', 'suspended', 'deactivated'])
-      r.active = false
-      r.reactivating = rand.chance(o.rates.reactivate)
-      bump(`takedown:${status}`)
-      if (r.reactivating) {
-        sim.schedule(rand.int(30, 400), () => {
-          if (r.purged) return null
-          r.active = true
-          r.reactivating = false
-          bump('reactivation')
-          return sim.account(r, true)
-        })
-      }
-      return sim.account(r, false, status)
-    },
-    purge: () => {
-      const r = pickRepo(hasAgents)
-      if (!r) return null
-      r.purged = true
-      r.active = false
-      repos[repos.indexOf(r)] = newRepo(rand, o)
-      bump('purge')
-      return sim.account(r, false, 'deleted')
-    },
-    identity: () => {
-      bump('identity')
-      return sim.identity(rand.pick(repos))
-    },
+  newConversation(): Emit {
+    const { o, rand } = this.#sim
+    const r = this.#pickRepo()
+    if (!r) return null
+    const a = rand.pick(r.agents)
+    if (!a.created) return this.#createAgent(r, a)
+    const nonTid = rand.chance(o.rates.nonTidRkey)
+    if (nonTid) this.#sim.bump('nonTidRkey')
+    // 13 characters like a TID, so the prompt's size accounting holds.
+    const rkey = nonTid ? `conv-${rand.int(10_000_000, 99_999_999)}` : this.#rkeyTid(r)
+    const s: Slot = { rkey, agent: a, conv: 'pending', prompt: false }
+    remember(r, s, o.maxSlotsPerDid)
+    if (rand.chance(o.rates.sidecarFirst)) {
+      this.#sim.bump('sidecarFirst')
+      const sidecar = () => (s.conv === 'pending' ? this.#writeConversation(r, s) : null)
+      this.#sim.later(rand.int(2, 30), r, sidecar)
+      return this.#compile(r, s)
+    }
+    this.#sim.later(rand.int(1, 4), r, () => (s.prompt ? null : this.#compile(r, s)))
+    return this.#writeConversation(r, s)
   }
 
-  const noise = (): Emit => {
+  recompile(): Emit {
+    const r = this.#pickRepo()
+    const s = r && this.#pickSlot(r, open)
+    return r && s ? this.#compile(r, s) : this.newConversation()
+  }
+
+  templateChange(): Emit {
+    const { o, rand, corpus } = this.#sim
+    const r = this.#pickRepo(hasAgents)
+    const a = r && this.#pickAgent(r)
+    if (!r || !a) return null
+    changeTemplate(rand, o, corpus, a)
+    this.#sim.bump(a.hasSystem ? 'templateChange' : 'templateChange:noSystem')
+    this.#sim.later(rand.int(1, 10), r, () => this.#recompileAgent(r, a))
+    const record = agentRecord(o, corpus, a, this.#sim.nowIso())
+    return this.#sim.commit(r, o.agentNsid, 'update', a.rkey, record)
+  }
+
+  memfsBump(): Emit {
+    const { o, rand, corpus } = this.#sim
+    const r = this.#pickRepo(hasAgents)
+    const a = r && this.#pickAgent(r)
+    if (!r || !a) return null
+    changeMemory(rand, o, corpus, a)
+    this.#sim.bump('memfsBump')
+    if (rand.chance(0.5)) this.#sim.later(rand.int(1, 20), r, () => this.#recompileAgent(r, a))
+    // memfs is not on the network: a bump shows only through the compiles after it.
+    return this.#recompileAgent(r, a)
+  }
+
+  conversationDelete(): Emit {
+    const { o, rand } = this.#sim
+    const r = this.#pickRepo()
+    const s = r && this.#pickSlot(r, (x) => x.conv === 'live')
+    if (!r || !s) return null
+    s.conv = 'deleted'
+    this.#sim.bump('conversationDelete')
+    if (rand.chance(o.rates.promptCleanup)) {
+      this.#sim.later(rand.int(1, 6), r, () => (s.prompt ? this.#deletePrompt(r, s) : null))
+    }
+    return this.#sim.commit(r, o.conversationNsid, 'delete', s.rkey)
+  }
+
+  promptDelete(): Emit {
+    const r = this.#pickRepo()
+    const s = r && this.#pickSlot(r, (x) => x.prompt)
+    return r && s ? this.#deletePrompt(r, s) : null
+  }
+
+  takedown(): Emit {
+    const { o, rand } = this.#sim
+    const r = this.#pickRepo(hasAgents)
+    if (!r) return null
+    const status = rand.pick(['takendown', 'suspended', 'deactivated'])
+    r.active = false
+    r.reactivating = rand.chance(o.rates.reactivate)
+    this.#sim.bump(`takedown:${status}`)
+    if (r.reactivating) this.#sim.schedule(rand.int(30, 400), () => this.#reactivate(r))
+    return this.#sim.account(r, false, status)
+  }
+
+  #reactivate(r: Repo): Emit {
+    if (r.purged) return null
+    r.active = true
+    r.reactivating = false
+    this.#sim.bump('reactivation')
+    return this.#sim.account(r, true)
+  }
+
+  purge(): Emit {
+    const { o, rand, repos } = this.#sim
+    const r = this.#pickRepo(hasAgents)
+    if (!r) return null
+    r.purged = true
+    r.active = false
+    repos[repos.indexOf(r)] = newRepo(rand, o)
+    this.#sim.bump('purge')
+    return this.#sim.account(r, false, 'deleted')
+  }
+
+  identity(): Emit {
+    this.#sim.bump('identity')
+    return this.#sim.identity(this.#sim.rand.pick(this.#sim.repos))
+  }
+
+  /** An event of the rest of the network: a post, another collection, account or identity. */
+  noise(): Emit {
+    const { rand, corpus } = this.#sim
     const variant = noiseVariant(rand)
-    const n = rand.pick(sim.noise)
-    bump(`noise:${variant}`)
+    const n = rand.pick(this.#sim.noise)
+    this.#sim.bump(`noise:${variant}`)
     if (variant === 'post') {
-      const r = rand.chance(0.5) ? n : (pickRepo() ?? n)
+      const r = rand.chance(0.5) ? n : (this.#pickRepo() ?? n)
       const at = rand.int(0, 9000)
       const text = corpus.slice(at, at + rand.int(20, 280))
-      const record = { $type: 'app.bsky.feed.post', text, langs: ['en'], createdAt: sim.nowIso() }
-      return sim.commit(r, 'app.bsky.feed.post', 'create', rkeyTid(r), record)
+      const createdAt = this.#sim.nowIso()
+      const record = { $type: 'app.bsky.feed.post', text, langs: ['en'], createdAt }
+      return this.#sim.commit(r, 'app.bsky.feed.post', 'create', this.#rkeyTid(r), record)
     }
     if (variant === 'other') {
-      const r = pickRepo() ?? n
+      const r = this.#pickRepo() ?? n
       const $type = 'xyz.quasigod.lab.letta.other'
-      const record = { $type, note: 'not an indexed collection', createdAt: sim.nowIso() }
-      return sim.commit(r, $type, 'create', rkeyTid(r), record)
+      const record = { $type, note: 'not an indexed collection', createdAt: this.#sim.nowIso() }
+      return this.#sim.commit(r, $type, 'create', this.#rkeyTid(r), record)
     }
     if (variant === 'account') {
       n.active = !n.active
-      return sim.account(n, n.active, n.active ? undefined : 'deactivated')
+      return this.#sim.account(n, n.active, n.active ? undefined : 'deactivated')
     }
-    return sim.identity(n)
+    return this.#sim.identity(n)
   }
-
-  return { run, noise }
 }

@@ -13,6 +13,8 @@ export interface V2Stored {
   kind: string | null
   v2: string
   v1: string
+  /** The v2 frame compressed with dictionary `id`: once per dictionary, not per connection. */
+  zstd?: { id: number; z: Buffer }
 }
 
 /** RFC 3339 UTC with exactly six fractional digits, as Jetstream v2 writes `time`. */

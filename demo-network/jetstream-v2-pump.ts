@@ -48,25 +48,21 @@ export function newConn(
   }
 }
 
-// Compressed once per dictionary and item, not once per connection.
-const compressed = new WeakMap<V2Stored, { id: number; z: Buffer }>()
-
 export function encodeFrame(text: string, dictionary: V2Conn['dictionary']): string | Buffer {
   if (!dictionary) return text
   return zstdCompressSync(Buffer.from(text), { dictionary: dictionary.bytes })
 }
 
 export function precompress(e: V2Stored, dictionary: NonNullable<V2Conn['dictionary']>): void {
-  compressed.set(e, { id: dictionary.id, z: encodeFrame(e.v2, dictionary) as Buffer })
+  e.zstd = { id: dictionary.id, z: encodeFrame(e.v2, dictionary) as Buffer }
 }
 
 function frameOf(c: V2Conn, e: V2Stored): string | Buffer | null {
   if (c.wire === 'v1') return e.v1 === '' ? null : e.v1
   if (!c.dictionary) return e.v2
-  const hit = compressed.get(e)
-  if (hit && hit.id === c.dictionary.id) return hit.z
+  if (e.zstd?.id === c.dictionary.id) return e.zstd.z
   const z = encodeFrame(e.v2, c.dictionary) as Buffer
-  compressed.set(e, { id: c.dictionary.id, z })
+  e.zstd = { id: c.dictionary.id, z }
   return z
 }
 

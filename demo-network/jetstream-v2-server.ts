@@ -1,20 +1,18 @@
 import { readFileSync } from 'node:fs'
-import { createServer, type IncomingMessage } from 'node:http'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { WebSocketServer } from 'ws'
 import { appendToLog } from './event-log.ts'
+import { decide, type GateState, V2_PATH, type V2Rejection } from './jetstream-v2-decide.ts'
 import {
   errorFrame,
-  infoFrame,
   storedOf,
   syncPayload,
   type V2Stored,
   v2Envelope,
 } from './jetstream-v2-frames.ts'
-import { invalid, refuse, reply, seqIn } from './jetstream-v2-http.ts'
+import { refuse, reply, seqIn } from './jetstream-v2-http.ts'
 import {
-  indexOfSeq,
-  indexOfTime,
   newConn,
   type PumpCounters,
   precompress,
@@ -28,9 +26,7 @@ import { type LogServerHandle, listen, serverHandle, track } from './ws-server.t
 // `subscribeEvents` (seq cursors, CursorTooOld, #info, #sync, error frames, dictionary zstd)
 // and the frozen v1 `/subscribe` with its added `cursor` field, over one seq-numbered log.
 
-const NS = 'network.bsky.jetstream'
-const V2_PATH = `/xrpc/${NS}.subscribeEvents`
-const DICT_PATH = `/xrpc/${NS}.getZstdDictionary`
+const DICT_PATH = '/xrpc/network.bsky.jetstream.getZstdDictionary'
 
 /** The dictionary the demo and benchmarks serve (trained with `zstd --train` on demo traffic). */
 export function demoDictionary(): Buffer {
@@ -66,12 +62,6 @@ export interface V2Request {
   status: number
 }
 
-export interface V2Rejection {
-  status: number
-  error: string
-  message?: string
-}
-
 export interface JetstreamV2Server extends LogServerHandle {
   /** ws://host:port (no path: clients auto-detect), plus both wires' full URLs. */
   readonly origin: string
@@ -104,184 +94,157 @@ export interface JetstreamV2Server extends LogServerHandle {
 
 const charsOf = (e: V2Stored) => e.v1.length + e.v2.length
 
-export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<JetstreamV2Server> {
-  const host = o.host ?? '127.0.0.1'
-  const log: V2Log = { items: [], base: 0, chars: 0, nextSeq: 1 }
-  const conns = new Set<V2Conn>()
-  const requests: V2Request[] = []
-  const counters: PumpCounters = { sent: 0, wireBytes: 0, textBytes: 0 }
-  const rejections: V2Rejection[] = []
-  let dict = o.dictionary ? { id: dictionaryIdOf(o.dictionary) ?? 0, bytes: o.dictionary } : null
-  const state = { floor: 1, mute: false }
+/** The server's state and what it does with it; the handle and the sockets call in here. */
+class V2Hub implements GateState {
+  readonly log: V2Log = { items: [], base: 0, chars: 0, nextSeq: 1 }
+  readonly conns = new Set<V2Conn>()
+  readonly requests: V2Request[] = []
+  readonly counters: PumpCounters = { sent: 0, wireBytes: 0, textBytes: 0 }
+  readonly rejections: V2Rejection[] = []
+  dict: V2Conn['dictionary']
+  floor = 1
+  mute = false
+  readonly #o: V2ServerOptions
 
-  const push = (stored: V2Stored[]) => {
-    appendToLog(log, stored, charsOf, o.maxLogEvents, o.maxLogBytes)
-    for (const c of conns) c.wake?.()
-  }
-  const lastUs = () => log.items.at(-1)?.timeUs ?? 0
-  const append = (events: unknown[]) => {
-    const stored = events.map((e) => storedOf(e, log.nextSeq++, lastUs()))
-    if (o.precompress && dict) for (const e of stored) precompress(e, dict)
-    push(stored)
+  constructor(o: V2ServerOptions) {
+    this.#o = o
+    this.dict = o.dictionary ? { id: dictionaryIdOf(o.dictionary) ?? 0, bytes: o.dictionary } : null
   }
 
-  const http = createServer((req, res) => {
+  lastUs(): number {
+    return this.log.items.at(-1)?.timeUs ?? 0
+  }
+
+  push(stored: V2Stored[]): void {
+    appendToLog(this.log, stored, charsOf, this.#o.maxLogEvents, this.#o.maxLogBytes)
+    for (const c of this.conns) c.wake?.()
+  }
+
+  append(events: unknown[]): void {
+    const stored = events.map((e) => storedOf(e, this.log.nextSeq++, this.lastUs()))
+    const dict = this.dict
+    if (this.#o.precompress && dict) for (const e of stored) precompress(e, dict)
+    this.push(stored)
+  }
+
+  appendSync(did: string, rev: string, creates: unknown[], blocks?: string): void {
+    const sync = { ...syncPayload(did, rev, this.lastUs(), blocks), seq: this.log.nextSeq++ }
+    const marker: V2Stored = {
+      ...storedOf({}, sync.seq, this.lastUs()),
+      v2: v2Envelope(sync),
+      v1: '',
+    }
+    const rows = creates.map((e) => ({ ...storedOf(e, this.log.nextSeq++, this.lastUs()), v1: '' }))
+    this.push([marker, ...rows])
+  }
+
+  appendRaw(texts: string[]): void {
+    for (const t of texts) {
+      // A frame naming a seq takes it, so later appends stay in order after it.
+      const seq = seqIn(t)
+      if (seq !== null) this.log.nextSeq = Math.max(this.log.nextSeq, seq + 1)
+      const at = { seq: seq ?? this.log.nextSeq - 1, timeUs: this.lastUs() }
+      this.push([{ ...at, collection: null, kind: null, v2: t, v1: '' }])
+    }
+  }
+
+  v2Conns(): V2Conn[] {
+    return [...this.conns].filter((c) => c.wire === 'v2')
+  }
+
+  setDictionary(bytes: Buffer, live: boolean): void {
+    const dict = { id: dictionaryIdOf(bytes) ?? 0, bytes }
+    this.dict = dict
+    if (live) for (const c of this.v2Conns()) if (c.dictionary) c.dictionary = dict
+  }
+
+  /** Plain HTTP: the dictionary, and refusals of what only answers an upgrade. */
+  serveHttp(req: IncomingMessage, res: ServerResponse): void {
     const u = new URL(req.url ?? '/', 'http://localhost')
+    const dict = this.dict
     if (u.pathname === DICT_PATH && dict) {
       const want = u.searchParams.get('id')
-      if (want !== null && Number(want) !== dict.id)
-        return reply(res, 404, 'DictionaryNotFound', `current dictionary is ${dict.id}`)
+      if (want !== null && Number(want) !== dict.id) {
+        reply(res, 404, 'DictionaryNotFound', `current dictionary is ${dict.id}`)
+        return
+      }
       res.writeHead(200, {
         'content-type': 'application/octet-stream',
         etag: `"zstd-dict-${dict.id}"`,
         'x-zstd-dictionary-id': String(dict.id),
       })
-      return res.end(dict.bytes)
+      res.end(dict.bytes)
+    } else if (u.pathname === V2_PATH) {
+      reply(res, 426, 'InvalidRequest', 'websocket upgrade required')
+    } else {
+      reply(res, 404, 'NotFound', 'not found')
     }
-    if (u.pathname === V2_PATH)
-      return reply(res, 426, 'InvalidRequest', 'websocket upgrade required')
-    reply(res, 404, 'NotFound', 'not found')
-  })
-  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false })
-  http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+  }
+
+  upgrade(wss: WebSocketServer, req: IncomingMessage, socket: Socket, head: Buffer): void {
     const u = new URL(req.url ?? '/', 'http://localhost')
-    const decision = decide(u)
-    requests.push({ path: u.pathname, params: u.searchParams, status: decision.status })
+    const decision = decide(u, this)
+    this.requests.push({ path: u.pathname, params: u.searchParams, status: decision.status })
     if (decision.status !== 101) {
-      return refuse(socket, decision.status, decision.error ?? 'Error', decision.message ?? '')
+      refuse(socket, decision.status, decision.error ?? 'Error', decision.message ?? '')
+      return
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
       const conn = newConn(ws, decision.wire, decision.start, decision.wanted, decision.dict)
       if (decision.info) conn.preamble.push(decision.info)
-      track(conns, conn)
+      track(this.conns, conn)
       // Server-push only (section 2): any client data frame closes with 1008.
       ws.on('message', () => ws.close(1008, 'client messages are not accepted'))
-      if (!state.mute) pump(conn, log, counters, o.eventsPerSecond).catch(() => ws.terminate())
+      if (!this.mute) {
+        pump(conn, this.log, this.counters, this.#o.eventsPerSecond).catch(() => ws.terminate())
+      }
     })
-  })
-
-  interface Decision extends Partial<V2Rejection> {
-    status: number
-    wire: 'v1' | 'v2'
-    start: number
-    wanted: string[]
-    dict: V2Conn['dictionary']
-    info?: string
   }
-  function decide(u: URL): Decision {
-    const base = { status: 101, start: log.base + log.items.length, dict: null, wanted: [] }
-    if (u.pathname === '/subscribe') return decideV1(u, base)
-    if (u.pathname !== V2_PATH) return { ...base, wire: 'v2', status: 404, error: 'NotFound' }
-    const queued = rejections.shift()
-    if (queued) return { ...base, wire: 'v2', ...queued }
-    const bad = invalid(u.searchParams)
-    if (bad) return { ...base, wire: 'v2', status: 400, error: 'InvalidRequest', message: bad }
-    return decideV2(u, base)
-  }
+}
 
-  type Base = Omit<Decision, 'wire'>
-
-  // The server's own rule, as the real one has it: a `cursor` query value at or above this is
-  // unix microseconds, below it a seq (SPEC 5). Only the server reads a number by its size;
-  // the client's cursors say their kind (src/model/cursor.ts).
-  const TIMESTAMP_CURSOR = 1e15
-
-  function decideV1(u: URL, base: Base): Decision {
-    const wanted = u.searchParams.getAll('wantedCollections')
-    const cursor = Number(u.searchParams.get('cursor') ?? Number.NaN)
-    // v1 on a v2 server: seq or time cursors, both clamp silently to the floor.
-    const start = Number.isSafeInteger(cursor) ? startOf(cursor).start : base.start
-    return { ...base, wire: 'v1', wanted, start }
-  }
-
-  /** A well-formed subscribeEvents request: its dictionary and cursor decide the answer. */
-  function decideV2(u: URL, base: Base): Decision {
-    const zd = u.searchParams.get('zstdDictionary')
-    if (zd !== null && (!dict || Number(zd) !== dict.id)) {
-      const message = `unknown zstdDictionary ${zd}; current is ${dict?.id ?? 'none'}`
-      return { ...base, wire: 'v2', status: 400, error: 'UnknownZstdDictionary', message }
-    }
-    const wanted = u.searchParams.getAll('collections')
-    const raw = u.searchParams.get('cursor')
-    const d = zd === null ? null : dict
-    if (raw === null) return { ...base, wire: 'v2', wanted, dict: d }
-    const cursor = Math.max(1, Number(raw))
-    if (cursor < TIMESTAMP_CURSOR && cursor < state.floor) {
-      const message = `cursor ${cursor} below lookback floor ${state.floor}; re-backfill from your last seq`
-      return { ...base, wire: 'v2', status: 400, error: 'CursorTooOld', message }
-    }
-    return { ...base, wire: 'v2', wanted, dict: d, ...startOf(cursor) }
-  }
-
-  function startOf(cursor: number): { start: number; info?: string } {
-    const floorIndex = Math.max(log.base, indexOfSeq(log, state.floor))
-    if (cursor < TIMESTAMP_CURSOR) return { start: Math.max(floorIndex, indexOfSeq(log, cursor)) }
-    const floorItem = log.items[floorIndex - log.base]
-    if (!floorItem || cursor >= floorItem.timeUs)
-      return { start: Math.max(floorIndex, indexOfTime(log, cursor)) }
-    const seq = floorItem.seq
-    const msg = `requested timestamp cursor below retention floor; starting at seq ${seq}`
-    return { start: floorIndex, info: infoFrame('OutdatedCursor', msg) }
-  }
-
+export async function startJetstreamV2Server(o: V2ServerOptions = {}): Promise<JetstreamV2Server> {
+  const host = o.host ?? '127.0.0.1'
+  const hub = new V2Hub(o)
+  const http = createServer((req, res) => hub.serveHttp(req, res))
+  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false })
+  http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) =>
+    hub.upgrade(wss, req, socket, head),
+  )
   const origin = `ws://${host}:${await listen(http, o.port ?? 0, host)}`
-  const v2Conns = () => [...conns].filter((c) => c.wire === 'v2')
   return serverHandle<Omit<JetstreamV2Server, keyof LogServerHandle>>(
-    { conns, log, wss, http },
+    { conns: hub.conns, log: hub.log, wss, http },
     {
       origin,
       url: `${origin}${V2_PATH}`,
       v1Url: `${origin}/subscribe`,
-      requests,
-      counters,
+      requests: hub.requests,
+      counters: hub.counters,
       get lastSeq() {
-        return log.nextSeq - 1
+        return hub.log.nextSeq - 1
       },
       get floor() {
-        return state.floor
+        return hub.floor
       },
       set floor(v: number) {
-        state.floor = v
+        hub.floor = v
       },
       get mute() {
-        return state.mute
+        return hub.mute
       },
       set mute(v: boolean) {
-        state.mute = v
+        hub.mute = v
       },
-      append,
-      appendSync(did, rev, creates, blocks) {
-        const sync = { ...syncPayload(did, rev, lastUs(), blocks), seq: log.nextSeq++ }
-        const marker: V2Stored = {
-          ...storedOf({}, sync.seq, lastUs()),
-          v2: v2Envelope(sync),
-          v1: '',
-        }
-        const rows = creates.map((e) => ({ ...storedOf(e, log.nextSeq++, lastUs()), v1: '' }))
-        push([marker, ...rows])
-      },
-      appendRaw(texts) {
-        for (const t of texts) {
-          // A frame naming a seq takes it, so later appends stay in order after it.
-          const seq = seqIn(t)
-          if (seq !== null) log.nextSeq = Math.max(log.nextSeq, seq + 1)
-          const at = { seq: seq ?? log.nextSeq - 1, timeUs: lastUs() }
-          push([{ ...at, collection: null, kind: null, v2: t, v1: '' }])
-        }
-      },
-      rejectNext: (...r) => void rejections.push(...r),
+      append: (events) => hub.append(events),
+      appendSync: (did, rev, creates, blocks) => hub.appendSync(did, rev, creates, blocks),
+      appendRaw: (texts) => hub.appendRaw(texts),
+      rejectNext: (...r) => void hub.rejections.push(...r),
       sendError(error, message) {
-        for (const c of v2Conns()) {
-          c.ws.send(errorFrame(error, message), () => c.ws.terminate())
-        }
+        for (const c of hub.v2Conns()) c.ws.send(errorFrame(error, message), () => c.ws.terminate())
       },
       closeGoingAway() {
-        for (const c of conns) c.ws.close(1001, 'server shutting down')
+        for (const c of hub.conns) c.ws.close(1001, 'server shutting down')
       },
-      setDictionary(bytes, live = false) {
-        dict = { id: dictionaryIdOf(bytes) ?? 0, bytes }
-        if (live) for (const c of v2Conns()) if (c.dictionary) c.dictionary = dict
-      },
+      setDictionary: (bytes, live = false) => hub.setDictionary(bytes, live),
     },
   )
 }

@@ -42,7 +42,7 @@ describe('the heap flags the product ships with', () => {
 })
 
 describe('the compile cache', () => {
-  it('is filled at install with every module of src/, under the program’s flags', () => {
+  it('is filled at install with every module of src/ and demo-network/, under the program’s flags', () => {
     const scripts = JSON.parse(read('package.json')).scripts as Record<string, string>
     expect(scripts.postinstall).toContain(
       `NODE_COMPILE_CACHE=node_modules/.cache/prompt-appview/compile node ${RUNTIME_NODE_FLAGS.join(' ')} scripts/warm-compile-cache.ts`,
@@ -52,7 +52,10 @@ describe('the compile cache', () => {
       env: { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE_DIR },
       encoding: 'utf8',
     })
-    const sources = readdirSync(new URL('../../src', import.meta.url), { recursive: true })
+    // `npm run demo` loads demo-network/ too.
+    const sources = ['../../src', '../../demo-network'].flatMap((dir) =>
+      readdirSync(new URL(dir, import.meta.url), { recursive: true, encoding: 'utf8' }),
+    )
     const count = sources.filter((f) => String(f).endsWith('.ts')).length - 2 // the workers
     expect(out).toContain(`warm-compile-cache: ${count} modules in ${COMPILE_CACHE_DIR}`)
     // Node keeps the cache under a directory named for its version and the V8 flags: the

@@ -193,6 +193,33 @@ export class LettaRepos {
   }
 }
 
+/** A record of another collection (a post, like or follow), made at `createdAt`. */
+function noiseRecord(collection: string, seq: number, createdAt: string): Record<string, unknown> {
+  if (collection === 'app.bsky.feed.post') {
+    return {
+      $type: collection,
+      text: `post ${seq} ${'lorem ipsum '.repeat(8)}`,
+      langs: ['en'],
+      createdAt,
+    }
+  }
+  const subject = collection.endsWith('follow')
+    ? randomPlc()
+    : {
+        uri: `at://${randomPlc()}/app.bsky.feed.post/${nextTid()}`,
+        cid: 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm',
+      }
+  return { $type: collection, subject, createdAt }
+}
+
+/** The #commit frame of a noise repo creating a record of `collection` at `seq`. */
+function noiseFrame(st: RepoState, collection: string, seq: number, time: string) {
+  // Made at the frame's time; its text names the seq before this frame's.
+  const record = noiseRecord(collection, seq - 1, time)
+  const write = { action: WriteOpAction.Create, collection, rkey: nextTid(), record }
+  return commitFrame(st, write as unknown as RecordWriteOp, seq, time)
+}
+
 export async function buildFrames(o: FrameOptions, log: (m: string) => void): Promise<FrameSet> {
   const t0 = performance.now()
   const gen = createGenerator({
@@ -234,38 +261,7 @@ export async function buildFrames(o: FrameOptions, log: (m: string) => void): Pr
         expected.push(made.op)
       }
     } else {
-      const st = rnd.pick(noise)
-      const collection = rnd.pick(NOISE)
-      const createdAt = new Date(baseMs + seq).toISOString()
-      const record =
-        collection === 'app.bsky.feed.post'
-          ? {
-              $type: collection,
-              text: `post ${seq} ${'lorem ipsum '.repeat(8)}`,
-              langs: ['en'],
-              createdAt,
-            }
-          : {
-              $type: collection,
-              subject: collection.endsWith('follow')
-                ? randomPlc()
-                : {
-                    uri: `at://${randomPlc()}/app.bsky.feed.post/${nextTid()}`,
-                    cid: 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm',
-                  },
-              createdAt,
-            }
-      const { frame } = await commitFrame(
-        st,
-        {
-          action: WriteOpAction.Create,
-          collection,
-          rkey: nextTid(),
-          record,
-        } as unknown as RecordWriteOp,
-        ++seq,
-        time,
-      )
+      const { frame } = await noiseFrame(rnd.pick(noise), rnd.pick(NOISE), ++seq, time)
       push(frame)
       commitFrames++
     }
