@@ -8,12 +8,9 @@ FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
-COPY patches ./patches
-# --ignore-scripts: no production dependency needs an install script. Our own postinstall
-# (patch-package, a devDependency) is skipped with them, so the driver fix in patches/
-# (postgres.js crashing on a database outage) is applied here explicitly.
+# --ignore-scripts: no production dependency needs an install script (our own postinstall
+# only warms a development compile cache).
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
-  && npx --yes patch-package@8.0.1 --error-on-fail \
   && npm cache clean --force
 
 # --- runtime ---------------------------------------------------------------------------

@@ -100,11 +100,10 @@ const JOINED_EXISTS = sql.raw(`
   COALESCE(NOT ea.hidden, false) AS "agentExists"`)
 
 /**
- * The answer rows of many prompts in one statement: the keys travel as two text arrays,
- * and `key` is each row's position among them (1-based), so a caller matches rows to keys
- * without comparing strings and a key asked twice gets its row twice. Keys of absent or
- * invisible prompts have no row. One statement for a batch costs a backend one plan, one
- * snapshot and one round trip where one a key costs each of those again (db/read/batch.ts).
+ * The answer rows of many prompts in one statement (one plan, snapshot and round trip for
+ * the batch): the keys travel as two text arrays, and `key` is each row's 1-based position
+ * among them, so rows match keys without comparing strings. Absent or invisible prompts
+ * have no row.
  */
 export function promptAnswersQuery(dids: SQL | Placeholder, rkeys: SQL | Placeholder): SQL {
   return sql`SELECT k.i::int AS "key", ${columnsOf(prompts, 'p', VIEW_KEYS)},
@@ -122,8 +121,7 @@ export type KeyedAnswerRow = PromptAnswerRow & { key: number }
 
 /**
  * Each key's answer row, in the keys' order (null: no visible prompt there). Rows keep
- * their `key` column: copying every row without it showed in a loaded server's profile
- * (bench/README.md, "Figures behind the defaults").
+ * their `key` column: copying each row to drop it cost more than it saves.
  */
 export async function readPromptAnswers(
   db: Database,
@@ -138,10 +136,9 @@ export async function readPromptAnswers(
   return byKey
 }
 
-// Up to 16 keys a statement and 4 statements at once: on 2 cores, 50 concurrent lookups
-// ran fastest so (bench/README.md, "Lookups in batches"); more at once means smaller
-// batches and the per-statement cost again, larger batches a longer wait for the first
-// key's answer.
+// More statements at once would mean smaller batches and the per-statement cost again,
+// larger batches a longer wait for the first key's answer (bench/README.md, "Lookups in
+// batches").
 const ANSWER_BATCH: BatchOptions = { maxBatch: 16, inFlight: 4 }
 
 /** A reader of one prompt's answer row whose lookups arriving together share a statement. */
