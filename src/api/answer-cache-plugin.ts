@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { AnswerCache, type CachedAnswer } from './answer-cache.ts'
-import { watchChanges } from './change-watch.ts'
+import { AnswerCacheKeeper } from './changes/cache-keeper.ts'
+import type { ChangeTail } from './changes/tail.ts'
 
-// The read routes' answer cache, one per app, kept true by the change log (change-watch.ts).
+// The read routes' answer cache, one per app, kept true by the change log (changes/cache-keeper.ts).
 // 64 MB holds a few thousand full prompts (2-200 KB each); the TTL caps fields that change
 // without a change row (provenance after a backfill re-verifies the same CID, indexedAt).
 
@@ -11,7 +12,7 @@ const TTL_MS = 30_000
 /** Entries live 15 to 30 s, so those filled together do not all expire together. */
 const TTL_JITTER = 0.5
 
-/** The cache and what brings it up to date with the change log (change-watch.ts). */
+/** The cache and what brings it up to date with the change log (changes/tail.ts). */
 export interface Answers {
   readonly cache: AnswerCache
   /** Polls the change log (or joins the poll under way); resolves once it is applied. */
@@ -24,11 +25,13 @@ declare module 'fastify' {
   }
 }
 
-export function installAnswerCache(app: FastifyInstance): void {
+/** The app's answer cache, kept true by the process's change tail (read before `tail.start`). */
+export function installAnswerCache(app: FastifyInstance, tail: ChangeTail): void {
   const cache = new AnswerCache({ maxBytes: MAX_BYTES, ttlMs: TTL_MS, ttlJitter: TTL_JITTER })
-  const watch = watchChanges(app.ctx.db, cache, app.ctx.logger)
-  app.decorate('answers', { cache, revalidate: watch.settled } satisfies Answers)
-  app.addHook('onClose', async () => watch.close())
+  const keeper = new AnswerCacheKeeper(cache)
+  tail.add(keeper)
+  app.decorate('answers', { cache, revalidate: () => tail.settled() } satisfies Answers)
+  app.addHook('onClose', async () => keeper.close())
 }
 
 /** Sends a cached (or just cached) answer; http-cache.ts uses its ETag instead of hashing. */

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
 
 // A bounded in-process cache of serialized answers (the JSON text and its ETag), so a hot
 // prompt costs no query, no serialization and no hash. Entries are keyed by the answer
 // (route and record key) and tagged with the repos whose rows they were built from; a
-// change row of any such repo drops them (see change-watch.ts for who reports changes).
+// change row of any such repo drops them (changes/cache-keeper.ts reports changes).
 //
 // A fill races the invalidations that happen while its query runs: each invalidation
 // bumps `generation`, and a fill whose query started before the latest one is not stored,
@@ -57,21 +58,27 @@ export const etagOf = (body: string | Buffer): string =>
   `W/"${createHash('sha1').update(body).digest('base64url')}"`
 
 export class AnswerCache {
-  readonly #entries = new Map<string, Entry>()
+  /** Bounded by bytes, least recently used first out; expiry is checked here (`now`). */
+  readonly #entries: LRUCache<string, Entry>
   /** Answers built from each repo's rows: what one change row of that repo invalidates. */
   readonly #byRepo = new Map<string, Set<string>>()
   readonly #opts: AnswerCacheOptions
   readonly #now: () => number
   readonly #random: () => number
-  #bytes = 0
   #generation = 0
-  /** Until when the cache can vouch for freshness (see change-watch.ts); no hits after. */
+  /** Until when the cache can vouch for freshness (changes/cache-keeper.ts); no hits after. */
   #trustedUntil = 0
 
   constructor(opts: AnswerCacheOptions) {
     this.#opts = opts
     this.#now = opts.now ?? Date.now
     this.#random = opts.random ?? Math.random
+    this.#entries = new LRUCache<string, Entry>({
+      maxSize: opts.maxBytes,
+      sizeCalculation: (e) => Math.max(1, e.payload.length),
+      // Evicted, replaced or deleted: no repo names it any more.
+      dispose: (e, key) => this.#unindex(key, e.repos),
+    })
   }
 
   get size(): number {
@@ -79,7 +86,7 @@ export class AnswerCache {
   }
 
   get bytes(): number {
-    return this.#bytes
+    return this.#entries.calculatedSize
   }
 
   /** A token to pass to `set`: the fill's query must start after it is taken. */
@@ -112,12 +119,9 @@ export class AnswerCache {
     const e = this.#entries.get(key)
     if (!e) return undefined
     if (this.#now() > e.expiresAt) {
-      this.#remove(key)
+      this.#entries.delete(key)
       return undefined
     }
-    // Re-inserting moves the key to the end: Map order is the LRU order.
-    this.#entries.delete(key)
-    this.#entries.set(key, e)
     return e
   }
 
@@ -132,17 +136,13 @@ export class AnswerCache {
     const size = answer.payload.length
     if (generation !== this.#generation || !this.#trusted() || size > this.#opts.maxBytes)
       return answer
-    this.#remove(key)
+    // Indexed after the set: replacing the key disposes of the old entry's index first.
     this.#entries.set(key, Object.assign(answer, { repos, expiresAt: this.#expiry() }))
-    this.#bytes += size
+    if (!this.#entries.has(key)) return answer
     for (const repo of repos) {
       const keys = this.#byRepo.get(repo)
       if (keys) keys.add(key)
       else this.#byRepo.set(repo, new Set([key]))
-    }
-    for (const [oldest] of this.#entries) {
-      if (this.#bytes <= this.#opts.maxBytes) break
-      this.#remove(oldest)
     }
     return answer
   }
@@ -153,7 +153,7 @@ export class AnswerCache {
     for (const repo of repos) {
       const keys = this.#byRepo.get(repo)
       if (!keys) continue
-      for (const key of [...keys]) this.#remove(key)
+      for (const key of [...keys]) this.#entries.delete(key)
     }
   }
 
@@ -161,7 +161,6 @@ export class AnswerCache {
     this.#generation++
     this.#entries.clear()
     this.#byRepo.clear()
-    this.#bytes = 0
   }
 
   #expiry(): number {
@@ -169,12 +168,8 @@ export class AnswerCache {
     return this.#now() + ttlMs * (1 - ttlJitter * this.#random())
   }
 
-  #remove(key: string): void {
-    const e = this.#entries.get(key)
-    if (!e) return
-    this.#entries.delete(key)
-    this.#bytes -= e.payload.length
-    for (const repo of e.repos) {
+  #unindex(key: string, repos: readonly string[]): void {
+    for (const repo of repos) {
       const keys = this.#byRepo.get(repo)
       keys?.delete(key)
       if (keys?.size === 0) this.#byRepo.delete(repo)

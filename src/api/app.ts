@@ -11,6 +11,9 @@ import Fastify, {
 } from 'fastify'
 import type { AppContext } from '../context/context.ts'
 import { installAnswerCache } from './answer-cache-plugin.ts'
+import { changeFeed } from './changes/feed.ts'
+import { ChangeHub, SUBSCRIBE_DEFAULTS, type SubscribeOptions } from './changes/hub.ts'
+import { ChangeTail, TAIL_DEFAULTS } from './changes/tail.ts'
 import { addCacheHeaders } from './http-cache.ts'
 import { errorAnswer, errorNameOf } from './http-errors.ts'
 import { queryContext } from './queries.ts'
@@ -27,7 +30,6 @@ import { revisionRoutes } from './routes/revisions.ts'
 import { searchRoutes } from './routes/search.ts'
 import { statsRoutes } from './routes/stats.ts'
 import { subscribeRoutes, websocketOptions } from './routes/subscribe.ts'
-import type { SubscribeOptions } from './routes/subscribe-hub.ts'
 import { sendHtmlError, uiRoutes, wantsHtml } from './ui/plugin.ts'
 import { answerConnect, clientErrorHandler } from './unroutable.ts'
 import { xrpcRoutes } from './xrpc/routes.ts'
@@ -146,17 +148,27 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   await app.register(healthRoutes)
   await app.register(metricsRoutes)
   if (!readApi) return app
-  installAnswerCache(app)
+  const changesPageSize = opts.changesPageSize ?? 500
+  // One reader of the change log per process, for the answer cache and the subscriptions.
+  const tail = new ChangeTail(ctx.db, ctx.logger, { ...TAIL_DEFAULTS, pageSize: changesPageSize })
+  const feed = changeFeed(ctx, changesPageSize)
+  const hub = new ChangeHub(tail, feed, ctx.logger, { ...SUBSCRIBE_DEFAULTS, ...opts.subscribe })
+  installAnswerCache(app, tail)
+  tail.add(hub)
+  tail.start()
+  app.addHook('onClose', async () => {
+    hub.close()
+    tail.close()
+  })
   await app.register(statsRoutes)
   await app.register(promptRoutes)
   await app.register(revisionRoutes)
   await app.register(searchRoutes)
   await app.register(recordRoutes)
   await app.register(repoRoutes)
-  const changesPageSize = opts.changesPageSize ?? 500
-  await app.register(xrpcRoutes, { changesPageSize })
-  await app.register(changesRoutes, { pageSize: changesPageSize })
-  await app.register(subscribeRoutes, { pageSize: changesPageSize, ...opts.subscribe })
+  await app.register(xrpcRoutes, { feed })
+  await app.register(changesRoutes, { feed })
+  await app.register(subscribeRoutes, { hub, feed })
   await app.register(exportRoutes)
   await app.register(uiRoutes)
   if (ctx.config.adminToken) {

@@ -151,3 +151,17 @@ export function decodeRevCursor(value: string, param = 'cursor'): string {
   if (!isValidRecordKey(rev)) throw fail()
   return rev
 }
+
+/** The `include` parameter of the feed and the subscription: `record` or nothing. */
+export const INCLUDE_PARAM = {
+  type: 'string',
+  maxLength: 64,
+  description: '`record`: upsert lines carry the record with their cid',
+} as const
+
+/** True for include=record; any other value is a 400 naming the one choice. */
+export function parseInclude(value: string | undefined): boolean {
+  if (value === undefined) return false
+  if (value === 'record') return true
+  throw badRequest('include must be record (the only thing a change line can include)')
+}

@@ -5,7 +5,7 @@ import postgres from 'postgres'
 import { afterAll, describe, expect, it } from 'vitest'
 import { realCid } from '../../demo-network/cid.ts'
 import { tidFromMicros } from '../../demo-network/tid.ts'
-import { CHANGE_WATCH_DEFAULTS } from '../../src/api/change-watch.ts'
+import { CACHE_TRUST_MS } from '../../src/api/changes/cache-keeper.ts'
 import {
   type CliProcess,
   startCli,
@@ -15,8 +15,8 @@ import {
 } from '../helpers/cli.ts'
 
 // A `serve` replica's answer cache against commits of an `ingest` process on the same
-// Postgres: a new CID and a takedown reach it within the stated bound (CHANGE_WATCH_DEFAULTS
-// .trustMs, 750 ms; at most 1 s is promised). Each stale answer's request must have been sent
+// Postgres: a new CID and a takedown reach it within the stated bound (CACHE_TRUST_MS,
+// 750 ms; at most 1 s is promised). Each stale answer's request must have been sent
 // at most 1 s after the test saw the change row committed (it polls for it every 20 ms).
 
 const serverUrl = process.env.TEST_DATABASE_URL
@@ -55,7 +55,7 @@ describe.runIf(serverUrl)('answer cache across processes', () => {
   }
 
   it('a new CID and a takedown reach a serve replica within the bound', async () => {
-    expect(CHANGE_WATCH_DEFAULTS.trustMs).toBeLessThan(BOUND_MS)
+    expect(CACHE_TRUST_MS).toBeLessThan(BOUND_MS)
     await admin.unsafe(`CREATE DATABASE ${name}`)
     expect(await startCli(['migrate'], env).exited).toBe(0)
     const first = join(dir, 'a.ndjson')

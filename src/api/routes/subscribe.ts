@@ -1,22 +1,16 @@
 import type { WebsocketPluginOptions } from '@fastify/websocket'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
+import type { ChangeFeed } from '../changes/feed.ts'
+import { type Admitted, type ChangeHub, CLOSE } from '../changes/hub.ts'
 import { errorNameOf } from '../http-errors.ts'
-import { SINCE } from '../params.ts'
+import { INCLUDE_PARAM, parseInclude, SINCE } from '../params.ts'
 import { errorResponses } from '../schemas.ts'
-import { changeFeed, INCLUDE_PARAM, parseInclude } from './changes.ts'
-import {
-  type Admitted,
-  ChangeHub,
-  CLOSE,
-  SUBSCRIBE_DEFAULTS,
-  type SubscribeOptions,
-} from './subscribe-hub.ts'
 
 // GET /v1/changes/subscribe (SPEC 13): the change feed as a WebSocket. Everything that can
 // be refused is refused before the upgrade, as an HTTP answer in the API's error shape: a
 // bad `since` or `include` (400), no place left (503), the database down when the first
 // page is read (503). Then the backlog after `since`, then each change as it commits, one
-// text frame per change holding the feed line's object (subscribe-hub.ts).
+// text frame per change holding the feed line's object (changes/hub.ts).
 
 interface Query {
   since?: string
@@ -63,13 +57,11 @@ export const websocketOptions: WebsocketPluginOptions = {
   },
 }
 
-export const subscribeRoutes: FastifyPluginAsync<
-  { pageSize: number } & Partial<SubscribeOptions>
-> = async (app, { pageSize, ...opts }) => {
-  const options = { ...SUBSCRIBE_DEFAULTS, ...opts }
-  const feed = changeFeed(app.ctx, pageSize)
-  const hub = new ChangeHub(app.ctx.db, feed, app.ctx.logger, options, pageSize)
-  app.addHook('onClose', async () => hub.close())
+export const subscribeRoutes: FastifyPluginAsync<{ hub: ChangeHub; feed: ChangeFeed }> = async (
+  app,
+  { hub, feed },
+) => {
+  const { options } = hub
   // What admission found travels on the request, as Fastify decorations do, to the socket
   // handler the plugin calls after the upgrade.
   app.decorateRequest('subscription', null)

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { ChangeFeed } from '../changes/feed.ts'
 import { type CachePolicy, LIST_CACHE, LOOKUP_CACHE } from '../http-cache.ts'
 import type { ListFilterQuery } from '../list-filters.ts'
-import { parseActor, parseRecordUri, parseRkey } from '../params.ts'
+import { parseActor, parseInclude, parseRecordUri, parseRkey } from '../params.ts'
 import {
   agentLookup,
   promptSearch,
@@ -15,7 +16,6 @@ import {
   revisionDiffSchema,
   revisionPageSchema,
 } from '../revision-schemas.ts'
-import { changeFeed, parseInclude } from '../routes/changes.ts'
 import { sendPrompt, sendPromptPage } from '../routes/prompts.ts'
 import { sendConversation } from '../routes/records.ts'
 import { repoSchema } from '../routes/repos.ts'
@@ -71,14 +71,10 @@ function listQuery(p: XrpcParams): ListFilterQuery {
   }
 }
 
-/** `changesPageSize`: rows per read of the change feed, as GET /v1/changes reads them. */
-export function xrpcMethods(
-  app: FastifyInstance,
-  changesPageSize: number,
-): Map<string, XrpcMethod> {
+/** `feed`: the change feed GET /v1/changes reads, shared so both page it alike. */
+export function xrpcMethods(app: FastifyInstance, feed: ChangeFeed): Map<string, XrpcMethod> {
   const q = app.queries
   const { nsids } = q
-  const feed = changeFeed(app.ctx, changesPageSize)
 
   /** A lookup's path parameters, as REST's path carries them. */
   const keyOf = (p: XrpcParams) => ({ did: p.did as string, rkey: p.rkey as string })
@@ -182,7 +178,7 @@ export function xrpcMethods(
 
   /**
    * The lines GET /v1/changes streams for `since`, `limit` and `include`, read by the same
-   * feed (routes/changes.ts): changes of repos hidden now are left out (their rows still
+   * feed (changes/feed.ts): changes of repos hidden now are left out (their rows still
    * move the cursor), and reads go on until `limit` lines or the end of the log, as the
    * stream's do. With records a page stops at one chunk of them: unlike the stream, a page
    * is held whole.

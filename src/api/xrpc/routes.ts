@@ -1,5 +1,6 @@
 import { isValidNsid } from '@atproto/syntax'
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
+import type { ChangeFeed } from '../changes/feed.ts'
 import { badRequest } from '../http-errors.ts'
 import { errorResponses } from '../schemas.ts'
 import { serveDidDocument } from './did-document.ts'
@@ -20,8 +21,8 @@ import { xrpcMethods } from './methods.ts'
 
 const ANY_METHOD = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const
 
-export const xrpcRoutes: FastifyPluginAsync<{ changesPageSize: number }> = async (app, opts) => {
-  const methods = xrpcMethods(app, opts.changesPageSize)
+export const xrpcRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app, opts) => {
+  const methods = xrpcMethods(app, opts.feed)
   for (const [nsid, def] of QUERIES) {
     const method = methods.get(nsid)
     if (!method) throw new Error(`no handler for the query lexicon ${nsid}`)

@@ -1,25 +1,20 @@
 import type { WebSocket } from '@fastify/websocket'
 import type { Logger } from 'pino'
-import type { Database } from '../../db/client.ts'
-import {
-  type ChangeRow,
-  type CurrentRecord,
-  latestChangeSeq,
-  pollChanges,
-} from '../../db/read/changes.ts'
-import { CHANGE_WATCH_DEFAULTS } from '../change-watch.ts'
-import type { ChangeFeed, FeedChunk } from './changes.ts'
+import type { ChangeRow, CurrentRecord } from '../../db/read/changes.ts'
+import type { ChangeFeed, FeedChunk } from './feed.ts'
+import { FrameLog } from './frame-log.ts'
+import type { TailPage, TailReader } from './tail.ts'
 
-// The live change subscription's one reader per process (SPEC 13). Every subscriber first
-// reads its backlog itself, paced by its socket, until it has read as far as the hub; from
-// then on it takes the hub's frames. The hub polls the change log on the monitor connection
-// at the answer cache's cadence (and at once on a commit of this process), only while
-// someone is subscribed, and reads each new row once for everyone: one query per tick
-// whatever the number of subscribers. Seqs become visible in order (the writers' lock), so
-// "after the last seq read" misses nothing and repeats nothing, in the backlog and live.
+// The live change subscriptions of a process (SPEC 13). Every subscriber first reads its
+// backlog itself, paced by its socket, until it has read as far as the hub; from then on it
+// takes the hub's frames. The hub is a reader of the process's change tail (tail.ts), which
+// reads each new row once for everyone: one query per tick whatever the number of
+// subscribers, shared with the answer cache. Seqs become visible in order (the writers'
+// lock), so "after the last seq read" misses nothing and repeats nothing, in the backlog
+// and live.
 //
-// The hub's frames sit in one log shared by the live subscribers, each with its own place
-// in it, and are dropped once every one of them has passed them. A subscriber holding more
+// The hub's frames sit in one log shared by the live subscribers (frame-log.ts), each with
+// its own place in it. A subscriber holding more
 // than `maxUnsentBytes` unsent (its place in the log to the end, plus what its socket has
 // not written) when new frames arrive is cut: a reason frame, then the close. So the log
 // holds at most that much plus one page, whatever the number of subscribers, and a slow
@@ -30,8 +25,6 @@ export interface SubscribeOptions {
   maxSubscribers: number
   /** Unsent bytes a live subscriber may hold when new frames arrive before it is cut. */
   maxUnsentBytes: number
-  /** Time between polls of the change log while someone is subscribed. */
-  pollMs: number
   /** Longest a backlog page may wait for the subscriber's socket to take it. */
   stallMs: number
   /** Time between pings; a subscriber that did not answer the last one is dropped. */
@@ -41,7 +34,6 @@ export interface SubscribeOptions {
 export const SUBSCRIBE_DEFAULTS: SubscribeOptions = {
   maxSubscribers: 100,
   maxUnsentBytes: 8 * 1024 * 1024,
-  pollMs: CHANGE_WATCH_DEFAULTS.pollMs,
   stallMs: 30_000,
   pingMs: 30_000,
 }
@@ -59,16 +51,6 @@ export interface Admitted {
   first: FeedChunk
   /** Gives its place back (idempotent). */
   release: () => void
-}
-
-/** One change as the hub read it: its frame without and (when asked) with its record. */
-interface Frame {
-  seq: number
-  plain: string
-  record: string | null
-  /** Bytes of all frames of each kind appended up to this one. */
-  plainEnd: number
-  recordEnd: number
 }
 
 type State = 'backlog' | 'live' | 'closed'
@@ -89,50 +71,35 @@ interface Subscriber {
   release: () => void
 }
 
-export class ChangeHub {
+/** What the hub asks of the change tail: a poll now, settling when it is done. */
+interface Poller {
+  poll(): Promise<void>
+}
+
+export class ChangeHub implements TailReader {
+  /** The last seq the hub has read (null before the tail's first poll). */
   private pos: number | null = null
-  private log: Frame[] = []
-  /** Absolute index of log[0]. */
-  private base = 0
-  private plainBytes = 0
-  private recordBytes = 0
+  private readonly log = new FrameLog()
   private readonly subs = new Set<Subscriber>()
   private readonly live = new Set<Subscriber>()
   private admitted = 0
-  private running: Promise<void> | null = null
-  private again = false
-  private failing = false
   private closed = false
-  private pollTimer: NodeJS.Timeout | null = null
   private pingTimer: NodeJS.Timeout | null = null
-  private readonly stopSignal: () => void
-  private readonly db: Database
+  private readonly tail: Poller
   private readonly feed: ChangeFeed
   private readonly logger: Logger
-  private readonly opts: SubscribeOptions
-  private readonly pageSize: number
+  readonly options: SubscribeOptions
 
-  constructor(
-    db: Database,
-    feed: ChangeFeed,
-    logger: Logger,
-    opts: SubscribeOptions,
-    pageSize: number,
-  ) {
-    this.db = db
+  constructor(tail: Poller, feed: ChangeFeed, logger: Logger, options: SubscribeOptions) {
+    this.tail = tail
     this.feed = feed
     this.logger = logger
-    this.opts = opts
-    this.pageSize = pageSize
-    // A commit of this process is read at once, not at the next tick.
-    this.stopSignal = db.onCommit(() => {
-      if (this.subs.size > 0) this.poll()
-    })
+    this.options = options
   }
 
   /** Takes a place for a new subscriber; null when all are taken. */
   admit(): (() => void) | null {
-    if (this.closed || this.admitted >= this.opts.maxSubscribers) return null
+    if (this.closed || this.admitted >= this.options.maxSubscribers) return null
     this.admitted++
     let held = true
     return () => {
@@ -161,7 +128,7 @@ export class ChangeHub {
       release: a.release,
     }
     this.subs.add(sub)
-    if (this.subs.size === 1) this.startTimers()
+    if (this.subs.size === 1) this.startPings()
     ws.on('close', () => this.gone(sub))
     ws.on('pong', () => {
       sub.alive = true
@@ -174,7 +141,7 @@ export class ChangeHub {
         'the subscription takes no messages: close it and subscribe again with since',
       ),
     )
-    this.poll()
+    void this.tail.poll()
     this.backlog(sub, a.first).catch((err) => {
       this.logger.error({ err }, 'change subscription failed')
       this.cut(sub, CLOSE.internal, 'InternalServerError', 'internal error')
@@ -183,8 +150,7 @@ export class ChangeHub {
 
   close(): void {
     this.closed = true
-    this.stopSignal()
-    this.stopTimers()
+    this.stopPings()
     for (const sub of this.subs) {
       this.leave(sub)
       sub.ws.close(CLOSE.goingAway, 'server shutting down')
@@ -211,7 +177,7 @@ export class ChangeHub {
     if (this.attach(sub)) return true
     // The end of the table as of that read, and the hub has not looked yet: wait for it.
     if (!endOfTable || this.pos !== null) return false
-    await this.nextPoll()
+    await this.tail.poll()
     return sub.state !== 'backlog' || this.attach(sub)
   }
 
@@ -243,10 +209,10 @@ export class ChangeHub {
           sub,
           CLOSE.policy,
           'ConsumerTooSlow',
-          `took no frames for ${this.opts.stallMs} ms: subscribe again with since=${sub.pos}`,
+          `took no frames for ${this.options.stallMs} ms: subscribe again with since=${sub.pos}`,
         )
         resolve(false)
-      }, this.opts.stallMs)
+      }, this.options.stallMs)
       sub.waiter = () => {
         clearTimeout(timer)
         resolve(sub.state === 'backlog')
@@ -262,74 +228,42 @@ export class ChangeHub {
   private attach(sub: Subscriber): boolean {
     if (sub.state !== 'backlog' || this.pos === null || sub.pos < this.pos) return false
     sub.state = 'live'
-    sub.next = this.base + this.log.length
-    sub.taken = sub.withRecords ? this.recordBytes : this.plainBytes
+    sub.next = this.log.end
+    sub.taken = this.log.bytes(sub.withRecords)
     this.live.add(sub)
     return true
   }
 
-  // --- the hub's poll ---
+  // --- the change tail's reader ---
 
-  private poll(): void {
-    this.again = true
-    this.running ??= this.loop()
+  /** Whole rows are needed while someone is live; otherwise only the position. */
+  wantsRows(): boolean {
+    return this.live.size > 0
   }
 
-  /** The poll under way, or a new one: settles when it is done (never rejects). */
-  private nextPoll(): Promise<void> {
-    this.poll()
-    return this.running ?? Promise.resolve()
-  }
-
-  private async loop(): Promise<void> {
-    try {
-      while (this.again && !this.closed) {
-        this.again = false
-        await this.cycle()
-      }
-      if (this.failing) this.logger.info('reading the change log for subscribers again')
-      this.failing = false
-    } catch (err) {
-      // Live subscribers stay connected: the next tick reads on from the same seq.
-      if (!this.failing)
-        this.logger.warn({ err }, 'reading the change log for subscribers failed; retrying')
-      this.failing = true
-    } finally {
-      this.running = null
+  async read({ rows, full }: TailPage): Promise<void> {
+    if (!full) {
+      // The tail reads whole rows whenever someone is live, and hands a page over without a
+      // pause after checking: frames for a live subscriber are never missing.
+      if (this.live.size > 0) throw new Error('change rows read without their frames')
+      this.pos = rows[rows.length - 1].seq
+      return
     }
+    // Records are read when a subscriber asks for them; the check and the append below
+    // run without a pause, so no one who asks can go live in between.
+    const records =
+      this.wantsRecords() && full.some((r) => !r.withheld && r.op !== 'delete')
+        ? await this.feed.recordsOf(full)
+        : null
+    if (this.closed) return
+    this.append(full, records)
+    this.trim()
   }
 
-  private async cycle(): Promise<void> {
-    for (;;) {
-      const from = await this.readFrom()
-      if (from === null) return
-      const rows = await pollChanges(this.db, from, this.pageSize)
-      // Records are read when a subscriber asks for them; the check and the append below
-      // run without a pause, so no one who asks can go live in between.
-      const records =
-        this.wantsRecords() && rows.some((r) => !r.withheld && r.op !== 'delete')
-          ? await this.feed.recordsOf(rows)
-          : null
-      if (this.closed) return
-      this.append(rows, records)
-      this.trim()
-      if (rows.length < this.pageSize) return
-    }
-  }
-
-  /**
-   * Where to read rows from, or null after moving to the head: with nobody live only the
-   * head is needed, so that a subscriber done with its backlog knows it has read as far
-   * as the hub.
-   */
-  private async readFrom(): Promise<number | null> {
-    if (this.pos !== null && this.live.size > 0) return this.pos
-    const head = await latestChangeSeq(this.db)
-    // Someone went live meanwhile: read the rows after pos for them.
-    if (this.pos !== null && this.live.size > 0) return this.pos
+  /** The tail moved to the head (its start, a burst while nobody was live). */
+  skipped(head: number): void {
     this.pos = Math.max(this.pos ?? 0, head)
     this.trim()
-    return null
   }
 
   private wantsRecords(): boolean {
@@ -341,62 +275,46 @@ export class ChangeHub {
     if (rows.length === 0) return
     // Too slow: more than the bound still unsent from before.
     for (const sub of this.live) {
-      if (this.unsent(sub) > this.opts.maxUnsentBytes)
+      if (this.unsent(sub) > this.options.maxUnsentBytes)
         this.cut(
           sub,
           CLOSE.policy,
           'ConsumerTooSlow',
-          `more than ${this.opts.maxUnsentBytes} bytes of changes unsent: subscribe again with since=${sub.pos}`,
+          `more than ${this.options.maxUnsentBytes} bytes of changes unsent: subscribe again with since=${sub.pos}`,
         )
     }
     const plain = this.feed.lines({ rows, records: null })
     const withRecord = records ? this.feed.lines({ rows, records }) : null
     const shown = rows.filter((r) => !r.withheld)
-    for (const [i, row] of shown.entries()) {
-      const p = plain[i].slice(0, -1)
-      const r = withRecord ? withRecord[i].slice(0, -1) : null
-      this.plainBytes += Buffer.byteLength(p)
-      if (r !== null) this.recordBytes += Buffer.byteLength(r)
-      this.log.push({
-        seq: row.seq,
-        plain: p,
-        record: r,
-        plainEnd: this.plainBytes,
-        recordEnd: this.recordBytes,
-      })
-    }
+    for (const [i, row] of shown.entries())
+      this.log.push(row.seq, plain[i].slice(0, -1), withRecord ? withRecord[i].slice(0, -1) : null)
     this.pos = rows[rows.length - 1].seq
     for (const sub of this.live) this.pump(sub)
   }
 
   private unsent(sub: Subscriber): number {
-    const total = sub.withRecords ? this.recordBytes : this.plainBytes
-    return total - sub.taken + sub.ws.bufferedAmount
+    return this.log.bytes(sub.withRecords) - sub.taken + sub.ws.bufferedAmount
   }
 
   /** Hands a live subscriber the frames after its place while its socket has room. */
   private pump(sub: Subscriber): void {
-    const end = this.base + this.log.length
-    while (sub.state === 'live' && sub.next < end && sub.ws.bufferedAmount < HIGH_WATER) {
-      const f = this.log[sub.next - this.base]
+    while (sub.state === 'live' && sub.next < this.log.end && sub.ws.bufferedAmount < HIGH_WATER) {
+      const f = this.log.at(sub.next)
       sub.next++
       sub.taken = sub.withRecords ? f.recordEnd : f.plainEnd
       // Read in its backlog already (it may have read past the hub's position).
       if (f.seq <= sub.pos) continue
       sub.pos = f.seq
-      // record is set whenever a subscriber asking for it was live (see cycle).
+      // record is set whenever a subscriber asking for it was live (see read).
       this.send(sub, sub.withRecords ? (f.record ?? f.plain) : f.plain)
     }
   }
 
   /** Drops the frames every live subscriber has passed. */
   private trim(): void {
-    let min = this.base + this.log.length
+    let min = this.log.end
     for (const sub of this.live) min = Math.min(min, sub.next)
-    const drop = min - this.base
-    if (drop <= 0) return
-    this.log.splice(0, drop)
-    this.base = min
+    this.log.dropBefore(min)
   }
 
   // --- sockets ---
@@ -436,23 +354,17 @@ export class ChangeHub {
     this.leave(sub)
     this.subs.delete(sub)
     sub.release()
-    if (this.subs.size === 0) this.stopTimers()
+    if (this.subs.size === 0) this.stopPings()
     this.trim()
   }
 
-  private startTimers(): void {
-    this.pollTimer = setInterval(() => {
-      if (!this.running) this.poll()
-    }, this.opts.pollMs)
-    this.pollTimer.unref()
-    this.pingTimer = setInterval(() => this.ping(), this.opts.pingMs)
+  private startPings(): void {
+    this.pingTimer = setInterval(() => this.ping(), this.options.pingMs)
     this.pingTimer.unref()
   }
 
-  private stopTimers(): void {
-    if (this.pollTimer) clearInterval(this.pollTimer)
+  private stopPings(): void {
     if (this.pingTimer) clearInterval(this.pingTimer)
-    this.pollTimer = null
     this.pingTimer = null
   }
 
