@@ -70,7 +70,22 @@ declare module 'fastify' {
 
 /** Builds the HTTP app; it never listens, so tests drive it through `inject`. */
 export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<FastifyInstance> {
-  const app = Fastify({
+  const app = createFastify(ctx)
+  app.decorate('ctx', ctx)
+  app.decorate('apiOptions', opts)
+  app.decorate('queries', queryContext(ctx))
+  answerConnect(app.server, ctx.logger)
+  const readApi = opts.readApi ?? true
+  addErrorAnswers(app, readApi)
+  await registerPlugins(app, ctx, readApi)
+  await app.register(healthRoutes)
+  await app.register(metricsRoutes)
+  if (readApi) await registerReadApi(app, ctx, opts)
+  return app
+}
+
+function createFastify(ctx: AppContext): FastifyInstance {
+  return Fastify({
     loggerInstance: ctx.logger,
     // Per-request lines would dominate the log; the duration histogram covers requests.
     logController: new LogController({ disableRequestLogging: true }),
@@ -91,12 +106,11 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
       ;(reply as FastifyReply).status(400).send({ error: 'InvalidRequest', message: err.message })
     },
   }) as unknown as FastifyInstance
-  app.decorate('ctx', ctx)
-  app.decorate('apiOptions', opts)
-  app.decorate('queries', queryContext(ctx))
-  answerConnect(app.server, ctx.logger)
+}
 
-  const histogram = ctx.metrics.httpRequestDurationSeconds
+/** The request histogram, and the error and not-found answers of every route. */
+function addErrorAnswers(app: FastifyInstance, readApi: boolean): void {
+  const histogram = app.ctx.metrics.httpRequestDurationSeconds
   app.addHook('onResponse', async (request, reply) => {
     // The route pattern, never the raw URL: labels must not carry DIDs or URIs.
     const route = request.routeOptions.url ?? 'unmatched'
@@ -105,7 +119,6 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
       reply.elapsedTime / 1000,
     )
   })
-
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const { status, message, unavailable } = errorAnswer(err)
     if (unavailable) {
@@ -114,7 +127,6 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
     } else if (status >= 500) request.log.error({ err }, 'request failed')
     return reply.status(status).send({ error: errorNameOf(status), message })
   })
-  const readApi = opts.readApi ?? true
   app.setNotFoundHandler((request, reply) =>
     readApi && wantsHtml(request)
       ? sendHtmlError(reply, 404, `there is no page at ${request.url.split('?')[0]}`)
@@ -123,7 +135,13 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
           message: `no route ${request.method} ${request.url.split('?')[0]}`,
         }),
   )
+}
 
+async function registerPlugins(
+  app: FastifyInstance,
+  ctx: AppContext,
+  readApi: boolean,
+): Promise<void> {
   // Before compress: the ETag is computed on the uncompressed body.
   addCacheHeaders(app)
   // Reads are public, so any origin may make them; admin POSTs get no CORS grant.
@@ -144,10 +162,14 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   await app.register(rateLimit, { max: ctx.config.rateLimitPerMinute, timeWindow: 60_000 })
   if (readApi) await registerDocs(app)
   await app.register(websocket, websocketOptions)
+}
 
-  await app.register(healthRoutes)
-  await app.register(metricsRoutes)
-  if (!readApi) return app
+/** The read routes, and the change services they share: one tail, one feed, one hub. */
+async function registerReadApi(
+  app: FastifyInstance,
+  ctx: AppContext,
+  opts: ApiOptions,
+): Promise<void> {
   const changesPageSize = opts.changesPageSize ?? 500
   // One reader of the change log per process, for the answer cache and the subscriptions.
   const tail = new ChangeTail(ctx.db, ctx.logger, { ...TAIL_DEFAULTS, pageSize: changesPageSize })
@@ -174,5 +196,4 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   if (ctx.config.adminToken) {
     await app.register(adminRoutes, { token: ctx.config.adminToken, resyncRepo: opts.resyncRepo })
   }
-  return app
 }

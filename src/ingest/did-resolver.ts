@@ -6,6 +6,7 @@ import {
   getKey,
   getPds,
 } from '@atproto/identity'
+import { LRUCache } from 'lru-cache'
 import type { Config } from '../config/config.ts'
 import type { Metrics } from '../observe/metrics.ts'
 
@@ -75,85 +76,93 @@ interface Entry {
 }
 
 export function createDidResolver(opts: DidResolverOptions): DidResolver {
-  const timeoutMs = opts.timeoutMs ?? 10_000
-  const cacheSize = opts.cacheSize ?? 100_000
-  const ttlMs = opts.ttlMs ?? 60 * 60_000
-  const maxStaleMs = opts.maxStaleMs ?? 24 * 60 * 60_000
-  const negativeTtlMs = opts.negativeTtlMs ?? 60_000
-  const minRefreshMs = opts.minRefreshMs ?? 5_000
-  const now = opts.now ?? Date.now
-  const plc = new DidPlcResolver(opts.plcUrl, timeoutMs, undefined, globalThis.fetch)
-  const web = new DidWebResolver(timeoutMs, undefined, opts.webFetch)
-  const cache = new Map<string, Entry>()
-  const inFlight = new Map<string, Promise<ResolvedDid | null>>()
-  const limit = createLimiter(opts.concurrency ?? 16)
+  return new CachingDidResolver(opts)
+}
 
-  const remember = (did: string, entry: Entry) => {
-    cache.delete(did)
-    cache.set(did, entry)
-    // Map iteration is insertion order, so the first key is the least recently used.
-    while (cache.size > cacheSize) cache.delete(cache.keys().next().value as string)
+/** Documents cached (least recently used go first), one request per DID at a time. */
+class CachingDidResolver implements DidResolver {
+  private readonly opts: DidResolverOptions
+  private readonly ttlMs: number
+  private readonly maxStaleMs: number
+  private readonly negativeTtlMs: number
+  private readonly minRefreshMs: number
+  private readonly now: () => number
+  private readonly plc: DidPlcResolver
+  private readonly web: DidWebResolver
+  private readonly cache: LRUCache<string, Entry>
+  private readonly inFlight = new Map<string, Promise<ResolvedDid | null>>()
+  private readonly limit: <T>(task: () => Promise<T>) => Promise<T>
+
+  constructor(opts: DidResolverOptions) {
+    const timeoutMs = opts.timeoutMs ?? 10_000
+    this.opts = opts
+    this.ttlMs = opts.ttlMs ?? 60 * 60_000
+    this.maxStaleMs = opts.maxStaleMs ?? 24 * 60 * 60_000
+    this.negativeTtlMs = opts.negativeTtlMs ?? 60_000
+    this.minRefreshMs = opts.minRefreshMs ?? 5_000
+    this.now = opts.now ?? Date.now
+    this.plc = new DidPlcResolver(opts.plcUrl, timeoutMs, undefined, globalThis.fetch)
+    this.web = new DidWebResolver(timeoutMs, undefined, opts.webFetch)
+    this.cache = new LRUCache({ max: opts.cacheSize ?? 100_000 })
+    this.limit = createLimiter(opts.concurrency ?? 16)
   }
 
-  const fetchDoc = async (did: string): Promise<ResolvedDid | null> => {
-    let doc: DidDocument | null
-    if (did.startsWith('did:plc:'))
-      doc = await limit(() => counted(opts.metrics, 'plc', () => plc.resolveNoCache(did)))
-    else if (did.startsWith('did:web:'))
-      doc = await limit(() => counted(opts.metrics, 'did:web', () => web.resolveNoCache(did)))
-    else throw new Error(`unsupported DID method: ${did}`)
-    return doc ? toResolved(did, doc) : null
+  async resolve(did: string, o?: { forceRefresh?: boolean }): Promise<ResolvedDid | null> {
+    const entry = this.cache.get(did)
+    if (entry) {
+      const age = this.now() - entry.fetchedAt
+      const fresh = age < (entry.value ? this.ttlMs : this.negativeTtlMs)
+      if (fresh && (!o?.forceRefresh || age < this.minRefreshMs)) return entry.value
+    }
+    return this.load(did, entry)
   }
 
-  const load = (did: string, stale: Entry | undefined): Promise<ResolvedDid | null> => {
-    const pending = inFlight.get(did)
+  async resolveKey(did: string, o?: { forceRefresh?: boolean }): Promise<string> {
+    if (did.startsWith('did:key:')) return did
+    const r = await this.resolve(did, o)
+    if (!r) throw new DidNotFoundError(did)
+    if (!r.signingKey) throw new DidNotFoundError(did, 'atproto signing key')
+    return r.signingKey
+  }
+
+  async resolvePds(did: string, o?: { forceRefresh?: boolean }): Promise<string> {
+    const r = await this.resolve(did, o)
+    if (!r) throw new DidNotFoundError(did)
+    if (!r.pds) throw new DidNotFoundError(did, 'PDS endpoint')
+    return r.pds
+  }
+
+  invalidate(did: string): void {
+    this.cache.delete(did)
+  }
+
+  private load(did: string, stale: Entry | undefined): Promise<ResolvedDid | null> {
+    const pending = this.inFlight.get(did)
     if (pending) return pending
-    const p = fetchDoc(did)
+    const p = this.fetchDoc(did)
       .then((value) => {
-        remember(did, { value, fetchedAt: now() })
+        this.cache.set(did, { value, fetchedAt: this.now() })
         return value
       })
       .catch((err) => {
         // Stale-if-error: a PLC hiccup should not fail every commit of known authors.
-        if (stale?.value && now() - stale.fetchedAt < maxStaleMs) return stale.value
+        if (stale?.value && this.now() - stale.fetchedAt < this.maxStaleMs) return stale.value
         throw err
       })
-      .finally(() => inFlight.delete(did))
-    inFlight.set(did, p)
+      .finally(() => this.inFlight.delete(did))
+    this.inFlight.set(did, p)
     return p
   }
 
-  const resolve: DidResolver['resolve'] = async (did, o) => {
-    const entry = cache.get(did)
-    if (entry) {
-      const age = now() - entry.fetchedAt
-      const fresh = age < (entry.value ? ttlMs : negativeTtlMs)
-      if (fresh && (!o?.forceRefresh || age < minRefreshMs)) {
-        remember(did, entry)
-        return entry.value
-      }
-    }
-    return load(did, entry)
-  }
-
-  return {
-    resolve,
-    async resolveKey(did, o) {
-      if (did.startsWith('did:key:')) return did
-      const r = await resolve(did, o)
-      if (!r) throw new DidNotFoundError(did)
-      if (!r.signingKey) throw new DidNotFoundError(did, 'atproto signing key')
-      return r.signingKey
-    },
-    async resolvePds(did, o) {
-      const r = await resolve(did, o)
-      if (!r) throw new DidNotFoundError(did)
-      if (!r.pds) throw new DidNotFoundError(did, 'PDS endpoint')
-      return r.pds
-    },
-    invalidate(did) {
-      cache.delete(did)
-    },
+  private async fetchDoc(did: string): Promise<ResolvedDid | null> {
+    const { metrics } = this.opts
+    let doc: DidDocument | null
+    if (did.startsWith('did:plc:'))
+      doc = await this.limit(() => counted(metrics, 'plc', () => this.plc.resolveNoCache(did)))
+    else if (did.startsWith('did:web:'))
+      doc = await this.limit(() => counted(metrics, 'did:web', () => this.web.resolveNoCache(did)))
+    else throw new Error(`unsupported DID method: ${did}`)
+    return doc ? toResolved(did, doc) : null
   }
 }
 

@@ -71,6 +71,55 @@ function listQuery(p: XrpcParams): ListFilterQuery {
   }
 }
 
+/** Stats in whole seconds: the atproto data model has no fractions (the lexicon says so). */
+async function wholeSecondStats(app: FastifyInstance) {
+  const stats = await readStats(app)
+  const { lagSeconds } = stats.ingest
+  return {
+    ...stats,
+    ingest: { ...stats.ingest, lagSeconds: lagSeconds === null ? null : Math.round(lagSeconds) },
+  }
+}
+
+function changesMethod(feed: ChangeFeed): XrpcMethod {
+  return {
+    output: changesPageSchema,
+    cache: null,
+    async handle(p, reply) {
+      const withRecords = parseInclude(str(p.include))
+      const { lines, cursor } = await changesPage(
+        feed,
+        p.since as number,
+        p.limit as number,
+        withRecords,
+      )
+      // The lines are the feed's own JSON text (reads.ts changeLine), joined as they are.
+      return reply
+        .header('cache-control', 'no-store')
+        .type('application/json; charset=utf-8')
+        .send(`{"changes":[${lines.join(',')}],"cursor":${cursor}}`)
+    },
+  }
+}
+
+/**
+ * The lines GET /v1/changes streams for `since`, `limit` and `include`, read by the same
+ * feed (changes/feed.ts): changes of repos hidden now are left out (their rows still
+ * move the cursor), and reads go on until `limit` lines or the end of the log, as the
+ * stream's do. With records a page stops at one chunk of them: unlike the stream, a page
+ * is held whole.
+ */
+async function changesPage(feed: ChangeFeed, since: number, limit: number, withRecords: boolean) {
+  const most = withRecords ? Math.min(limit, feed.chunkSize(true)) : limit
+  const lines: string[] = []
+  let cursor = since
+  for await (const page of feed.pages(since, most, withRecords)) {
+    for (const line of page.lines) lines.push(line.trimEnd())
+    cursor = page.cursor
+  }
+  return { lines, cursor }
+}
+
 /** `feed`: the change feed GET /v1/changes reads, shared so both page it alike. */
 export function xrpcMethods(app: FastifyInstance, feed: ChangeFeed): Map<string, XrpcMethod> {
   const q = app.queries
@@ -80,22 +129,7 @@ export function xrpcMethods(app: FastifyInstance, feed: ChangeFeed): Map<string,
   const keyOf = (p: XrpcParams) => ({ did: p.did as string, rkey: p.rkey as string })
 
   const methods: Record<string, XrpcMethod> = {
-    getStats: {
-      output: statsSchema,
-      cache: LIST_CACHE,
-      async handle() {
-        const stats = await readStats(app)
-        // The atproto data model has no fractions: whole seconds (the lexicon says so).
-        const { lagSeconds } = stats.ingest
-        return {
-          ...stats,
-          ingest: {
-            ...stats.ingest,
-            lagSeconds: lagSeconds === null ? null : Math.round(lagSeconds),
-          },
-        }
-      },
-    },
+    getStats: { output: statsSchema, cache: LIST_CACHE, handle: () => wholeSecondStats(app) },
     getPrompt: {
       output: promptSchema,
       cache: LOOKUP_CACHE,
@@ -157,41 +191,7 @@ export function xrpcMethods(app: FastifyInstance, feed: ChangeFeed): Map<string,
       cache: LOOKUP_CACHE,
       handle: (p) => repoLookup.run(q, { params: { did: p.did as string }, query: {} }),
     },
-    getChanges: {
-      output: changesPageSchema,
-      cache: null,
-      async handle(p, reply) {
-        const withRecords = parseInclude(str(p.include))
-        const { lines, cursor } = await changesPage(
-          p.since as number,
-          p.limit as number,
-          withRecords,
-        )
-        // The lines are the feed's own JSON text (reads.ts changeLine), joined as they are.
-        return reply
-          .header('cache-control', 'no-store')
-          .type('application/json; charset=utf-8')
-          .send(`{"changes":[${lines.join(',')}],"cursor":${cursor}}`)
-      },
-    },
-  }
-
-  /**
-   * The lines GET /v1/changes streams for `since`, `limit` and `include`, read by the same
-   * feed (changes/feed.ts): changes of repos hidden now are left out (their rows still
-   * move the cursor), and reads go on until `limit` lines or the end of the log, as the
-   * stream's do. With records a page stops at one chunk of them: unlike the stream, a page
-   * is held whole.
-   */
-  async function changesPage(since: number, limit: number, withRecords: boolean) {
-    const most = withRecords ? Math.min(limit, feed.chunkSize(true)) : limit
-    const lines: string[] = []
-    let cursor = since
-    for await (const page of feed.pages(since, most, withRecords)) {
-      for (const line of page.lines) lines.push(line.trimEnd())
-      cursor = page.cursor
-    }
-    return { lines, cursor }
+    getChanges: changesMethod(feed),
   }
 
   return new Map(Object.entries(methods).map(([name, m]) => [`${XRPC_NAMESPACE}.${name}`, m]))

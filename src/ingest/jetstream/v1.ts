@@ -13,10 +13,11 @@ import type { Source } from '../source.ts'
 import { verifyWithTimeout } from '../verify-handle.ts'
 import type { NextStep } from '../ws-session.ts'
 import { runWire, type Wire, type WireConnection } from '../ws-source.ts'
+import { type JetstreamConnectionOptions, jetstreamConnection } from './connection.ts'
 import { normalizeJetstreamEvent } from './event.ts'
 import type { NormalizeResult } from './skip.ts'
 
-export interface JetstreamSourceOptions {
+export interface JetstreamSourceOptions extends JetstreamConnectionOptions {
   /** The v1 `/subscribe` URL. */
   url: string
   /** Asked of Jetstream: exact NSIDs or `prefix.*` patterns. */
@@ -28,17 +29,9 @@ export interface JetstreamSourceOptions {
   metrics: Metrics
   /** Verifies a handle both ways; absent: identity events carry no handle. */
   verifyHandle?: HandleVerifier
-  backoffBaseMs?: number
-  backoffMaxMs?: number
-  /** Limit for the TCP connect plus the websocket upgrade. */
-  connectTimeoutMs?: number
-  /** Ping period; a connection that answers neither pings nor with data in one period is cut. */
-  heartbeatMs?: number
   /** Slack beyond the rewind before a late first event counts as a resume gap. */
   gapToleranceSeconds?: number
   verifyTimeoutMs?: number
-  /** Jitter source, for tests. */
-  random?: () => number
 }
 
 const SOURCE = 'jetstream'
@@ -121,14 +114,7 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
       return runWire(wire, sink, signal, {
         source: SOURCE,
         metrics: opts.metrics,
-        backoff: {
-          baseMs: opts.backoffBaseMs ?? 1000,
-          maxMs: opts.backoffMaxMs ?? 60_000,
-          jitter: 'full',
-          random: opts.random,
-        },
-        connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
-        heartbeatMs: opts.heartbeatMs ?? 30_000,
+        ...jetstreamConnection(opts),
         onOpen: (url) => logger.info({ url, cursor: wire.lastCursor }, 'connected to Jetstream'),
         onRetry: ({ attempt, delayMs, end }) =>
           logger.warn(

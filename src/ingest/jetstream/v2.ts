@@ -9,6 +9,7 @@ import type { IngestGap, Source } from '../source.ts'
 import { verifyWithTimeout } from '../verify-handle.ts'
 import type { NextStep, SessionEnd } from '../ws-session.ts'
 import { runWire, type Wire } from '../ws-source.ts'
+import { type JetstreamConnectionOptions, jetstreamConnection } from './connection.ts'
 import { V2Cursor } from './v2-cursor.ts'
 import { V2Decoder } from './v2-decoder.ts'
 import { SOURCE, type V2End, V2Frames } from './v2-handler.ts'
@@ -18,7 +19,7 @@ import { SyncWindows, watchQuiet } from './v2-sync.ts'
 
 export const V2_NSID = 'network.bsky.jetstream.subscribeEvents'
 
-export interface JetstreamV2Options {
+export interface JetstreamV2Options extends JetstreamConnectionOptions {
   url: string
   /** `collections` asked of Jetstream: exact NSIDs or `prefix.*`. No `kinds`: we need them all. */
   wantedCollections: string[]
@@ -30,10 +31,6 @@ export interface JetstreamV2Options {
   onTooOld?: 'stop' | 'tip'
   /** Ask for dictionary zstd frames (default true); falls back to text when that fails. */
   zstd?: boolean
-  backoffBaseMs?: number
-  backoffMaxMs?: number
-  connectTimeoutMs?: number
-  heartbeatMs?: number
   idleTimeoutMs?: number
   verifyTimeoutMs?: number
   /** Cap on one decoded zstd frame (the Go client's read limit). */
@@ -44,7 +41,6 @@ export interface JetstreamV2Options {
    */
   syncQuietSeconds?: number
   fetch?: typeof fetch
-  random?: () => number
 }
 
 /** A configuration Jetstream refuses (400 InvalidRequest): retrying cannot help. */
@@ -81,14 +77,7 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
       return runWire(wire, sink, signal, {
         source: SOURCE,
         metrics: opts.metrics,
-        backoff: {
-          baseMs: opts.backoffBaseMs ?? 1000,
-          maxMs: opts.backoffMaxMs ?? 60_000,
-          jitter: 'full',
-          random: opts.random,
-        },
-        connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
-        heartbeatMs: opts.heartbeatMs ?? 30_000,
+        ...jetstreamConnection(opts),
         idleTimeoutMs: opts.idleTimeoutMs ?? 120_000,
         onOpen: (url) =>
           logger.info({ url, cursor: wire.cursor.resume }, 'connected to Jetstream v2'),
