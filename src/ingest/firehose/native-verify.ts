@@ -1,5 +1,6 @@
 import { createPublicKey, type KeyObject, verify } from 'node:crypto'
 import { P256_JWT_ALG, parseDidKey, SECP256K1_JWT_ALG } from '@atproto/crypto'
+import { LRUCache } from 'lru-cache'
 
 // @atproto/crypto's verifySignature on OpenSSL (node:crypto) instead of @noble/curves,
 // which was nearly all of a verified commit's cost. Kept apart from the commit parsing so
@@ -29,17 +30,12 @@ interface NativeKey {
 }
 
 // Decoding a did:key decompresses the point in JS (~150 µs); a firehose sees the same few
-// authors over and over, so keep the KeyObjects. Insertion order of a Map is the LRU order.
-const KEY_CACHE_SIZE = 10_000
-const keys = new Map<string, NativeKey>()
+// authors over and over, so keep the KeyObjects.
+const keys = new LRUCache<string, NativeKey>({ max: 10_000 })
 
 function nativeKey(didKey: string): NativeKey {
   const hit = keys.get(didKey)
-  if (hit) {
-    keys.delete(didKey)
-    keys.set(didKey, hit)
-    return hit
-  }
+  if (hit) return hit
   // parseDidKey is what verifySignature itself runs first, so a malformed, unsupported or
   // off-curve key throws exactly where and how it does in the library.
   const parsed = parseDidKey(didKey)
@@ -53,7 +49,6 @@ function nativeKey(didKey: string): NativeKey {
   })
   const entry = { key, curve: c }
   keys.set(didKey, entry)
-  if (keys.size > KEY_CACHE_SIZE) keys.delete(keys.keys().next().value as string)
   return entry
 }
 
