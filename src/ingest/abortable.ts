@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Sink, SourceItem } from '../model/events.ts'
 
 /**
@@ -23,15 +24,8 @@ export async function pushUnlessAborted(
 }
 
 /** Resolves after `ms`, or early (without throwing) when `signal` aborts. */
-export function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve()
-    const done = () => {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    const timer = setTimeout(done, ms)
-    signal.addEventListener('abort', done, { once: true })
+export async function sleepUnlessAborted(ms: number, signal?: AbortSignal): Promise<void> {
+  await sleep(ms, undefined, { signal }).catch((err: unknown) => {
+    if (!signal?.aborted) throw err
   })
 }

@@ -75,8 +75,15 @@ interface Entry {
   fetchedAt: number
 }
 
+/** A plain object over the cache, so callers may spread it and replace one method. */
 export function createDidResolver(opts: DidResolverOptions): DidResolver {
-  return new CachingDidResolver(opts)
+  const r = new CachingDidResolver(opts)
+  return {
+    resolve: (did, o) => r.resolve(did, o),
+    resolveKey: (did, o) => r.resolveKey(did, o),
+    resolvePds: (did, o) => r.resolvePds(did, o),
+    invalidate: (did) => r.invalidate(did),
+  }
 }
 
 /** Documents cached (least recently used go first), one request per DID at a time. */

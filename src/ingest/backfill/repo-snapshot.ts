@@ -274,8 +274,7 @@ export async function withRetries<T>(
     } catch (err) {
       if (attempt >= attempts || !isRetryable(err) || signal?.aborted) throw err
       const delay = backoffMs(attempt - 1, { baseMs: baseDelayMs, maxMs: 60_000, jitter: 'equal' })
-      if (signal) await sleepUnlessAborted(delay, signal)
-      else await new Promise((r) => setTimeout(r, delay))
+      await sleepUnlessAborted(delay, signal)
     }
   }
 }

@@ -101,8 +101,7 @@ export class UpstreamLimiter {
   async #waitUnblocked(host: Host, signal: AbortSignal | undefined): Promise<void> {
     while (host.blockedUntil > Date.now()) {
       const ms = host.blockedUntil - Date.now()
-      if (signal) await sleepUnlessAborted(ms, signal)
-      else await new Promise((r) => setTimeout(r, ms))
+      await sleepUnlessAborted(ms, signal)
       signal?.throwIfAborted()
     }
   }
