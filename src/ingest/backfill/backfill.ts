@@ -1,3 +1,5 @@
+import type {} from '@atcute/atproto'
+import { Client } from '@atcute/client'
 import type { Logger } from 'pino'
 import { isRetryable } from '../../faults/errors.ts'
 import type { RepoSnapshotEvent } from '../../model/events.ts'
@@ -186,24 +188,29 @@ async function* fromList(dids: string[]): AsyncGenerator<string> {
   yield* dids
 }
 
-type RepoPage = { repos?: Array<{ did?: unknown; active?: unknown }>; cursor?: unknown }
-type Lister = (
-  params: Record<string, string>,
-) => Promise<{ notImplemented: boolean; body: unknown }>
+// Typed by the lexicon, but a host's answer is checked, not trusted.
+type Page = { cursor?: unknown; repos?: Array<{ did?: unknown; active?: unknown }> }
+type Lister = (cursor: string | undefined) => Promise<Page | null>
 
 /** listReposByCollection (a relay), falling back to listRepos (a PDS has only that). */
 async function* listRepos(opts: BackfillOptions): AsyncGenerator<string> {
   if (!opts.relayUrl) throw new Error('backfill needs relayUrl or a DID list')
   const base = httpBase(opts.relayUrl)
-  const lister =
-    (method: string): Lister =>
-    (params) =>
-      xrpcGet(base, method, params, opts)
-  const byCollection = lister('com.atproto.sync.listReposByCollection')
+  const client = limitedClient(base, opts)
   let implemented = true
   for (const collection of opts.collections) {
-    const pages = paged(byCollection, { collection, limit: String(PAGE) }, opts.signal)
-    implemented = yield* didsOf(pages, (r) => typeof r.did === 'string')
+    const byCollection: Lister = (cursor) =>
+      listed('listReposByCollection', opts, () =>
+        client.get('com.atproto.sync.listReposByCollection', {
+          params: {
+            collection: collection as `${string}.${string}.${string}`,
+            limit: PAGE,
+            cursor,
+          },
+          signal: opts.signal,
+        }),
+      )
+    implemented = yield* didsOf(paged(byCollection, opts.signal), (r) => typeof r.did === 'string')
     if (!implemented) break
   }
   if (implemented) return
@@ -211,32 +218,38 @@ async function* listRepos(opts: BackfillOptions): AsyncGenerator<string> {
     { url: base },
     'no listReposByCollection here (a PDS?): listing every repo with listRepos',
   )
-  const pages = paged(lister('com.atproto.sync.listRepos'), { limit: String(PAGE) }, opts.signal)
+  const everyRepo: Lister = (cursor) =>
+    listed('listRepos', opts, () =>
+      client.get('com.atproto.sync.listRepos', {
+        params: { limit: PAGE, cursor },
+        signal: opts.signal,
+      }),
+    )
   // Inactive repos cannot be fetched; their account state comes from the live stream.
-  if (!(yield* didsOf(pages, (r) => typeof r.did === 'string' && r.active !== false)))
+  if (
+    !(yield* didsOf(
+      paged(everyRepo, opts.signal),
+      (r) => typeof r.did === 'string' && r.active !== false,
+    ))
+  )
     throw new Error(`${base} implements neither listReposByCollection nor listRepos`)
 }
 
 /** Every page of one paginated list; returns false when the host does not implement it. */
-async function* paged(
-  list: Lister,
-  params: Record<string, string>,
-  signal: AbortSignal,
-): AsyncGenerator<RepoPage, boolean> {
+async function* paged(list: Lister, signal: AbortSignal): AsyncGenerator<Page, boolean> {
   let cursor: string | undefined
   do {
-    const res = await list(cursor ? { ...params, cursor } : params)
-    if (res.notImplemented) return false
-    const body = res.body as RepoPage
-    yield body
-    cursor = typeof body.cursor === 'string' && body.repos?.length ? body.cursor : undefined
+    const page = await list(cursor)
+    if (!page) return false
+    yield page
+    cursor = typeof page.cursor === 'string' && page.repos?.length ? page.cursor : undefined
   } while (cursor && !signal.aborted)
   return true
 }
 
 /** The DIDs of the repos `keep` accepts, page by page; returns what `pages` returns. */
 async function* didsOf(
-  pages: AsyncGenerator<RepoPage, boolean>,
+  pages: AsyncGenerator<Page, boolean>,
   keep: (r: { did?: unknown; active?: unknown }) => boolean,
 ): AsyncGenerator<string, boolean> {
   for (let next = await pages.next(); ; next = await pages.next()) {
@@ -245,46 +258,53 @@ async function* didsOf(
   }
 }
 
-async function xrpcGet(
-  base: string,
+type ListAnswer =
+  | { ok: true; status: number; data: Page }
+  | { ok: false; status: number; data: { error: string; message?: string } }
+
+/** One list call with retries: a page, null when the host does not implement the method. */
+async function listed(
   method: string,
-  params: Record<string, string>,
   opts: BackfillOptions,
-): Promise<{ notImplemented: boolean; body: unknown }> {
-  const url = new URL(`${base}/xrpc/${method}`)
-  for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v)
-  const limiter = opts.limiter ?? sharedUpstreamLimiter
-  const signal = opts.signal
-  const send = () =>
-    (opts.fetch ?? fetch)(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(60_000)]) })
+  send: () => Promise<ListAnswer>,
+): Promise<Page | null> {
   return withRetries(
-    () => limiter.run({ url, endpoint: method, signal, metrics: opts.metrics }, send, judge),
+    async () => {
+      const res = await send()
+      if (res.ok) return res.data
+      // A relay answers; the reference PDS does not know the method and tries to proxy it
+      // to an AppView, which without a login is a 401 rather than a 501.
+      if (NOT_IMPLEMENTED.has(res.status) || res.data.error === 'MethodNotImplemented') return null
+      const { error, message } = res.data
+      throw Object.assign(
+        new Error(`${method}: HTTP ${res.status} ${error} ${message ?? ''}`.trim()),
+        {
+          status: res.status,
+        },
+      )
+    },
     opts.attempts ?? 3,
     opts.signal,
     opts.retryDelayMs,
   )
+}
 
-  async function judge(res: Response): Promise<{ notImplemented: boolean; body: unknown }> {
-    const text = await res.text()
-    let body: { error?: string; message?: string } = {}
-    try {
-      body = JSON.parse(text)
-    } catch {
-      // Not JSON: judged by the status alone.
-    }
-    if (res.ok) return { notImplemented: false, body }
-    // A relay answers; the reference PDS does not know the method and tries to proxy it
-    // to an AppView, which without a login is a 401 rather than a 501.
-    if (NOT_IMPLEMENTED.has(res.status) || body.error === 'MethodNotImplemented') {
-      return { notImplemented: true, body }
-    }
-    throw Object.assign(
-      new Error(`${method}: HTTP ${res.status} ${body.error ?? ''} ${body.message ?? ''}`.trim()),
-      {
-        status: res.status,
-      },
-    )
-  }
+/** An XRPC client (@atcute/client) whose every request waits its turn at the host's limiter. */
+function limitedClient(base: string, opts: BackfillOptions): Client {
+  const limiter = opts.limiter ?? sharedUpstreamLimiter
+  const { signal, metrics } = opts
+  return new Client({
+    handler: (pathname, init) => {
+      const url = new URL(base + pathname)
+      const endpoint = url.pathname.slice(url.pathname.lastIndexOf('/') + 1)
+      const send = () =>
+        (opts.fetch ?? fetch)(url, {
+          ...init,
+          signal: AbortSignal.any([signal, AbortSignal.timeout(60_000)]),
+        })
+      return limiter.run({ url, endpoint, signal, metrics }, send, async (res) => res)
+    },
+  })
 }
 
 /** ws(s):// → http(s)://, without a trailing slash or an /xrpc/… path. */
