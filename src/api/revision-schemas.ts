@@ -73,10 +73,3 @@ export const revisionDiffSchema = {
   }),
   description: 'Line diff of content and of coreMemory between two revisions',
 } as const
-
-export const revParam = {
-  type: 'string',
-  minLength: 1,
-  maxLength: 512,
-  description: 'Revision (the commit rev, a TID)',
-} as const

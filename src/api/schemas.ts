@@ -1,5 +1,4 @@
 import { FILTER_NAMES, FLAG_NAMES } from '../model/flags.ts'
-import { LOOKUP_CACHE } from './http-cache.ts'
 import { DECIMAL_PATTERN } from './http-errors.ts'
 
 // JSON schemas of the API: they validate input, drive fast serialization and become the
@@ -167,48 +166,13 @@ export const statsSchema = {
   required: ['prompts', 'conversations', 'agents', 'flags', 'ingest'],
 } as const
 
-// Path and query parameters are typed loosely here (strings with a length cap) and
-// parsed in the handlers, which know how to name what is wrong with a DID or an at-uri.
+/** A repo in a path: parsed by the handler, which names what is wrong with a DID or handle. */
 export const repoParam = {
   type: 'string',
   minLength: 1,
   maxLength: 2048,
   description: 'A DID, or a handle the index knows',
 } as const
-export const rkeyParam = {
-  type: 'string',
-  minLength: 1,
-  maxLength: 512,
-  description: 'Record key',
-} as const
-export const repoRkeyParams = {
-  type: 'object',
-  properties: { did: repoParam, rkey: rkeyParam },
-  required: ['did', 'rkey'],
-} as const
-export interface RepoRkey {
-  did: string
-  rkey: string
-}
-
-/** The options of a cached lookup of one record by repo and record key. */
-export function lookupRoute(
-  tags: string[],
-  summary: string,
-  answer: object,
-  extra: { description?: string; querystring?: object } = {},
-) {
-  return {
-    config: LOOKUP_CACHE,
-    schema: {
-      tags,
-      summary,
-      ...extra,
-      params: repoRkeyParams,
-      response: { 200: answer, ...errorResponses },
-    },
-  }
-}
 
 /** The options of an operations route: exempt from the rate limit, for load balancers and scrapers. */
 export function opsRoute(summary: string, schema: Record<string, unknown>) {
@@ -221,12 +185,6 @@ export function opsRoute(summary: string, schema: Record<string, unknown>) {
  */
 export const decimalParam = (description: string) =>
   ({ type: 'string', pattern: DECIMAL_PATTERN, maxLength: 16, description }) as const
-export const cursorParam = {
-  type: 'string',
-  maxLength: 2048,
-  description: 'Opaque cursor of the previous page',
-} as const
-
 export const searchPageSchema = {
   type: 'object',
   properties: {
@@ -260,4 +218,38 @@ export const searchPageSchema = {
     cursor: promptPageSchema.properties.cursor,
   },
   required: ['items'],
+} as const
+
+export const repoSchema = {
+  type: 'object',
+  description:
+    'A tracked repo: account status, sync state (null before the verified firehose saw it), visible record counts',
+  properties: {
+    did: { type: 'string' },
+    handle: nullableStr,
+    account: {
+      type: 'object',
+      properties: { active: { type: 'boolean' }, status: nullableStr, hidden: { type: 'boolean' } },
+      required: ['active', 'status', 'hidden'],
+    },
+    sync: {
+      type: 'object',
+      properties: {
+        state: {
+          type: ['string', 'null'],
+          enum: ['synchronized', 'desynchronized', 'resyncing', null],
+        },
+        rev: nullableStr,
+        reason: nullableStr,
+        since: { type: ['string', 'null'], format: 'date-time' },
+      },
+      required: ['state', 'rev', 'reason', 'since'],
+    },
+    records: {
+      type: 'object',
+      properties: { prompts: int, conversations: int, agents: int },
+      required: ['prompts', 'conversations', 'agents'],
+    },
+  },
+  required: ['did', 'handle', 'account', 'sync', 'records'],
 } as const

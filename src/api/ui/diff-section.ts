@@ -1,5 +1,4 @@
-import { revisionDiff } from '../queries.ts'
-import type { RepoRkey } from '../schemas.ts'
+import { READS } from '../catalog/reads.ts'
 import { diffView } from './diff-view.ts'
 import { type Html, html } from './html.ts'
 import type { PageInput } from './page-route.ts'
@@ -7,10 +6,10 @@ import type { PageInput } from './page-route.ts'
 /** The diff between two revisions of one prompt, as the API's diff endpoint answers it. */
 export async function diffSection(
   input: PageInput,
-  params: RepoRkey,
+  params: { did: string; rkey: string },
   sel: { from?: string; to?: string },
 ): Promise<Html> {
-  const d = await input.read(revisionDiff, { params, query: { from: sel.from, to: sel.to } })
+  const d = await input.read(READS.getPromptDiff, { ...params, from: sel.from, to: sel.to })
   return html`<section id="diff" aria-labelledby="diff-h" class="panel wide">
 <h2 id="diff-h">Changes from <code>${d.from === null ? 'nothing' : d.from}</code> to <code>${d.to}</code></h2>
 ${d.note ? html`<p class="warn">${d.note}</p>` : ''}
