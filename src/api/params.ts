@@ -1,7 +1,6 @@
 import { isValidDid, isValidHandle, isValidRecordKey } from '@atproto/syntax'
 import type { FILTER_NAMES } from '../model/flags.ts'
 import { badRequest, DECIMAL_PATTERN } from './http-errors.ts'
-import { decimalParam } from './schemas.ts'
 
 // Every parameter is checked here, before any query runs: a malformed value is a 400
 // naming the parameter, and whatever reaches SQL is syntactically a DID, handle, record
@@ -61,6 +60,13 @@ export function strictInteger(value: string, min: number, max: number): number |
   const n = Number(value)
   return Number.isSafeInteger(n) && n >= min && n <= max ? n : null
 }
+
+/**
+ * The syntax of an integer in a query string: plain decimal digits, not coerced by Ajv, which
+ * would take `0x10`, `1e2`, `+5` or ` 5`.
+ */
+const decimalParam = (description: string) =>
+  ({ type: 'string', pattern: DECIMAL_PATTERN, maxLength: 16, description }) as const
 
 /**
  * A query-string integer, defined once: the route's JSON schema checks its syntax

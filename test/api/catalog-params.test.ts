@@ -118,7 +118,7 @@ it('every read of the catalog has a REST route and an XRPC method over the same 
     expect(QUERIES.has(read.nsid), read.nsid).toBe(true)
     const revs = await app.inject(REST.getPromptRevisions(valid()))
     const rkey = read === READS.getAgent ? AGENT_RKEY : s.alice.recompiled
-    const params = { ...valid(), rkey, rev: revs.json().items[0].rev as string }
+    const params: Params = { ...valid(), rkey, rev: revs.json().items[0].rev as string }
     const needed = Object.fromEntries(
       (QUERIES.get(read.nsid)?.parameters?.required ?? []).map((n) => [n, params[n]]),
     )

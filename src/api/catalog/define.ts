@@ -5,6 +5,7 @@ import { cachedAnswer, sendAnswer, serializerFor } from '../answer-cache-plugin.
 import type { CachePolicy } from '../http-cache.ts'
 import type { PromptAnswerReader } from '../reads.ts'
 import { type CheckedParams, checkParams, type RawParams, XRPC_NAMESPACE } from './lexicons.ts'
+import { outputSchema } from './output-schema.ts'
 
 // A read of SPEC section 6, defined once: the query lexicon that declares its parameters,
 // how it turns the checked parameters into a key (parsed, handles resolved: a 400 or a 404
@@ -39,8 +40,8 @@ export function readContext(
 export interface ReadDef<P, K, T> {
   /** The query's name under XRPC_NAMESPACE; its lexicon declares the parameters. */
   readonly name: string
-  /** JSON schema of the answer: it serializes the answer by every door and documents it. */
-  readonly output: object
+  /** JSON schema of the answer, when REST's is not its lexicon's output as it is. */
+  readonly output?: object
   /** How long HTTP caches may keep the answer. */
   readonly http: { cache: CachePolicy }
   /** The checked parameters parsed and resolved into what the read looks up. */
@@ -57,11 +58,15 @@ export interface ReadDef<P, K, T> {
   xrpc?(value: T): T
 }
 
-/** A read with its full NSID. */
-export type Read<P = never, K = unknown, T = unknown> = ReadDef<P, K, T> & { readonly nsid: string }
+/** A read with its full NSID and its answer's JSON schema (serializes it by every door). */
+export type Read<P = never, K = unknown, T = unknown> = ReadDef<P, K, T> & {
+  readonly nsid: string
+  readonly output: object
+}
 
 export function defineRead<P, K, T>(def: ReadDef<P, K, T>): Read<P, K, T> {
-  return { ...def, nsid: `${XRPC_NAMESPACE}.${def.name}` }
+  const nsid = `${XRPC_NAMESPACE}.${def.name}`
+  return { ...def, nsid, output: def.output ?? outputSchema(nsid) }
 }
 
 /** The read's key for a request's parameters, checked against its lexicon first. */

@@ -16,22 +16,10 @@ import {
   resolveActor,
 } from '../reads.ts'
 import { getRevisionDetail, getRevisionDiff, getRevisions } from '../revision-reads.ts'
-import {
-  revisionDetailSchema,
-  revisionDiffSchema,
-  revisionPageSchema,
-} from '../revision-schemas.ts'
-import {
-  agentSummarySchema,
-  conversationSchema,
-  promptPageSchema,
-  promptSchema,
-  repoSchema,
-  searchPageSchema,
-  statsSchema,
-} from '../schemas.ts'
 import { type SearchItem, searchPrompts, searchWords } from '../search-reads.ts'
 import { defineRead, type ReadContext } from './define.ts'
+import { XRPC_NAMESPACE } from './lexicons.ts'
+import { outputSchema } from './output-schema.ts'
 
 // Every read of SPEC section 6, once. Parameters arrive checked by their lexicon
 // (lexicons.ts checkParams); `plan` parses what a lexicon cannot know (cursors, which
@@ -82,7 +70,6 @@ function promptRepos({ answer }: RawRecordAnswer<PromptAnswer>): string[] {
 /** One prompt's answer with its record as stored JSON text (raw-record.ts), or a 404. */
 const getPrompt = defineRead({
   name: 'getPrompt',
-  output: promptSchema,
   http: LOOKUP_CACHE,
   plan: (c, p: RecordParams) => recordKey(c, p, 'prompt'),
   async run(c, key) {
@@ -108,7 +95,6 @@ const getPromptByUri = defineRead({
 /** A filtered page of prompts, newest first; a handle nobody here has names an empty page. */
 const listPromptsRead = defineRead({
   name: 'listPrompts',
-  output: promptPageSchema,
   http: LIST_CACHE,
   plan: (c, p: ListFilterParams) => parseListFilters(c.db, c.nsids, p),
   run: async (c, parsed): Promise<Page<PromptListItem>> =>
@@ -121,7 +107,6 @@ const listPromptsRead = defineRead({
 /** The words of q, then a page with the filters, order and paging of a list. */
 const searchPromptsRead = defineRead({
   name: 'searchPrompts',
-  output: searchPageSchema,
   http: LIST_CACHE,
   async plan(c, p: ListFilterParams & { q: string }) {
     const words = searchWords(p.q)
@@ -136,7 +121,6 @@ const searchPromptsRead = defineRead({
 /** A page of one prompt's revisions, newest first. */
 const getPromptRevisions = defineRead({
   name: 'getPromptRevisions',
-  output: revisionPageSchema,
   http: LOOKUP_CACHE,
   async plan(c, p: RecordParams & { limit: number; cursor?: string }) {
     const before = p.cursor === undefined ? null : decodeRevCursor(p.cursor)
@@ -152,7 +136,6 @@ const getPromptRevisions = defineRead({
 /** One revision with its texts. */
 const getPromptRevision = defineRead({
   name: 'getPromptRevision',
-  output: revisionDetailSchema,
   http: LOOKUP_CACHE,
   plan: async (c, p: RecordParams & { rev: string }) => ({
     ...(await recordKey(c, p, 'prompt')),
@@ -164,7 +147,6 @@ const getPromptRevision = defineRead({
 /** The line diff between two revisions of one prompt. */
 const getPromptDiff = defineRead({
   name: 'getPromptDiff',
-  output: revisionDiffSchema,
   http: LOOKUP_CACHE,
   plan: async (c, p: RecordParams & { from?: string; to?: string }) => ({
     ...(await recordKey(c, p, 'prompt')),
@@ -177,7 +159,6 @@ const getPromptDiff = defineRead({
 /** One conversation with the prompt in its slot. */
 const getConversationRead = defineRead({
   name: 'getConversation',
-  output: conversationSchema,
   http: LOOKUP_CACHE,
   plan: (c, p: RecordParams) => recordKey(c, p, 'conversation'),
   async run(c, { did, rkey }) {
@@ -192,7 +173,6 @@ const getConversationRead = defineRead({
 /** The agent record and counts of the visible prompts naming it. */
 const getAgent = defineRead({
   name: 'getAgent',
-  output: agentSummarySchema,
   http: LOOKUP_CACHE,
   plan: (c, p: RecordParams) => recordKey(c, p, 'agent'),
   async run(c, { did, rkey }) {
@@ -206,7 +186,6 @@ const getAgent = defineRead({
 /** A tracked repo's account status, sync state and record counts. */
 const getRepo = defineRead({
   name: 'getRepo',
-  output: repoSchema,
   http: LOOKUP_CACHE,
   plan: (c, p: { did: string }) => repoOf(c, parseActor(p.did, 'did'), 'repo'),
   async run(c, did) {
@@ -224,7 +203,10 @@ const getRepo = defineRead({
  */
 const getStatsRead = defineRead({
   name: 'getStats',
-  output: statsSchema,
+  // REST keeps the lag's fraction; XRPC's whole seconds come from `xrpc` below.
+  output: outputSchema(`${XRPC_NAMESPACE}.getStats`, {
+    'ingest.lagSeconds': { type: ['number', 'null'] },
+  }),
   http: LIST_CACHE,
   plan: async () => null,
   async run(c) {

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { type Read, sendRead } from '../catalog/define.ts'
 import { checkParams, type RawParams, XRPC_NAMESPACE } from '../catalog/lexicons.ts'
+import { outputSchema } from '../catalog/output-schema.ts'
 import { READS } from '../catalog/reads.ts'
 import type { ChangeFeed } from '../changes/feed.ts'
 import { parseInclude } from '../params.ts'
@@ -16,24 +17,11 @@ export interface XrpcMethod {
   handle(query: RawParams, reply: FastifyReply): Promise<unknown>
 }
 
-export const changesPageSchema = {
-  type: 'object',
-  properties: {
-    changes: {
-      type: 'array',
-      description: 'The lines of GET /v1/changes for the same since, limit and include',
-      items: { type: 'object', additionalProperties: true },
-    },
-    cursor: { type: 'integer', description: 'Pass as since for the next page' },
-  },
-  required: ['changes', 'cursor'],
-} as const
-
 const CHANGES = `${XRPC_NAMESPACE}.getChanges`
 
 function changesMethod(feed: ChangeFeed): XrpcMethod {
   return {
-    output: changesPageSchema,
+    output: outputSchema(CHANGES),
     cache: null,
     async handle(query, reply) {
       const p = checkParams(CHANGES, query)
