@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -120,6 +120,26 @@ afterAll(async () => {
   server?.child.kill('SIGTERM')
   await server?.exited
   rmSync(tmp, { recursive: true, force: true })
+})
+
+describe('the documentation stands alone', () => {
+  it('links only to files of the repository, and cites no contract section or issue', () => {
+    const problems: string[] = []
+    for (const file of [...FILES, 'examples/README.md']) {
+      const lines = readFileSync(join(ROOT, file), 'utf8').split('\n')
+      lines.forEach((text, i) => {
+        for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+          if (/^(https?:|mailto:|#)/.test(target)) continue
+          const path = resolve(ROOT, dirname(file), target.split('#')[0])
+          if (relative(ROOT, path).startsWith('..') || !existsSync(path))
+            problems.push(`${file}:${i + 1}: links to ${target}, not a file of the repository`)
+        }
+        if (/\bSPEC\b|\bissue \d+|#\d{3,}\b/.test(text))
+          problems.push(`${file}:${i + 1}: cites a contract section, an issue or a bug number`)
+      })
+    }
+    expect(problems).toEqual([])
+  })
 })
 
 describe('the documentation examples', () => {
