@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto'
 
 const CORE_MEMORY = '{CORE_MEMORY}'
+// biome-ignore lint/suspicious/noTemplateCurlyInString: Letta writes this placeholder literally.
 const MEMORY_DIR = '${MEMORY_DIR}'
 
 /** One Markdown file of an agent's memory repository at HEAD, path relative to its root. */
@@ -173,16 +174,21 @@ interface TreeNode {
   file?: ParsedFile
 }
 
+/** The node at `path` (slash-separated) under `root`, made on the way down. */
+function insertPath(root: TreeNode, path: string): TreeNode {
+  let node = root
+  for (const part of path.split('/').filter(Boolean)) {
+    const next = node.children.get(part) ?? { children: new Map() }
+    node.children.set(part, next)
+    node = next
+  }
+  return node
+}
+
 function renderSystemTree(files: ParsedFile[]): string[] {
   const root: TreeNode = { children: new Map() }
   for (const f of files) {
-    let node = root
-    for (const part of f.label.slice('system/'.length).split('/').filter(Boolean)) {
-      let next = node.children.get(part)
-      if (!next) node.children.set(part, (next = { children: new Map() }))
-      node = next
-    }
-    node.file = f
+    insertPath(root, f.label.slice('system/'.length)).file = f
   }
   const lines: string[] = []
   const walk = (node: TreeNode, depth: number, path: string[]) => {
@@ -209,12 +215,7 @@ function renderSystemTree(files: ParsedFile[]): string[] {
 function renderExternalTree(files: ParsedFile[]): string[] {
   const root: TreeNode = { children: new Map() }
   for (const f of files) {
-    let node = root
-    for (const part of f.path.split('/').filter(Boolean)) {
-      let next = node.children.get(part)
-      if (!next) node.children.set(part, (next = { children: new Map() }))
-      node = next
-    }
+    insertPath(root, f.path)
   }
   const lines = ['<external_projection>', `${MEMORY_DIR}/`]
   const walk = (node: TreeNode, prefix: string) => {

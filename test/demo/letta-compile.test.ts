@@ -9,6 +9,8 @@ const AGENT = 'agent-3f2a9c1e-7b4d-4e8a-9f10-2c5d6e7f8a9b'
 const CONV = 'conv-0b1c2d3e-4f50-4a6b-8c7d-9e0f1a2b3c4d'
 const REV = '9d3c0ffee0123456789abcdef0123456789abcde'
 const AT = new Date('2026-12-06T15:04:05.678Z')
+// Letta writes this placeholder literally.
+const DIR = ['$', '{MEMORY_DIR}'].join('')
 const sha = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex')
 
 const METADATA = [
@@ -54,7 +56,7 @@ describe('Letta compile', () => {
       previousMessageCount: 12,
     })
     const memory = [
-      '<memory root="${MEMORY_DIR}">',
+      `<memory root="${DIR}">`,
       '<instructions>',
       'Root Markdown files are core memory and are already loaded below.',
       'A child directory is memory only when it contains MEMORY.md.',
@@ -124,7 +126,7 @@ describe('Letta compile', () => {
       '  </alpha>',
       '</projects>',
       '<external_projection>',
-      '${MEMORY_DIR}/',
+      `${DIR}/`,
       '├── notes/',
       '│   └── b.md',
       '└── a.md',
