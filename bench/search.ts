@@ -8,7 +8,7 @@ import { checkpoint, rawClient } from './lib/pg.ts'
 // GET /v1/search at scale: the read benchmark's dataset (generated traffic indexed by the
 // product, then whole repos copied in SQL up to BENCH_SEARCH_PROMPTS, default 500,000),
 // `prompt-appview serve` in its own process, and one request at a time per kind of query,
-// timed end to end over HTTP: a rare word (an rkey from a prompt's footer: one match per
+// timed end to end over HTTP: a rare word (a conversation id from Letta's metadata block: one match per
 // copied repo), a word every prompt has, two such words, a word no prompt has, a common
 // word with a flag filter, with a repo filter, and the next page of a common word.
 // Target: well under 100 ms.
@@ -35,9 +35,12 @@ async function main() {
     }
     log(`dataset in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
     const client = rawClient(db.url)
-    const sample = await client<{ did: string; rkey: string }[]>`
-      SELECT did, rkey FROM prompts TABLESAMPLE SYSTEM (1)
-      WHERE NOT deleted AND NOT hidden AND record->>'content' LIKE '%Conversation: %' LIMIT ${ROUNDS}`
+    // Letta's metadata block names the conversation, a word found in one prompt only.
+    const sample = await client<{ did: string; word: string }[]>`
+      SELECT did, substring(record->>'content' from 'CONVERSATION_ID: (conv-[0-9a-f-]+)') AS word
+      FROM prompts TABLESAMPLE SYSTEM (1)
+      WHERE NOT deleted AND NOT hidden AND record->>'content' LIKE '%CONVERSATION_ID: conv-%'
+      LIMIT ${ROUNDS}`
     const [sizes] = await client<{ visible: number; gin: string; col: string }[]>`
       SELECT (SELECT count(*)::int FROM prompts WHERE NOT deleted AND NOT hidden) AS visible,
         pg_size_pretty(pg_relation_size('prompts_search_idx')) AS gin,
@@ -60,14 +63,14 @@ async function main() {
     const first = await (await fetch(`${base}/v1/search?q=coffee&limit=50`)).json()
     const cursor = (first as { cursor?: string }).cursor ?? ''
     const kinds: Record<string, (i: number) => string> = {
-      'rare word (an rkey)': (i) => `q=${sample[i % sample.length].rkey}`,
+      'rare word (a conversation id)': (i) => `q=${sample[i % sample.length].word}`,
       'common word': () => 'q=coffee',
       'two common words': () => 'q=garden+letter',
       'no match': (i) => `q=zzq${i}xx`,
       'common word, flag=staleMemory': () => 'q=coffee&flag=staleMemory',
       'common word, one repo': (i) => `q=coffee&did=${sample[i % sample.length].did}`,
       'common word, page 2': () => `q=coffee&cursor=${cursor}`,
-      'rare and common word': (i) => `q=coffee+${sample[i % sample.length].rkey}`,
+      'rare and common word': (i) => `q=coffee+${sample[i % sample.length].word}`,
     }
     const out: string[] = []
     for (const [name, path] of Object.entries(kinds)) {

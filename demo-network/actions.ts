@@ -6,15 +6,18 @@ import {
   agentRecord,
   changeMemory,
   changeTemplate,
+  compileFor,
+  MAX_MESSAGES,
+  newConversationId,
   newRepo,
   type Repo,
   remember,
   type Slot,
+  sizeAgent,
 } from './network.ts'
 import type { ActionWeights, GeneratorOptions } from './options.ts'
 import type { Random } from './random.ts'
 import { buildPromptRecord } from './records.ts'
-import { footer, renderContent, renderMemory, renderTemplate } from './text.ts'
 import { tidFromMicros } from './tid.ts'
 import type { JetstreamEvent, JetstreamOperation } from './types.ts'
 
@@ -106,18 +109,29 @@ export class Actions implements Record<Action, () => Emit> {
     a.rkey = this.#rkeyTid(r)
     a.uri = `at://${r.did}/${o.agentNsid}/${a.rkey}`
     a.createdAt = this.#sim.nowIso()
-    changeTemplate(rand, o, corpus, a)
-    changeMemory(rand, o, corpus, a)
+    sizeAgent(rand, o, corpus, a)
     if (!a.hasSystem) this.#sim.bump('agentWithoutSystem')
-    return this.#sim.commit(r, o.agentNsid, 'create', a.rkey, agentRecord(o, corpus, a, null))
+    return this.#sim.commit(r, o.agentNsid, 'create', a.rkey, agentRecord(o, a, null))
   }
 
   #writeConversation(r: Repo, s: Slot): Emit {
     const { o, rand } = this.#sim
     s.conv = 'live'
-    const title = `Conversation with ${s.agent.layout.name} #${rand.int(1, 9999)}`
+    const title = `Conversation with ${s.agent.letta.name} #${rand.int(1, 9999)}`
     const createdAt = this.#sim.nowIso()
-    const record = { $type: o.conversationNsid, agent: s.agent.uri, title, createdAt }
+    // Letta's conversation fields (StoredConversation) beside the atproto ones.
+    const messageIds = Array.from({ length: rand.int(1, 4) }, () => `message-${rand.hex(8)}`)
+    const record = {
+      $type: o.conversationNsid,
+      agent: s.agent.uri,
+      id: s.convId,
+      agent_id: s.agent.letta.id,
+      in_context_message_ids: messageIds,
+      ...(rand.chance(0.1) ? { hidden: true } : {}),
+      ...(rand.chance(0.3) ? { tags: ['demo'] } : {}),
+      title,
+      createdAt,
+    }
     return this.#sim.commit(r, o.conversationNsid, 'create', s.rkey, record)
   }
 
@@ -125,35 +139,36 @@ export class Actions implements Record<Action, () => Emit> {
   #compile(r: Repo, s: Slot): Emit {
     const { o, rand, corpus } = this.#sim
     const a = s.agent
-    const mem = renderMemory(
-      corpus,
-      a.memRev,
-      a.memNonce,
-      a.layout.memoryOffset,
-      a.layout.memoryLength,
-    )
     const compiledAtMs = Math.floor(this.#sim.timeUs() / 1000) - rand.int(0, 250)
-    const content = renderContent(
-      renderTemplate(corpus, a.layout),
-      mem,
-      footer(compiledAtMs, s.rkey),
-    )
+    s.messages = Math.min(MAX_MESSAGES, s.messages + rand.int(1, 6))
+    const c = compileFor(corpus, a, s, new Date(compiledAtMs))
     const draft = {
       did: r.did,
       rkey: s.rkey,
       agentUri: a.uri,
-      content,
-      coreMemory: mem,
-      hash: a.hash,
-      memfsRevision: a.memRev,
+      content: c.content,
+      coreMemory: c.coreMemory,
+      hash: c.rawSystemHash,
+      memfsRevision: c.memfsRevision ?? null,
       compiledAtMs,
     }
     const { record, tags } = buildPromptRecord(draft, this.#recordInput(r, s))
     for (const tag of tags) this.#sim.bump(tag)
-    if (s.prompt) this.#sim.bump('recompile')
+    if (s.prompt) this.#bumpRecompile(s)
+    s.lastHash = a.hash
+    s.lastRev = a.memRev
     const op = s.prompt ? 'update' : 'create'
     s.prompt = true
     return this.#sim.commit(r, o.promptNsid, op, s.rkey, record)
+  }
+
+  /** Counts a recompile, and its kind by what moved since the slot's last compile. */
+  #bumpRecompile(s: Slot): void {
+    this.#sim.bump('recompile')
+    const a = s.agent
+    if (s.lastHash !== a.hash) this.#sim.bump('recompile:template')
+    if (s.lastRev !== a.memRev) this.#sim.bump('recompile:memory')
+    if (s.lastHash === a.hash && s.lastRev === a.memRev) this.#sim.bump('recompile:metadata')
   }
 
   /** What buildPromptRecord draws its anomalies with, for slot `s` of repo `r`. */
@@ -171,9 +186,12 @@ export class Actions implements Record<Action, () => Emit> {
         this.#pickSlot(r, (x) => x !== s)?.rkey ??
         tidFromMicros(this.#sim.timeUs() - 1, r.rkeyClock),
       detachedMemory: () => {
-        // A later memory update: another render (nonce) of the same size, so sizes hold.
-        const nonce = ((Number.parseInt(a.memNonce, 16) + 1) >>> 0).toString(16).padStart(8, '0')
-        return renderMemory(corpus, a.memRev, nonce, rand.int(0, 999), a.layout.memoryLength)
+        // Letta's mid-conversation memory update: a later compile's core memory (one more
+        // message, and a memory file edited when there is memfs) that content lacks.
+        const later: Agent = { ...a, files: a.files?.map((f) => ({ ...f })) ?? null }
+        changeMemory(rand, o, corpus, later)
+        const at = new Date(Math.floor(this.#sim.timeUs() / 1000))
+        return compileFor(corpus, later, { ...s, messages: s.messages + 1 }, at).coreMemory
       },
     }
   }
@@ -199,7 +217,16 @@ export class Actions implements Record<Action, () => Emit> {
     if (nonTid) this.#sim.bump('nonTidRkey')
     // 13 characters like a TID, so the prompt's size accounting holds.
     const rkey = nonTid ? `conv-${rand.int(10_000_000, 99_999_999)}` : this.#rkeyTid(r)
-    const s: Slot = { rkey, agent: a, conv: 'pending', prompt: false }
+    const s: Slot = {
+      rkey,
+      agent: a,
+      conv: 'pending',
+      prompt: false,
+      convId: newConversationId(rand),
+      messages: 0,
+      lastHash: null,
+      lastRev: null,
+    }
     remember(r, s, o.maxSlotsPerDid)
     if (rand.chance(o.rates.sidecarFirst)) {
       this.#sim.bump('sidecarFirst')
@@ -225,7 +252,7 @@ export class Actions implements Record<Action, () => Emit> {
     changeTemplate(rand, o, corpus, a)
     this.#sim.bump(a.hasSystem ? 'templateChange' : 'templateChange:noSystem')
     this.#sim.later(rand.int(1, 10), r, () => this.#recompileAgent(r, a))
-    const record = agentRecord(o, corpus, a, this.#sim.nowIso())
+    const record = agentRecord(o, a, this.#sim.nowIso())
     return this.#sim.commit(r, o.agentNsid, 'update', a.rkey, record)
   }
 

@@ -115,8 +115,10 @@ export const ALL_INVALID_KINDS: InvalidKind[] = [
   'overLimit',
 ]
 
-/** Overhead of a rendered prompt besides the template body and memory body. */
+/** The smallest content size a range may ask for. */
 export const MIN_CONTENT_BYTES = 1024
+/** Room for Letta's compile (template, memory projection, metadata) around the bodies. */
+const MIN_MAX_CONTENT_BYTES = 2048
 
 export function resolveOptions(input: GeneratorInput = {}): GeneratorOptions {
   const o: GeneratorOptions = {
@@ -155,7 +157,11 @@ function boundProblems(o: GeneratorOptions): string[] {
   intAtLeast('agentsPerDid.min', o.agentsPerDid.min, 1)
   intAtLeast('agentsPerDid.max', o.agentsPerDid.max, o.agentsPerDid.min)
   intAtLeast('contentBytes.min', o.contentBytes.min, MIN_CONTENT_BYTES)
-  intAtLeast('contentBytes.max', o.contentBytes.max, o.contentBytes.min)
+  intAtLeast(
+    'contentBytes.max',
+    o.contentBytes.max,
+    Math.max(o.contentBytes.min, MIN_MAX_CONTENT_BYTES),
+  )
   if (o.contentBytes.max > 200_000) problems.push('contentBytes.max must be <= 200000')
   intAtLeast('startTimeUs', o.startTimeUs, 0)
   intAtLeast('meanIntervalUs', o.meanIntervalUs, 1)

@@ -144,9 +144,48 @@ export function buildSample(seed: number): Sample {
   }
 }
 
+/** The ways Letta writes records that the lines show (see demo-network/letta-compile.ts). */
+export function lettaShapes(lines: string[]): Set<string> {
+  const shapes = new Set<string>()
+  for (const line of lines) {
+    const record = parsedRecord(line)
+    if (!record) continue
+    const { system, coreMemory } = record
+    if (typeof system === 'string')
+      shapes.add(system.includes('{CORE_MEMORY}') ? 'template:placeholder' : 'template:appended')
+    if (typeof coreMemory !== 'string') continue
+    if (coreMemory.startsWith('<memory root="')) shapes.add('memfs-v2')
+    else if (coreMemory.startsWith('Reminder: <projection>')) shapes.add('memfs-v1')
+    else if (coreMemory.startsWith('<memory_metadata>')) shapes.add('no memfs')
+  }
+  return shapes
+}
+
+function parsedRecord(line: string): Record<string, unknown> | null {
+  try {
+    const e = JSON.parse(line) as { commit?: { record?: unknown } }
+    const r = e.commit?.record
+    return typeof r === 'object' && r !== null ? (r as Record<string, unknown>) : null
+  } catch {
+    return null
+  }
+}
+
+export const LETTA_SHAPES = [
+  'template:placeholder',
+  'template:appended',
+  'memfs-v1',
+  'memfs-v2',
+  'no memfs',
+]
+
 /** What a sample must show; empty when it is good enough to publish. */
 export function sampleProblems(s: Sample): string[] {
   const problems: string[] = []
+  // A demo of a handful of agents, not of one or two.
+  if (s.stats.agents < 5) problems.push('fewer than 5 visible agents')
+  const shapes = lettaShapes(s.lines)
+  for (const shape of LETTA_SHAPES) if (!shapes.has(shape)) problems.push(`no ${shape} record`)
   for (const f of [...FLAG_NAMES, 'ok'] as const) {
     if (s.stats.flags[f] === 0) problems.push(`no ${f} prompt`)
   }
@@ -171,6 +210,10 @@ export function sampleProblems(s: Sample): string[] {
     'mismatched:rkey',
     'mismatched:collection',
     'mismatched:did',
+    // Letta's three kinds of recompile (SPEC 14).
+    'recompile:template',
+    'recompile:memory',
+    'recompile:metadata',
   ]) {
     if (!has(want)) problems.push(`generator did no ${want}`)
   }

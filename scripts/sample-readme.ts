@@ -34,17 +34,17 @@ export function renderReadme(s: Sample, opts: GeneratorInput): string {
   return `# examples
 
 \`sample.ndjson\` is a small simulated Letta network in Jetstream v1 format (one event
-per line, SPEC section 5): ${s.lines.length} lines, ${opts.dids} Letta repos with \
+per line): ${s.lines.length} lines, ${opts.dids} Letta repos with \
 ${opts.agentsPerDid?.min}-${opts.agentsPerDid?.max} agents each,
 prompts of ${opts.contentBytes?.min}-${opts.contentBytes?.max} bytes. \
 \`node scripts/make-sample.ts\` makes it from the demo generator
 (\`demo-network/generator.ts\`, seed ${s.seed}) and reproduces it byte for byte. Replay it with
-\`npm run main\`.
+\`npm start\`.
 
 \`sample.expected.json\` is the end state a correct indexer reaches after replaying the whole
 file once (or any number of times: replays change nothing): the stats and every visible
-prompt with its flags and \`recompiles\`, as computed by the reference model of SPEC
-sections 3 and 4 (\`test/helpers/reference-model.ts\`), not by the indexer.
+prompt with its flags and \`recompiles\`, as computed by the reference model of the flag rules in
+\`docs/flags.md\` (\`test/helpers/reference-model.ts\`), not by the indexer.
 
 ## Expected end state (\`GET /v1/stats\`)
 
@@ -107,7 +107,7 @@ ${s.outcomes.ignored} ignored (other collections), ${s.outcomes.skipped} skipped
 
 ## Readings of the spec behind the expected numbers
 
-- Validity (SPEC section 2): the published lexicon (\`@atproto/lexicon\`, \`maxLength\` in
+- Validity: the published lexicon (\`@atproto/lexicon\`, \`maxLength\` in
   UTF-8 bytes), then \`compiledAt\` by the strict datetime rule, then a TID record key.
 - A field a flag needs that is missing or of the wrong type leaves that flag unset (a
   prompt whose \`compiledAt\` is not a strict datetime gets no inferred staleness), except
@@ -120,6 +120,6 @@ ${s.outcomes.ignored} ignored (other collections), ${s.outcomes.skipped} skipped
   \`time_us\` or by its wall clock.
 - A commit whose record is not an object is unparseable and skipped, not stored.
 - Identity events name \`*.example.com\` handles that cannot be verified offline: stored as
-  absent (SPEC section 4) unless the indexer's resolvers are stubbed. No count depends on them.
+  absent unless the indexer's resolvers are stubbed. No count depends on them.
 `
 }

@@ -19,6 +19,7 @@ export const COMMAND_OPTIONS = {
     dids: { type: 'string' },
     events: { type: 'string' },
     wire: { type: 'string' },
+    'jetstream-port': { type: 'string' },
   },
 } as const satisfies Record<string, ParseArgsOptionsConfig>
 
@@ -34,6 +35,7 @@ export interface CommandOptions {
   dids?: string
   events?: string
   wire?: string
+  'jetstream-port'?: string
 }
 
 export interface CommandLine {

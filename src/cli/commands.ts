@@ -57,6 +57,7 @@ async function oneShotCommand(
         dids: positiveInt(own.dids ?? '50', '--dids'),
         events: own.events ? positiveInt(own.events, '--events') : null,
         wire: demoWire(own.wire ?? 'v1'),
+        jetstreamPort: jetstreamPort(own['jetstream-port'] ?? '0'),
       })
   }
 }
@@ -113,6 +114,15 @@ async function startIngesting(rt: Runtime, opts: { readApi: boolean }): Promise<
 function demoWire(raw: string): 'v1' | 'v2' {
   if (raw === 'v1' || raw === 'v2') return raw
   throw new ConfigError([`--wire=${JSON.stringify(raw)}: must be v1 or v2`])
+}
+
+/** The demo's local Jetstream port: 0 (the default) lets the system pick a free one. */
+function jetstreamPort(raw: string): number {
+  if (raw === '0') return 0
+  const n = positiveInt(raw, '--jetstream-port')
+  if (n > 65535)
+    throw new ConfigError([`--jetstream-port=${JSON.stringify(raw)}: must be at most 65535`])
+  return n
 }
 
 function positiveInt(raw: string, name: string): number {

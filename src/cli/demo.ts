@@ -18,6 +18,8 @@ export interface DemoOptions {
   events: number | null
   /** The Jetstream wire the simulated network speaks (default v1). */
   wire?: 'v1' | 'v2'
+  /** The local Jetstream's port; 0 or absent: a free one. */
+  jetstreamPort?: number
 }
 
 const TICK_MS = 100
@@ -57,7 +59,11 @@ async function startDemo(
   base: { logger: Logger; shutdown: Shutdown },
 ): Promise<number> {
   const { logger, shutdown } = base
-  const logBounds = { maxLogEvents: opts.rate * LOG_WINDOW_SECONDS, maxLogBytes: LOG_MAX_CHARS }
+  const logBounds = {
+    maxLogEvents: opts.rate * LOG_WINDOW_SECONDS,
+    maxLogBytes: LOG_MAX_CHARS,
+    port: opts.jetstreamPort ?? 0,
+  }
   const server =
     opts.wire === 'v2'
       ? await startJetstreamV2Server({ ...logBounds, dictionary: demoDictionary() })
@@ -105,6 +111,7 @@ async function startDemo(
       dataDir: tempDir ?? 'DATABASE_URL',
       replayWindow: `${LOG_WINDOW_SECONDS} s, at most ${LOG_MAX_CHARS >> 20} M characters`,
       wire: opts.wire ?? 'v1',
+      jetstream: server.url,
     },
     `demo running: open ${ui} in a browser, or try /v1/stats, /v1/prompts?flag=staleTemplate, /metrics`,
   )

@@ -4,6 +4,7 @@ import { type Config, ConfigError, nsidsOf } from '../config/config.ts'
 import type { ExportTable } from '../db/read/export.ts'
 import type { ExportFormat } from '../export/files.ts'
 import { exportSnapshot } from '../export/snapshot.ts'
+import { DataDirLockedError } from '../faults/errors.ts'
 import { openRuntime } from './runtime.ts'
 
 // `prompt-appview export --out DIR [--format parquet|ndjson] [--revisions]` (SPEC 13): one
@@ -23,9 +24,11 @@ export async function exportCommand(config: Config, o: ExportCommandOptions): Pr
     throw new ConfigError([`--format=${JSON.stringify(o.format)}: must be parquet or ndjson`])
   const dir = resolve(o.out)
   await mkdir(dir, { recursive: true })
-  const rt = await openRuntime(config, { migrate: true })
+  const rt = await openRuntime(config, { migrate: true }).catch((err: unknown) => {
+    throw err instanceof DataDirLockedError ? heldBy(config, o, dir, err) : err
+  })
   const { logger, db } = rt.ctx
-  const tables: ExportTable[] = ['prompts', 'conversations', 'agents']
+  const tables: ExportTable[] = ['prompts', 'prompt_flags', 'conversations', 'agents']
   if (o.revisions) tables.push('revisions')
   let lastLog = performance.now()
   const t0 = lastLog
@@ -47,4 +50,27 @@ export async function exportCommand(config: Config, o: ExportCommandOptions): Pr
   } finally {
     await rt.close()
   }
+}
+
+/**
+ * The embedded database is held by a running server: the error says which commands take the
+ * same tables from that server over HTTP, at the address these settings give it.
+ */
+function heldBy(
+  config: Config,
+  o: ExportCommandOptions,
+  dir: string,
+  err: DataDirLockedError,
+): DataDirLockedError {
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
+  const base = `http://${host.includes(':') ? `[${host}]` : host}:${config.port}/v1/export`
+  const tables = ['prompts', 'prompt_flags', 'conversations', 'agents']
+  if (o.revisions) tables.push('revisions')
+  const curls = tables
+    .map((t) => `  curl -fsS -o ${dir}/${t}.${o.format} ${base}/${t}.${o.format}`)
+    .join('\n')
+  return new DataDirLockedError(
+    `${err.message}\nStop that process and run export again for one snapshot of every table, or take the tables from the running server over HTTP (each its own snapshot; its seq is in the x-snapshot-seq header):\n${curls}`,
+    { cause: err },
+  )
 }

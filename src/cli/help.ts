@@ -1,10 +1,60 @@
-import { SETTINGS } from '../config/schema.ts'
+import { type Config, SETTINGS } from '../config/schema.ts'
 
 /**
  * The demo's default events per second: one the embedded indexer follows live on two cores
  * (at 500 it ran 5-10 s behind, its queue full: bench/README.md, "Footprint").
  */
 export const DEMO_RATE = 100
+
+type Key = keyof Config
+
+// The settings each command reads, so its --help lists those and no others.
+const DATABASE: Key[] = ['databaseUrl', 'dataDir', 'pgliteSharedBuffers', 'logLevel']
+const COLLECTIONS: Key[] = ['promptNsid', 'conversationNsid', 'agentNsid', 'wantedCollections']
+const HTTP: Key[] = [
+  'host',
+  'port',
+  'adminToken',
+  'trustProxy',
+  'rateLimitPerMinute',
+  'serviceDid',
+  'publicUrl',
+]
+const PIPELINE: Key[] = ['batchSize', 'batchDelayMs', 'queueSize', 'analysisThreads']
+const JETSTREAM: Key[] = ['jetstreamRewindSeconds', 'jetstreamOnTooOld', 'jetstreamZstd']
+const SOURCES: Key[] = [
+  'source',
+  'jetstreamUrl',
+  'relayUrl',
+  'replayFile',
+  'firehoseUnauthenticated',
+  'verifyThreads',
+  'partition',
+  ...JETSTREAM,
+]
+const IDENTITY: Key[] = ['plcUrl', 'allowPrivateNetwork']
+const INGESTING = [...DATABASE, ...COLLECTIONS, ...SOURCES, ...PIPELINE, ...IDENTITY]
+
+const COMMAND_SETTINGS: Record<string, Key[]> = {
+  run: [...INGESTING, ...HTTP],
+  // ingest serves only its health and metrics endpoints.
+  ingest: [...INGESTING, 'host', 'port'],
+  serve: [...DATABASE, ...COLLECTIONS, ...HTTP],
+  backfill: [...DATABASE, ...COLLECTIONS, 'relayUrl', ...IDENTITY],
+  // export's HOST and PORT name the server to fetch from when it holds the data directory.
+  export: [...DATABASE, ...COLLECTIONS, 'host', 'port'],
+  migrate: DATABASE,
+  // The demo makes its own network, source and (without DATABASE_URL) data directory.
+  demo: [
+    'databaseUrl',
+    'pgliteSharedBuffers',
+    'logLevel',
+    ...COLLECTIONS,
+    ...PIPELINE,
+    ...JETSTREAM,
+    ...HTTP,
+  ],
+}
 
 const COMMANDS: Record<string, { summary: string; usage: string; options?: string }> = {
   run: {
@@ -44,23 +94,32 @@ const COMMANDS: Record<string, { summary: string; usage: string; options?: strin
   },
   demo: {
     summary: 'a simulated local network (Jetstream) feeding the indexer, with the API on PORT',
-    usage: 'prompt-appview demo [--rate N] [--dids N] [--events N] [--wire v1|v2] [settings]',
+    usage:
+      'prompt-appview demo [--rate N] [--dids N] [--events N] [--wire v1|v2] [--jetstream-port P] [settings]',
     options:
-      `  --rate N     events per second from the simulated network (default ${DEMO_RATE})\n` +
-      '  --dids N     repos in the simulation (default 50)\n' +
-      '  --events N   stop the simulation after N events (default: unbounded)\n' +
-      '  --wire W     the Jetstream wire: v1 /subscribe (default) or v2 subscribeEvents with dictionary zstd',
+      `  --rate N              events per second from the simulated network (default ${DEMO_RATE})\n` +
+      '  --dids N              repos in the simulation (default 50)\n' +
+      '  --events N            stop the simulation after N events (default: unbounded)\n' +
+      '  --wire W              the Jetstream wire: v1 /subscribe (default) or v2 subscribeEvents with dictionary zstd\n' +
+      "  --jetstream-port P    the local Jetstream's port on 127.0.0.1 (default: a free one)",
   },
 }
 
+/** The settings `command` reads, one line each. */
+function settingsOf(command: string): string {
+  const keys = new Set(COMMAND_SETTINGS[command])
+  return SETTINGS.filter((s) => keys.has(s.key))
+    .map(
+      (s) =>
+        `  --${s.flag.padEnd(26)} ${s.env.padEnd(26)} ${s.help}${s.default !== null ? ` (default ${JSON.stringify(s.default)})` : ''}`,
+    )
+    .join('\n')
+}
+
 export function helpText(command: string | null): string {
-  const settings = SETTINGS.map(
-    (s) =>
-      `  --${s.flag.padEnd(26)} ${s.env.padEnd(26)} ${s.help}${s.default !== null ? ` (default ${JSON.stringify(s.default)})` : ''}`,
-  ).join('\n')
   if (command && COMMANDS[command]) {
     const c = COMMANDS[command]
-    return `${c.usage}\n\n${c.summary}\n${c.options ? `\nOptions:\n${c.options}\n` : ''}\nSettings (flag, environment variable; flags win over the environment):\n${settings}\n`
+    return `${c.usage}\n\n${c.summary}\n${c.options ? `\nOptions:\n${c.options}\n` : ''}\nSettings (flag, environment variable; flags win over the environment):\n${settingsOf(command)}\n`
   }
   const list = Object.entries(COMMANDS)
     .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`)

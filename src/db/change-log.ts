@@ -22,6 +22,8 @@ export async function emitChanges(
   const flagsChanged: SQL = isPrompt ? sql`OR t.flags IS DISTINCT FROM t.emitted_flags` : sql``
   const setFlags: SQL = isPrompt ? sql`, emitted_flags = t.flags` : sql``
   const flagsOut: SQL = isPrompt ? sql`t.flags` : sql`NULL::int`
+  // A prompt upsert says what its version changed (SPEC 14).
+  const changedOut: SQL = isPrompt ? sql`t.changed` : sql`NULL::text[]`
   // Only the branches with input: an empty one still costs the planner 100 guessed rows,
   // enough to turn the update below into a hash join over the whole table.
   const branches: SQL[] = []
@@ -42,12 +44,14 @@ export async function emitChanges(
       FROM touched WHERE t.did = touched.did AND t.rkey = touched.rkey
         AND (${visible} IS DISTINCT FROM t.emitted_visible
              OR (${visible} AND (t.cid IS DISTINCT FROM t.emitted_cid ${flagsChanged})))
-      RETURNING t.did, t.rkey, t.cid, ${flagsOut} AS flags, ${visible} AS visible
+      RETURNING t.did, t.rkey, t.cid, ${flagsOut} AS flags, ${changedOut} AS changed,
+        ${visible} AS visible
     ),
     ins AS (
-      INSERT INTO changes (did, collection, rkey, op, cid, flags, at)
+      INSERT INTO changes (did, collection, rkey, op, cid, flags, changed, at)
       SELECT did, ${collection}, rkey, CASE WHEN visible THEN 'upsert' ELSE 'delete' END,
-             CASE WHEN visible THEN cid END, CASE WHEN visible THEN flags END, now()
+             CASE WHEN visible THEN cid END, CASE WHEN visible THEN flags END,
+             CASE WHEN visible THEN changed END, now()
       FROM changed ORDER BY did, rkey
       RETURNING 1
     )

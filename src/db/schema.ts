@@ -98,6 +98,14 @@ export const prompts = pgTable(
      * every UPDATE of the row, and flag updates would re-parse the whole content each time.
      */
     searchVector: tsvector('search_vector'),
+    /**
+     * What changed in the current version since the revision before it (SPEC 14, model/
+     * recompile-anatomy.ts): `template`, `memory`, `metadata`, `other`; empty for the first.
+     * Null for rows indexed before it was kept.
+     */
+    changed: text('changed').array(),
+    /** Memory files whose blocks changed in the current version (SPEC 14). */
+    memoryFiles: text('memory_files').array(),
   },
   (t) => [
     primaryKey({ columns: [t.did, t.rkey] }),
@@ -151,6 +159,9 @@ export const promptRevisions = pgTable(
      * later version replaced it. Null for revisions indexed before it was kept.
      */
     recordRest: jsonb('record_rest'),
+    /** What changed since the revision before it (SPEC 14); null: indexed before it was kept. */
+    changed: text('changed').array(),
+    memoryFiles: text('memory_files').array(),
   },
   (t) => [primaryKey({ columns: [t.did, t.rkey, t.rev] })],
 )
@@ -227,6 +238,8 @@ export const changes = pgTable(
     op: text('op').notNull(),
     cid: text('cid'),
     flags: integer('flags'),
+    /** A prompt upsert's recompile anatomy (SPEC 14): the `changed` of the version it names. */
+    changed: text('changed').array(),
     at: timestamp('at', { withTimezone: true, mode: 'date' }).notNull(),
   },
   (t) => [primaryKey({ columns: [t.did, t.seq] }), index('changes_seq_idx').on(t.seq)],

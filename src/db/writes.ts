@@ -2,7 +2,14 @@ import { and, eq, getTableColumns, not, type SQL, sql } from 'drizzle-orm'
 import type { SourceCursor } from '../model/cursor.ts'
 import type { CursorPosition } from '../model/events.ts'
 import type { Role } from '../model/nsids.ts'
-import { type AccountRow, keyOf, type RecordRow, type StoredRecord } from '../model/rows.ts'
+import type { RecompileKind } from '../model/recompile-anatomy.ts'
+import {
+  type AccountRow,
+  type CurrentVersion,
+  keyOf,
+  type RecordRow,
+  type StoredRecord,
+} from '../model/rows.ts'
 import { type Database, type Executor, rows } from './client.ts'
 import {
   chunked,
@@ -81,6 +88,54 @@ export async function loadRecords(
   )
 }
 
+interface VersionDbRow {
+  did: string
+  rkey: string
+  cid: string | null
+  content: string | null
+  coreMemory: string | null
+  rawSystemHash: string | null
+  memfsRevision: string | null
+  changed: RecompileKind[] | null
+  memoryFiles: string[] | null
+}
+
+/** The current versions of the given live prompts: what their next revision is compared with. */
+export async function loadCurrentVersions(
+  ex: Executor,
+  keys: Array<{ did: string; rkey: string }>,
+): Promise<Map<string, CurrentVersion>> {
+  if (keys.length === 0) return new Map()
+  const text = (field: string) =>
+    sql`CASE WHEN jsonb_typeof(p.record->${field}) = 'string' THEN p.record->>${field} END`
+  // Raw: the builder cannot join a jsonb_to_recordset.
+  const found = await rows<VersionDbRow>(
+    ex,
+    sql`SELECT p.did, p.rkey, p.cid, ${text('content')} AS content,
+        ${text('coreMemory')} AS "coreMemory", p.raw_system_hash AS "rawSystemHash",
+        p.memfs_revision AS "memfsRevision", p.changed, p.memory_files AS "memoryFiles"
+      FROM prompts p
+      JOIN ${KEY_ROWS.prompt.from(keys)} ON p.did = x.did AND p.rkey = x.rkey
+      WHERE NOT p.deleted`,
+  )
+  return new Map(
+    found.map((r) => [
+      keyOf(r.did, r.rkey),
+      {
+        cid: r.cid,
+        version: {
+          content: r.content,
+          coreMemory: r.coreMemory,
+          rawSystemHash: r.rawSystemHash,
+          memfsRevision: r.memfsRevision,
+        },
+        anatomy:
+          r.changed === null ? null : { changed: r.changed, memoryFiles: r.memoryFiles ?? [] },
+      },
+    ]),
+  )
+}
+
 const { updatedAt: _updatedAt, ...accountFields } = getTableColumns(accounts)
 
 export async function loadAccounts(ex: Executor, dids: string[]): Promise<Map<string, AccountRow>> {
@@ -119,6 +174,8 @@ const PROMPT_FACT_KEYS = [
   'recompiles',
   'searchVector',
   'listRecord',
+  'changed',
+  'memoryFiles',
 ] as const
 /**
  * A prompt's record from its parts (model/record-parts.ts): the rest came in the jsonb
@@ -167,7 +224,13 @@ function promptFields(r: RecordRow) {
       f.compiledUs <= r.timeUs + EVIDENCE_HORIZON_US,
     recompiles: r.recompiles,
     searchVector: tsvectorLiteral(f?.searchWords ?? []),
+    ...anatomyFields(r),
   }
+}
+
+/** The current version's recompile anatomy (SPEC 14); none on a tombstone. */
+function anatomyFields(r: RecordRow) {
+  return { changed: r.anatomy?.changed ?? null, memoryFiles: r.anatomy?.memoryFiles ?? null }
 }
 
 /** The texts taken out of a live prompt's record, as a row of PROMPT_TEXT_COLUMNS. */
@@ -266,7 +329,14 @@ export async function upsertAccounts(ex: Executor, rows: AccountRow[], now: Date
 
 /** What a tombstone keeps of each record table's row: nothing of the record. */
 const PURGED = {
-  prompt: { flags: 0, searchVector: null, contentHash: null, listRecord: null },
+  prompt: {
+    flags: 0,
+    searchVector: null,
+    contentHash: null,
+    listRecord: null,
+    changed: null,
+    memoryFiles: null,
+  },
   conversation: {},
   agent: { templateHash: null },
 } as const

@@ -8,12 +8,15 @@ import {
   readSnapshot,
   type SnapshotReader,
 } from '../db/read/export.ts'
+import { flagsToNames } from '../model/flags.ts'
 import type { Nsids } from '../model/nsids.ts'
 import { keptHashes, keptTexts, repoTextDecoder } from '../model/text-delta.ts'
 import { type ExportFormat, openTableFile } from './files.ts'
 import {
   type ExportColumn,
+  type PromptFlagOut,
   promptColumns,
+  promptFlagColumns,
   type RevisionOut,
   recordColumns,
   revisionColumns,
@@ -25,7 +28,7 @@ import {
 // their own name only once whole; the manifest comes last, so a directory with a manifest
 // holds a complete export, and a failed one leaves none.
 
-const SCHEMA_VERSION = 1
+const SCHEMA_VERSION = 2
 
 /** Rows per read of the database. */
 const PAGE_ROWS = 500
@@ -61,14 +64,15 @@ export interface ExportOptions {
 
 interface TableSource<R> {
   columns: ExportColumn<R>[]
-  /** One page after `after`, and the key the next page starts after. */
+  /** One page after `after`, and the key the next page starts after (null: the last page). */
   page(after: ExportKey | null): Promise<{ rows: R[]; last: ExportKey | null }>
   units(row: R): number
 }
 
+/** Where the page after `rows` starts; null when `rows` was the last page (a short one). */
 const lastKey = (rows: Array<{ did: string; rkey: string; rev?: string }>): ExportKey | null => {
   const r = rows.at(-1)
-  return r ? { did: r.did, rkey: r.rkey, rev: r.rev } : null
+  return r && rows.length >= PAGE_ROWS ? { did: r.did, rkey: r.rkey, rev: r.rev } : null
 }
 
 const textUnits = (...texts: Array<string | null>) =>
@@ -80,10 +84,23 @@ function sourceOf(table: ExportTable, snap: SnapshotReader, nsids: Nsids): Table
     return source({
       columns: promptColumns(nsids),
       page: async (after) => {
-        const rows = await snap.prompts(after, PAGE_ROWS)
+        const rows = await snap.prompts(after, PAGE_ROWS, nsids.conversation)
         return { rows, last: lastKey(rows) }
       },
       units: (r) => textUnits(r.content, r.coreMemory),
+    })
+  if (table === 'prompt_flags')
+    return source<PromptFlagOut>({
+      columns: promptFlagColumns(nsids),
+      page: async (after) => {
+        const rows = await snap.promptFlags(after, PAGE_ROWS)
+        const out = rows.flatMap(({ did, rkey, flags }) => {
+          const names = flagsToNames(flags)
+          return (names.length > 0 ? names : ['ok']).map((flag) => ({ did, rkey, flag }))
+        })
+        return { rows: out, last: lastKey(rows) }
+      },
+      units: (r) => r.did.length + r.rkey.length + r.flag.length,
     })
   if (table === 'revisions')
     return source({
@@ -141,7 +158,7 @@ async function copyTable(
       units += source.units(row)
       if (units >= GROUP_UNITS || group.length >= GROUP_ROWS) await flush()
     }
-    if (rows.length < PAGE_ROWS || last === null) break
+    if (last === null) break
     after = last
   }
   if (group.length > 0) await flush()

@@ -1,8 +1,9 @@
 import type { PromptExportRow, RecordExportRow, RevisionExportRow } from '../db/read/export.ts'
 import { flagsToNames } from '../model/flags.ts'
 import type { Nsids } from '../model/nsids.ts'
+import { datetimeToMicros } from '../model/prompt-record.ts'
 
-// The columns of each exported table (SPEC 13), in one place: the Parquet schema and the
+// The columns of each exported table (schema version 2), in one place: the Parquet schema and the
 // NDJSON objects are both made from these, so the two formats cannot drift apart.
 
 /** A column's type as both formats write it. */
@@ -26,6 +27,12 @@ const col = <R>(
 /** Timestamps come back as text (postgres.js) or a Date (PGlite). */
 const dateOf = (v: string | Date): Date => (v instanceof Date ? v : new Date(v))
 
+/** A record's datetime as an instant by the strict atproto rule; null when it is not one. */
+const instantOf = (raw: string | null): Date | null => {
+  const micros = raw === null ? null : datetimeToMicros(raw)
+  return micros === null ? null : new Date(Math.floor(micros / 1000))
+}
+
 export const promptColumns = (nsids: Nsids): ExportColumn<PromptExportRow>[] => [
   col('uri', 'string', (r) => `at://${r.did}/${nsids.prompt}/${r.rkey}`, false),
   col('did', 'string', (r) => r.did, false),
@@ -33,8 +40,11 @@ export const promptColumns = (nsids: Nsids): ExportColumn<PromptExportRow>[] => 
   col('cid', 'string', (r) => r.cid),
   col('rev', 'string', (r) => r.rev, false),
   col('agent', 'string', (r) => r.agent),
+  col('agentName', 'string', (r) => r.agentName),
+  col('handle', 'string', (r) => r.handle),
   col('conversation', 'string', (r) => r.conversation),
-  col('compiledAt', 'string', (r) => r.compiledAt),
+  col('compiledAt', 'timestamp', (r) => instantOf(r.compiledAtRaw)),
+  col('compiledAtRaw', 'string', (r) => r.compiledAtRaw),
   col('content', 'string', (r) => r.content),
   col('coreMemory', 'string', (r) => r.coreMemory),
   col('memfsRevision', 'string', (r) => r.memfsRevision),
@@ -43,8 +53,23 @@ export const promptColumns = (nsids: Nsids): ExportColumn<PromptExportRow>[] => 
   col('recompiles', 'int', (r) => r.recompiles, false),
   col('indexedAt', 'timestamp', (r) => dateOf(r.indexedAt), false),
   col('contentBytes', 'int', (r) => r.contentBytes),
+  col('validationError', 'string', (r) => r.validationError),
+  col('provenance', 'string', (r) => r.provenance),
   col('conversationExists', 'boolean', (r) => r.conversationExists, false),
+  col('namedConversationExists', 'boolean', (r) => r.namedConversationExists, false),
   col('agentExists', 'boolean', (r) => r.agentExists, false),
+]
+
+/** One prompt_flags row: a visible prompt and one of its flags (`ok` for none). */
+export interface PromptFlagOut {
+  did: string
+  rkey: string
+  flag: string
+}
+
+export const promptFlagColumns = (nsids: Nsids): ExportColumn<PromptFlagOut>[] => [
+  col('uri', 'string', (r) => `at://${r.did}/${nsids.prompt}/${r.rkey}`, false),
+  col('flag', 'string', (r) => r.flag, false),
 ]
 
 export const recordColumns = (nsid: string): ExportColumn<RecordExportRow>[] => [

@@ -47,13 +47,14 @@ async function applyOneByOne(
   cursor: CursorPosition | null,
   logger: AppContext['logger'],
 ): Promise<BatchResult> {
-  const total: BatchResult = { outcomes: [], changes: 0, newDids: [] }
+  const total: BatchResult = { outcomes: [], changes: 0, newDids: [], recompiles: [] }
   for (const ev of events) {
     try {
       const r = await applyBatch(deps, [ev], null)
       total.outcomes.push(...r.outcomes)
       total.changes += r.changes
       total.newDids.push(...r.newDids)
+      total.recompiles.push(...r.recompiles)
     } catch (err) {
       if (isRetryable(err)) throw err
       const { collection, op } = labelsOf(ev)

@@ -9,6 +9,7 @@ import { beginWriterTransaction } from '../db/writer-lock.ts'
 import {
   insertRevisions,
   loadAccounts,
+  loadCurrentVersions,
   loadRecords,
   purgeRepos,
   saveCursor,
@@ -18,6 +19,7 @@ import {
 } from '../db/writes.ts'
 import type { CursorPosition } from '../model/events.ts'
 import { type Nsids, ROLES, type Role, roleOf } from '../model/nsids.ts'
+import type { RecompileKind } from '../model/recompile-anatomy.ts'
 import { isVisible, keyOf, type PreviousText, splitKey, type TextRow } from '../model/rows.ts'
 import { planBatch } from './merge.ts'
 import type { BatchEvent, BatchPlan, LoadedState, OutcomeCount } from './plan.ts'
@@ -31,6 +33,8 @@ export interface BatchResult {
   changes: number
   /** Repos seen for the first time: their handles are worth looking up. */
   newDids: string[]
+  /** Each recompile's kinds (SPEC 14), one entry per kind: what the recompile metric counts. */
+  recompiles: RecompileKind[]
 }
 
 type PromptKey = { did: string; rkey: string }
@@ -79,15 +83,18 @@ interface Loaded {
 async function load(tx: Executor, events: BatchEvent[], nsids: Nsids): Promise<Loaded> {
   const { keys, repos, dids } = touchedKeys(events, nsids)
   const prompts = revisedPrompts(events, nsids, keys.prompt)
-  const [prompt, conversation, agent, accounts, previousTexts] = await Promise.all([
+  const [prompt, conversation, agent, accounts, previousTexts, versions] = await Promise.all([
     loadRecords(tx, 'prompt', [...keys.prompt.values()], repos),
     loadRecords(tx, 'conversation', [...keys.conversation.values()], repos),
     loadRecords(tx, 'agent', [...keys.agent.values()], repos),
     loadAccounts(tx, dids),
     // Revision texts delta against the current content, so it is read before it is replaced.
     loadPreviousTexts(tx, prompts),
+    // A new revision's anatomy compares with the version it replaces.
+    loadCurrentVersions(tx, prompts),
   ])
-  return { state: { records: { prompt, conversation, agent }, accounts }, previousTexts }
+  const records = { prompt, conversation, agent }
+  return { state: { records, accounts, versions }, previousTexts }
 }
 
 /** What a batch writes: the fold of its events, and its revisions' texts. */
@@ -138,6 +145,8 @@ async function writePlan(
       memfsRevision: r.facts.memfsRevision,
       contentHash: r.facts.contentHash,
       recordRest: new JsonText(r.facts.recordParts.rest),
+      changed: r.anatomy.changed,
+      memoryFiles: r.anatomy.memoryFiles,
       ...texts.refs[i],
     })),
     now,
@@ -205,8 +214,9 @@ export async function applyBatch(
     // The change log, then the cursor: both commit with the writes they describe.
     const changes = await logChanges(deps.nsids, tx, planned.plan, flagged)
     if (cursor) await saveCursor(tx, cursor, now)
-    const { outcomes, accounts } = planned.plan
+    const { outcomes, accounts, revisions } = planned.plan
     const newDids = [...accounts.keys()].filter((did) => !loaded.state.accounts.has(did))
-    return { outcomes, changes, newDids }
+    const recompiles = revisions.flatMap((r) => r.anatomy.changed)
+    return { outcomes, changes, newDids, recompiles }
   })
 }

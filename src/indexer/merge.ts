@@ -207,6 +207,7 @@ function purge(ctx: PlanContext, row: AccountRow, timeUs: number): void {
         cid: null,
         record: null,
         facts: null,
+        anatomy: null,
         templateHash: null,
         agentUri: null,
       })

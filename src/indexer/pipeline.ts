@@ -274,6 +274,7 @@ export function countOutcomes(
   for (const o of result.outcomes) {
     metrics.eventsTotal.inc({ source, collection: o.collection, op: o.op, outcome: o.outcome })
   }
+  for (const kind of result.recompiles) metrics.recompilesTotal.inc({ kind })
 }
 
 /** FNV-1a of the DID: stable across processes, so partitions never overlap. */

@@ -1,5 +1,11 @@
 import type { Nsids, Role } from '../model/nsids.ts'
 import { agentTemplateHash, analyzePrompt, type PromptValidator } from '../model/prompt-record.ts'
+import {
+  type Anatomy,
+  FIRST_REVISION,
+  type PromptVersion,
+  recompileAnatomy,
+} from '../model/recompile-anatomy.ts'
 import type { Provenance } from '../model/rows.ts'
 import { type AccountRow, keyOf, type PromptFacts, type StoredRecord } from '../model/rows.ts'
 import type { Outcome } from '../observe/metrics.ts'
@@ -43,6 +49,7 @@ export function emptyPlan(): BatchPlan {
     rows: { prompt: new Map(), conversation: new Map(), agent: new Map() },
     previousAgentUris: new Map(),
     revisions: [],
+    versions: new Map(),
     accounts: new Map(),
     visibility: new Map(),
     purged: new Set(),
@@ -109,10 +116,7 @@ export function writeRecord(ctx: PlanContext, w: RecordWrite): WriteResult {
   const { plan } = ctx
   if (w.role === 'prompt') rememberAgentUri(plan, key, cur)
   const deleted = w.cid === null
-  const facts =
-    w.role === 'prompt' && !deleted
-      ? (w.analysis ?? analyzePrompt(ctx.validator, ctx.nsids, w.did, w.rkey, w.record))
-      : null
+  const { facts, anatomy } = analyzeWrite(ctx, key, cur, w)
   plan.rows[w.role].set(key, {
     did: w.did,
     rkey: w.rkey,
@@ -123,14 +127,27 @@ export function writeRecord(ctx: PlanContext, w: RecordWrite): WriteResult {
     record: deleted ? null : w.record,
     agentUri: facts?.agentUri ?? null,
     facts,
+    anatomy,
     templateHash: w.role === 'agent' && !deleted ? agentTemplateHash(w.record) : null,
     timeUs: w.timeUs,
     provenance: w.provenance,
   })
-  if (facts) addRevision(plan, w, cur, facts)
+  if (facts && anatomy) addRevision(plan, w, cur, facts, anatomy)
   const accRow = touchAccount(ctx, w.did)
   if (!accRow.lastRev || w.rev > accRow.lastRev) accRow.lastRev = w.rev
   return { applied: true, invalid: facts?.validationError != null }
+}
+
+/** A live prompt write's facts and anatomy; none for other writes. */
+function analyzeWrite(
+  ctx: PlanContext,
+  key: string,
+  cur: StoredRecord | undefined,
+  w: RecordWrite,
+): { facts: PromptFacts | null; anatomy: Anatomy | null } {
+  if (w.role !== 'prompt' || w.cid === null) return { facts: null, anatomy: null }
+  const facts = w.analysis ?? analyzePrompt(ctx.validator, ctx.nsids, w.did, w.rkey, w.record)
+  return { facts, anatomy: planAnatomy(ctx, key, cur, w, facts) }
 }
 
 /** A prompt's agent before the batch: a prompt leaving a staleness group re-flags it. */
@@ -151,11 +168,39 @@ function addRevision(
   w: RecordWrite,
   cur: StoredRecord | undefined,
   facts: PromptFacts,
+  anatomy: Anatomy,
 ): void {
   const wasLive = cur !== undefined && !cur.deleted
   if (!w.cid || (wasLive && cur.cid === w.cid)) return
   const { did, rkey, rev, cid } = w
-  plan.revisions.push({ did, rkey, rev, cid, facts, ...textsOf(w.record) })
+  plan.revisions.push({ did, rkey, rev, cid, facts, anatomy, ...textsOf(w.record) })
+}
+
+/**
+ * A live prompt write's anatomy (SPEC 14) against the version it replaces: the same CID
+ * keeps its anatomy; a create, or a create after a delete (a new record, SPEC 4), is the
+ * first revision. Remembers the version for the batch's next write of the same key.
+ */
+function planAnatomy(
+  ctx: PlanContext,
+  key: string,
+  cur: StoredRecord | undefined,
+  w: RecordWrite,
+  facts: PromptFacts,
+): Anatomy {
+  const { plan, loaded } = ctx
+  const prev = plan.versions.get(key) ?? loaded.versions.get(key)
+  const live = cur !== undefined && !cur.deleted && prev !== undefined
+  const version: PromptVersion = {
+    ...textsOf(w.record),
+    rawSystemHash: facts.rawSystemHash,
+    memfsRevision: facts.memfsRevision,
+  }
+  let anatomy: Anatomy = FIRST_REVISION
+  if (live && prev.cid === w.cid) anatomy = prev.anatomy ?? FIRST_REVISION
+  else if (live) anatomy = recompileAnatomy(prev.version, version)
+  plan.versions.set(key, { cid: w.cid, version, anatomy })
+  return anatomy
 }
 
 /** Keys of `did`'s records of `role` that are live as of the plan so far. */

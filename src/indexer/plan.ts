@@ -2,6 +2,7 @@ import type { ChainEvent, CommitEvent, IndexEvent, RepoSnapshotEvent } from '../
 import type { Role } from '../model/nsids.ts'
 import type {
   AccountRow,
+  CurrentVersion,
   PromptFacts,
   RecordRow,
   RevisionRow,
@@ -21,6 +22,8 @@ export interface OutcomeCount {
 export interface LoadedState {
   records: Record<Role, Map<string, StoredRecord>>
   accounts: Map<string, AccountRow>
+  /** Live prompts' current versions, which a new revision's anatomy compares with. */
+  versions: Map<string, CurrentVersion>
 }
 
 export interface BatchPlan {
@@ -28,6 +31,8 @@ export interface BatchPlan {
   /** Keys' agent at-uris before this batch: a prompt leaving a staleness group re-flags it. */
   previousAgentUris: Map<string, string | null>
   revisions: RevisionRow[]
+  /** Prompt versions the batch wrote so far: the next write of the same key compares with it. */
+  versions: Map<string, CurrentVersion>
   accounts: Map<string, AccountRow>
   /** DIDs whose visibility differs from before the batch: all their rows change. */
   visibility: Map<string, boolean>

@@ -1,3 +1,4 @@
+import type { Anatomy, PromptVersion } from './recompile-anatomy.ts'
 import type { RecordParts } from './record-parts.ts'
 
 /** How a record was obtained: stored with it and shown in prompt answers. */
@@ -25,6 +26,8 @@ export interface RecordRow extends StoredRecord {
   rkey: string
   record: unknown
   facts: PromptFacts | null
+  /** A live prompt's recompile anatomy against the version before it (SPEC 14). */
+  anatomy: Anatomy | null
   templateHash: string | null
   /** Source time (µs) the write arrived with: the "indexed" instant of the evidence rule. */
   timeUs: number
@@ -52,6 +55,7 @@ export interface RevisionRow {
   rev: string
   cid: string
   facts: PromptFacts
+  anatomy: Anatomy
   /** The revision's texts, when they are strings: kept in revision_texts. */
   content: string | null
   coreMemory: string | null
@@ -93,6 +97,14 @@ export interface TextRow {
   depth: number
   length: number
   body: string
+}
+
+/** A live prompt's current version, what the next revision's anatomy compares with. */
+export interface CurrentVersion {
+  cid: string | null
+  version: PromptVersion
+  /** Its own anatomy as stored; null for rows indexed before it was kept. */
+  anatomy: Anatomy | null
 }
 
 /** The prompt's current content, stored as a text of depth `depth`. */

@@ -5,6 +5,7 @@ import {
   type Histogram,
   Registry,
 } from 'prom-client'
+import { RECOMPILE_KINDS } from '../model/recompile-anatomy.ts'
 import {
   type ChainMetrics,
   createChainMetrics,
@@ -53,6 +54,8 @@ export interface Metrics extends ChainMetrics {
   buildInfo: Gauge<'version'>
   upstreamRequestsTotal: Counter<'endpoint' | 'status'>
   repoFetchFailuresTotal: Counter<'reason'>
+  /** Recompiles indexed, by what changed (SPEC 14); one of two kinds counts under each. */
+  recompilesTotal: Counter<'kind'>
   /**
    * The ingest pipeline reports the source time (µs) of the newest event it processed; the
    * lag gauge is now minus that, at scrape time, so a stalled stream shows a growing lag.
@@ -100,6 +103,12 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       'repo_fetch_failures_total',
       'getRepo fetches (backfill, resync) refused or failed, by reason (truncated, bad_block_hash, too_large, rate_limited, ...)',
       ['reason'],
+    ),
+    recompilesTotal: m.counterOf(
+      'recompiles_total',
+      'Prompt recompiles indexed, by kind: template, memory, metadata, other (SPEC 14)',
+      'kind',
+      RECOMPILE_KINDS,
     ),
     noteNewestEvent: (timeUs) => {
       newestEventUs = Math.max(newestEventUs ?? timeUs, timeUs)

@@ -238,4 +238,85 @@ describe('prompt-appview export (SPEC 13)', () => {
     // prompts.parquet was whole; conversations' part is gone; no manifest vouches for either.
     expect(await readdir(dir)).toEqual(['prompts.parquet'])
   })
+
+  it('schema version 2: typed compiledAt beside its raw text, agent a string or null, names and both join facts, prompt_flags; invalid records included', async () => {
+    const did = `did:plc:${'e'.repeat(24)}`
+    const w = s.w
+    const [good, badAgent, badTime, named, other] = [w.tid(), w.tid(), w.tid(), w.tid(), w.tid()]
+    const agentUri = w.agentUri(did, 'agentrkey')
+    await apply(s.deps, [
+      w.commit({
+        did,
+        collection: NSIDS.agent,
+        rkey: 'agentrkey',
+        record: { $type: NSIDS.agent, name: 'helper' },
+      }),
+      w.conversation({ did, rkey: good }),
+      w.conversation({ did, rkey: other }),
+      w.prompt({ did, rkey: good, fields: { compiledAt: '2026-01-02T03:04:05.678+02:00' } }),
+      w.prompt({ did, rkey: badAgent, fields: { agent: { not: 'a string' } } }),
+      w.prompt({ did, rkey: badTime, fields: { compiledAt: '2026-01-02T03:04:05' } }),
+      // Mismatched: its own slot has no conversation, the one it names exists.
+      w.prompt({ did, rkey: named, fields: { conversation: w.convUri(did, other) } }),
+    ])
+    const { dir, manifest } = await exportTo('parquet', ['prompts', 'prompt_flags'])
+    expect(manifest.schemaVersion).toBe(2)
+    const conn = await duck.connect()
+    const query = async (q: string) =>
+      (await conn.runAndReadAll(q)).getRowObjectsJS() as Array<Record<string, unknown>>
+    try {
+      const types = await query(
+        `DESCRIBE SELECT * FROM read_parquet('${join(dir, 'prompts.parquet')}')`,
+      )
+      const typeOf = (c: string) => types.find((t) => t.column_name === c)?.column_type
+      expect(typeOf('compiledAt')).toBe('TIMESTAMP WITH TIME ZONE')
+      for (const c of [
+        'compiledAtRaw',
+        'agent',
+        'agentName',
+        'handle',
+        'validationError',
+        'provenance',
+      ])
+        expect(typeOf(c), c).toBe('VARCHAR')
+      expect(typeOf('namedConversationExists')).toBe('BOOLEAN')
+      const rows = await query(
+        `SELECT rkey, epoch_ms(compiledAt)::DOUBLE AS ms, compiledAtRaw, agent, agentName, validationError,
+           provenance, conversationExists, namedConversationExists, flags
+         FROM read_parquet('${join(dir, 'prompts.parquet')}') WHERE did = '${did}'`,
+      )
+      const by = new Map(rows.map((r) => [r.rkey, r]))
+      expect(by.get(good)).toMatchObject({
+        ms: Date.parse('2026-01-02T01:04:05.678Z'),
+        compiledAtRaw: '2026-01-02T03:04:05.678+02:00',
+        agent: agentUri,
+        agentName: 'helper',
+        validationError: null,
+        provenance: (await get(`/v1/prompts/${did}/${good}`)).body.provenance?.source ?? null,
+        conversationExists: true,
+        namedConversationExists: true,
+      })
+      expect(by.get(badAgent)).toMatchObject({ agent: null, agentName: null })
+      expect(String(by.get(badAgent)?.validationError)).not.toBe('null')
+      expect(by.get(badTime)).toMatchObject({ ms: null, compiledAtRaw: '2026-01-02T03:04:05' })
+      expect(listOf(by.get(badTime)?.flags)).toContain('invalid')
+      expect(by.get(named)).toMatchObject({
+        conversationExists: false,
+        namedConversationExists: true,
+      })
+      // prompt_flags: one row per prompt and flag, ok for none, the same as the list.
+      const flagRows = await query(
+        `SELECT f.uri, list_sort(list(f.flag)) AS flags, any_value(p.flags) AS listed
+         FROM read_parquet('${join(dir, 'prompt_flags.parquet')}') f
+         JOIN read_parquet('${join(dir, 'prompts.parquet')}') p USING (uri) GROUP BY f.uri`,
+      )
+      expect(flagRows.length).toBe(manifest.counts.prompts)
+      for (const r of flagRows) {
+        const listed = listOf(r.listed).sort()
+        expect(listOf(r.flags), String(r.uri)).toEqual(listed.length > 0 ? listed : ['ok'])
+      }
+    } finally {
+      conn.closeSync()
+    }
+  })
 })

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { describe, expect, it } from 'vitest'
 import { getJson, startServing, waitFor } from '../helpers/cli.ts'
@@ -7,9 +8,20 @@ import { getJson, startServing, waitFor } from '../helpers/cli.ts'
 // temp dir (on disk, so the JS heap does not grow with the data), it indexes what its local
 // Jetstream streams, and the directory goes with the process.
 
+/** A port free a moment ago, for an option that takes a fixed one. */
+async function freePort(): Promise<number> {
+  const srv = createServer()
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve))
+  const { port } = srv.address() as { port: number }
+  await new Promise((resolve) => srv.close(resolve))
+  return port
+}
+
 describe('demo command', () => {
-  it('indexes into a temp-dir PGlite that is removed on SIGTERM', async () => {
-    const demo = await startServing(['demo', '--rate', '200', '--events', '300'], {
+  it('indexes into a temp-dir PGlite that is removed on SIGTERM; --jetstream-port picks its Jetstream port', async () => {
+    const port = await freePort()
+    const args = ['demo', '--rate', '200', '--events', '300', '--jetstream-port', String(port)]
+    const demo = await startServing(args, {
       DATABASE_URL: '',
       RATE_LIMIT_PER_MINUTE: '100000',
     })
@@ -26,6 +38,7 @@ describe('demo command', () => {
       expect(line.dataDir.startsWith(tmpdir())).toBe(true)
       expect(existsSync(line.dataDir)).toBe(true)
       expect(line.replayWindow).toMatch(/120 s, at most 8 M characters/)
+      expect(new URL(line.jetstream).port).toBe(String(port))
       await waitFor(
         'prompts indexed',
         async () => (await getJson(`${demo.url}/v1/stats`)).prompts > 0,

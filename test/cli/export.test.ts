@@ -8,7 +8,7 @@ import { getJson, startCli, startServing, waitFor } from '../helpers/cli.ts'
 // `prompt-appview export` as a person runs it: the sample replay indexed into a PGlite data
 // directory by `run`, stopped, then exported from that directory; the manifest's counts are
 // what /v1/stats said. Bad options and an unreachable database are clear messages with no
-// manifest written.
+// manifest written. While a server holds the directory, export says which commands work.
 
 const dir = mkdtempSync(join(tmpdir(), 'pav-export-cli-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -32,6 +32,22 @@ describe('prompt-appview export', () => {
         const b = await counts()
         return a.prompts > 0 && JSON.stringify(a) === JSON.stringify(b) && b
       })
+      // While the server holds the directory, export names the commands that work instead.
+      const held = startCli(['export', '--out', join(dir, 'held'), '--format', 'ndjson'], {
+        ...DATA,
+        PORT: String(run.port),
+      })
+      expect(await held.exited).toBe(1)
+      expect(held.output()).toContain(`in use by process ${run.child.pid}`)
+      const curl = new RegExp(
+        `curl -fsS -o \\S+/prompts\\.ndjson (${run.url}/v1/export/prompts\\.ndjson)`,
+      )
+      const url = curl.exec(held.output())?.[1]
+      expect(url, held.output()).toBeDefined()
+      const res = await fetch(url as string)
+      expect(res.status).toBe(200)
+      expect(res.headers.get('x-snapshot-seq')).toMatch(/^\d+$/)
+      expect((await res.text()).trim().split('\n').length).toBe(stats.prompts)
       run.child.kill('SIGTERM')
       expect(await run.exited).toBe(0)
     } finally {
@@ -51,11 +67,17 @@ describe('prompt-appview export', () => {
       'agents.ndjson',
       'conversations.ndjson',
       'manifest.json',
+      'prompt_flags.ndjson',
       'prompts.ndjson',
       'revisions.ndjson',
     ])
     const lines = readFileSync(join(out, 'prompts.ndjson'), 'utf8').trim().split('\n')
     expect(lines.length).toBe(stats.prompts)
+    expect(manifest.schemaVersion).toBe(2)
+    // Every prompt has at least one prompt_flags row (`ok` for none).
+    const flagged = readFileSync(join(out, 'prompt_flags.ndjson'), 'utf8').trim().split('\n')
+    const uris = new Set(flagged.map((l) => JSON.parse(l).uri))
+    expect(uris.size).toBe(stats.prompts)
     expect(exp.output()).toMatch(/"msg":"export: done"/)
   }, 180_000)
 

@@ -4,7 +4,8 @@ import { isValidTid } from '@atproto/syntax'
 import { CID } from 'multiformats/cid'
 import { describe, expect, it } from 'vitest'
 import { createGenerator, type JetstreamEvent } from '../../demo-network/generator.ts'
-import { buildSample, NSIDS, replay } from '../../scripts/make-sample.ts'
+import { buildSample, LETTA_SHAPES, lettaShapes, NSIDS, replay } from '../../scripts/make-sample.ts'
+import { lettaParts } from '../../src/model/recompile-anatomy.ts'
 import { createReferenceModel, FLAG_NAMES } from '../helpers/reference-model.ts'
 
 const small = { contentBytes: { min: 1500, max: 5000 } }
@@ -159,6 +160,24 @@ describe('examples/sample.ndjson', () => {
   it('ends in the same state when replayed twice', () => {
     const once = replay(lines).model.visibleState()
     expect(replay([...lines, ...lines]).model.visibleState()).toEqual(once)
+  })
+
+  it('holds records as Letta writes them: both memfs formats, both template kinds', () => {
+    expect([...lettaShapes(lines)].sort()).toEqual([...LETTA_SHAPES].sort())
+    let prompts = 0
+    for (const line of lines) {
+      const e = JSON.parse(line.startsWith('{"did"') && line.endsWith('}') ? line : '{}')
+      const r = e.commit?.collection === NSIDS.promptNsid ? e.commit.record : null
+      if (typeof r?.content !== 'string' || !r.content.includes(r.coreMemory)) continue
+      prompts++
+      // Every attached core memory ends with Letta's metadata block, in its format.
+      expect(lettaParts(r.content, r.coreMemory)).not.toBeNull()
+      if (r.memfsRevision !== undefined) expect(r.memfsRevision).toMatch(/^[0-9a-f]{40}$/)
+    }
+    expect(prompts).toBeGreaterThan(100)
+    const kinds = buildSample(expected.seed).generator.anomalies
+    for (const k of ['template', 'memory', 'metadata'])
+      expect(kinds[`recompile:${k}`]).toBeGreaterThan(0)
   })
 
   it('is what scripts/make-sample.ts makes today', () => {

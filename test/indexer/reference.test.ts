@@ -94,7 +94,7 @@ describe('indexer = reference model', () => {
       agents: stats.agents,
       flags: stats.flags,
     }).toEqual(model.stats())
-    expect(model.stats()).toMatchObject({ prompts: 64, conversations: 56, agents: 9 })
+    expect(model.stats()).toMatchObject({ prompts: 54, conversations: 51, agents: 8 })
   })
 
   it.each([1, 2, 3])(

@@ -118,11 +118,15 @@ describe('the shipped PGlite template', () => {
     expect(existsSync(join(dir, 'pg_wal', 'archive_status'))).toBe(true)
   })
 
-  it('migrates a directory of an older schema forward (one from before migration 0013)', async () => {
+  it('migrates a directory of an older schema forward (one from before migration 0014)', async () => {
     const dir = freshDir()
     const first = await openDatabase({ url: null, dataDir: dir })
-    // What a directory filled before 0013 holds: no record_rest, 0013 not in the journal.
-    await first.rows(sql`ALTER TABLE prompt_revisions DROP COLUMN record_rest`)
+    // What a directory filled before 0014 holds: no anatomy columns, 0014 not in the journal.
+    await first.rows(sql`ALTER TABLE changes DROP COLUMN changed`)
+    await first.rows(sql`ALTER TABLE prompts DROP COLUMN changed, DROP COLUMN memory_files`)
+    await first.rows(
+      sql`ALTER TABLE prompt_revisions DROP COLUMN changed, DROP COLUMN memory_files`,
+    )
     await first.rows(
       sql`DELETE FROM drizzle.__drizzle_migrations WHERE id = (SELECT max(id) FROM drizzle.__drizzle_migrations)`,
     )
@@ -133,9 +137,9 @@ describe('the shipped PGlite template', () => {
       await again.migrate()
       expect(await again.isMigrated()).toBe(true)
       const cols = await again.rows<{ n: number }>(
-        sql`SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'prompt_revisions' AND column_name = 'record_rest'`,
+        sql`SELECT count(*)::int AS n FROM information_schema.columns WHERE column_name IN ('changed', 'memory_files')`,
       )
-      expect(cols).toEqual([{ n: 1 }])
+      expect(cols).toEqual([{ n: 5 }])
     } finally {
       await again.close()
     }

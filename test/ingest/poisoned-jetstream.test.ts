@@ -34,12 +34,16 @@ beforeAll(() => {
   const gen = testTraffic({ seed: 12, dids: 6, agoSeconds: 600 })
   events = gen.generate(250)
   const json = events as unknown as JetstreamJson[]
+  // The first event from the 100th on that Jetstream sends (of a wanted collection).
+  const at = events.findIndex(
+    (e, i) => i >= 100 && e.kind === 'commit' && e.commit.collection.startsWith('xyz.quasigod.'),
+  )
   frames = [
-    ...json.slice(0, 100),
-    { ...json[100], did: 'not-a-did', time_us: FAR } as JetstreamJson,
+    ...json.slice(0, at),
+    { ...json[at], did: 'not-a-did', time_us: FAR } as JetstreamJson,
     // A valid event an hour ahead: applied, refused for the cursor and the lag.
-    { ...json[100], time_us: Date.now() * 1000 + 3_600_000_000 } as JetstreamJson,
-    ...json.slice(101),
+    { ...json[at], time_us: Date.now() * 1000 + 3_600_000_000 } as JetstreamJson,
+    ...json.slice(at + 1),
   ]
 })
 afterAll(async () => {

@@ -14,9 +14,13 @@ export interface PromptExportRow {
   rkey: string
   cid: string | null
   rev: string
+  /** The record's `agent` when it is a string (another type stays in the record only). */
   agent: string | null
+  agentName: string | null
+  handle: string | null
   conversation: string | null
-  compiledAt: string | null
+  /** The record's `compiledAt` as written (JSON text when it is not a string). */
+  compiledAtRaw: string | null
   content: string | null
   coreMemory: string | null
   memfsRevision: string | null
@@ -25,8 +29,20 @@ export interface PromptExportRow {
   recompiles: number
   indexedAt: string | Date
   contentBytes: number | null
+  validationError: string | null
+  provenance: string | null
+  /** A visible conversation at the prompt's own slot. */
   conversationExists: boolean
+  /** The at-uri in the record's `conversation` field names a visible conversation. */
+  namedConversationExists: boolean
   agentExists: boolean
+}
+
+/** A visible prompt's flag bits, for the prompt_flags table. */
+export interface PromptFlagsRow {
+  did: string
+  rkey: string
+  flags: number
 }
 
 /** A conversation or agent: its record as JSON text. */
@@ -59,7 +75,13 @@ export interface RevisionExportRow {
   currentCoreMemory: string | null
 }
 
-export const EXPORT_TABLES = ['prompts', 'conversations', 'agents', 'revisions'] as const
+export const EXPORT_TABLES = [
+  'prompts',
+  'prompt_flags',
+  'conversations',
+  'agents',
+  'revisions',
+] as const
 export type ExportTable = (typeof EXPORT_TABLES)[number]
 
 /** Where a keyset page starts: after this key (null: from the start). */
@@ -73,7 +95,12 @@ export interface ExportKey {
 export interface SnapshotReader {
   /** The change log's newest seq in this snapshot (0 when it is empty). */
   readonly seq: number
-  prompts(after: ExportKey | null, take: number): Promise<PromptExportRow[]>
+  prompts(
+    after: ExportKey | null,
+    take: number,
+    conversationNsid: string,
+  ): Promise<PromptExportRow[]>
+  promptFlags(after: ExportKey | null, take: number): Promise<PromptFlagsRow[]>
   records(
     table: 'conversations' | 'agents',
     after: ExportKey | null,
@@ -90,17 +117,36 @@ const after2 = (alias: string, k: ExportKey | null): SQL =>
     : sql`(${sql.raw(alias)}.did, ${sql.raw(alias)}.rkey) > (${k.did}, ${k.rkey})`
 
 // The record is detoasted once, by jsonb_to_record, not once per field: seven `->>` on a
-// record of tens of kB cost seven decompressions of it.
-const promptPage = (after: ExportKey | null, take: number): SQL => sql`
-  SELECT p.did, p.rkey, p.cid, p.rev, r.agent, r.conversation, r."compiledAt", r.content,
+// record of tens of kB cost seven decompressions of it. `agent` and `conversation` come as
+// jsonb so a non-string value is told apart from a string (it exports as null).
+const promptPage = (after: ExportKey | null, take: number, conversationNsid: string): SQL => sql`
+  SELECT p.did, p.rkey, p.cid, p.rev,
+    CASE WHEN jsonb_typeof(r.agent) = 'string' THEN r.agent #>> '{}' END AS agent,
+    CASE WHEN jsonb_typeof(a.record->'name') = 'string' THEN a.record->>'name' END AS "agentName",
+    acc.handle,
+    CASE WHEN jsonb_typeof(r.conversation) = 'string' THEN r.conversation #>> '{}' END AS conversation,
+    r."compiledAt" AS "compiledAtRaw", r.content,
     r."coreMemory", r."memfsRevision", r."rawSystemHash",
     p.flags, p.recompiles, p.indexed_at AS "indexedAt", p.content_bytes AS "contentBytes",
+    p.validation_error AS "validationError", p.source AS provenance,
     EXISTS (SELECT 1 FROM conversations c WHERE c.did = p.did AND c.rkey = p.rkey AND NOT c.deleted AND NOT c.hidden) AS "conversationExists",
-    EXISTS (SELECT 1 FROM agents a WHERE a.did = p.agent_did AND a.rkey = p.agent_rkey AND NOT a.deleted AND NOT a.hidden) AS "agentExists"
+    (jsonb_typeof(r.conversation) = 'string' AND EXISTS (SELECT 1 FROM conversations c
+      WHERE c.did = split_part(r.conversation #>> '{}', '/', 3)
+        AND c.rkey = split_part(r.conversation #>> '{}', '/', 5)
+        AND r.conversation #>> '{}' = 'at://' || c.did || '/' || ${conversationNsid} || '/' || c.rkey
+        AND NOT c.deleted AND NOT c.hidden)) IS TRUE AS "namedConversationExists",
+    a.did IS NOT NULL AS "agentExists"
   FROM prompts p
   LEFT JOIN LATERAL jsonb_to_record(CASE WHEN jsonb_typeof(p.record) = 'object' THEN p.record END)
-    AS r(agent text, conversation text, "compiledAt" text, content text, "coreMemory" text,
+    AS r(agent jsonb, conversation jsonb, "compiledAt" text, content text, "coreMemory" text,
       "memfsRevision" text, "rawSystemHash" text) ON true
+  LEFT JOIN agents a ON a.did = p.agent_did AND a.rkey = p.agent_rkey AND NOT a.deleted AND NOT a.hidden
+  LEFT JOIN accounts acc ON acc.did = p.did
+  WHERE NOT p.deleted AND NOT p.hidden AND ${after2('p', after)}
+  ORDER BY p.did, p.rkey LIMIT ${take}`
+
+const promptFlagsPage = (after: ExportKey | null, take: number): SQL => sql`
+  SELECT p.did, p.rkey, p.flags FROM prompts p
   WHERE NOT p.deleted AND NOT p.hidden AND ${after2('p', after)}
   ORDER BY p.did, p.rkey LIMIT ${take}`
 
@@ -151,7 +197,8 @@ export async function readSnapshot<T>(
       )
       return work({
         seq: Number(head?.seq ?? 0),
-        prompts: (after, take) => rows(promptPage(after, take)),
+        prompts: (after, take, nsid) => rows(promptPage(after, take, nsid)),
+        promptFlags: (after, take) => rows(promptFlagsPage(after, take)),
         records: (table, after, take) => rows(recordPage(table, after, take)),
         revisions: (after, take) => rows(revisionPage(after, take)),
         textChains: (keys) =>
