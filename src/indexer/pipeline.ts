@@ -250,6 +250,7 @@ export class IngestPipeline implements Sink {
     const started = performance.now()
     const result = await applyWithRetry(this.#ctx, events, cursor, {
       logger: this.#ctx.logger,
+      store: this.#ctx.metrics.store,
       isStopping: () => this.#stopping,
     })
     this.#ctx.metrics.batchDurationSeconds.observe((performance.now() - started) / 1000)

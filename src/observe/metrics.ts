@@ -11,6 +11,7 @@ import {
   type MetricKit,
   metricKit,
 } from './chain-metrics.ts'
+import { createStoreHealth, type StoreHealth } from './store-health.ts'
 
 // Metric names are part of the product contract (SPEC section 7): dashboards and alerts
 // query them, and a test checks both against what this registry exports.
@@ -53,6 +54,8 @@ export interface Metrics extends ChainMetrics {
   buildInfo: Gauge<'version'>
   upstreamRequestsTotal: Counter<'endpoint' | 'status'>
   repoFetchFailuresTotal: Counter<'reason'>
+  /** Ingestion paused by the store, and reads cut at the read timeout (store-health.ts). */
+  store: StoreHealth
   /**
    * The ingest pipeline reports the source time (µs) of the newest event it processed; the
    * lag gauge is now minus that, at scrape time, so a stalled stream shows a growing lag.
@@ -101,6 +104,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       'getRepo fetches (backfill, resync) refused or failed, by reason (truncated, bad_block_hash, too_large, rate_limited, ...)',
       ['reason'],
     ),
+    store: createStoreHealth(m),
     noteNewestEvent: (timeUs) => {
       newestEventUs = Math.max(newestEventUs ?? timeUs, timeUs)
     },
