@@ -54,9 +54,12 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
   )
   app.get(
     '/readyz',
-    opsRoute('200 once migrations ran and the database answers (details name a pause or a slow database), else 503', {
-      response: { 200: okSchema, 503: okSchema },
-    }),
+    opsRoute(
+      '200 once migrations ran and the database answers (details name a pause or a slow database), else 503',
+      {
+        response: { 200: okSchema, 503: okSchema },
+      },
+    ),
     async (_request, reply) => {
       const { status, body } = await readiness(app)
       return reply.status(status).send(body)
