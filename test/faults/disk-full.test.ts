@@ -2,12 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { COMMON_ENV, replayArgs } from '../chaos/lib/baseline.ts'
 import { type CliProc, sleep, startCli, tail } from '../chaos/lib/cli-proc.ts'
 import { type Digest, readDigest } from '../chaos/lib/digest.ts'
 import { makeEvents, writeLines } from '../chaos/lib/events.ts'
 import { readCursor, waitCaughtUp } from '../chaos/lib/progress.ts'
 import { mountTmpfs, type Tmpfs } from '../helpers/tmpfs.ts'
+import { COMMON_ENV, replayArgs } from './fault-run.ts'
 
 // The embedded default's data directory on a disk that fills while `run` replays: a tmpfs
 // shrunk to just above what it holds once a fifth of the events are in. Ingestion must
@@ -16,7 +16,7 @@ import { mountTmpfs, type Tmpfs } from '../helpers/tmpfs.ts'
 // once the tmpfs is grown the run must resume by itself and end where an uninterrupted run
 // ends. Needs root (mount); skipped with the reason elsewhere.
 
-const EVENTS = 3_000
+const EVENTS = 2_000
 const BIG = 512 << 20
 const probe = await mountTmpfs(1 << 20)
 const skip = typeof probe === 'string' ? probe : null

@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { COMMON_ENV, replayArgs } from '../chaos/lib/baseline.ts'
 import { type CliProc, sleep, startCli } from '../chaos/lib/cli-proc.ts'
 import { type Digest, readDigest } from '../chaos/lib/digest.ts'
 import { makeEvents, writeLines } from '../chaos/lib/events.ts'
 import { readCursor, waitCaughtUp } from '../chaos/lib/progress.ts'
 import { type LatencyProxy, startLatencyProxy } from '../helpers/latency-proxy.ts'
 import { createTempDatabase, type PgCluster, startPgCluster } from '../helpers/pg-cluster.ts'
+import { COMMON_ENV, replayArgs } from './fault-run.ts'
 
 // Postgres slow rather than gone, under `run`: a proxy that delays every packet while the
 // replay ingests (ingestion slows, loses and repeats nothing), then the prompts table
