@@ -82,7 +82,9 @@ describe.skipIf(skip !== null)('a tablespace that fills under Postgres while run
     }
     expect(reasons, tail(p.output())).toEqual(['disk_full'])
     const ready = await fetch(`${p.url()}/readyz`)
-    const body = await ready.json()
+    const body = (await ready.json()) as {
+      details: { ingest: { paused: { reason: string; error: string } } }
+    }
     expect(ready.status).toBe(200)
     expect(body.details.ingest.paused.reason).toBe('disk_full')
     expect((await fetch(`${p.url()}/v1/prompts?limit=3`)).status).toBe(200)
