@@ -289,8 +289,10 @@ async function openPglite(opts: DatabaseOptions): Promise<Database> {
     mod,
     dataDir,
     sharedBuffers: opts.sharedBuffers ?? PGLITE_SHARED_BUFFERS,
-    onPanic: (err: unknown) => void reopen(err),
+    // Set once the instance is in use: a PANIC while opening fails the open (DataDirError).
+    onPanic: (err: unknown) => void reopen?.(err),
   }
+  let reopen: ((panic: unknown) => Promise<void>) | null = null
   let pg: GuardedPglite
   try {
     pg = await startPglite(start)
@@ -303,30 +305,21 @@ async function openPglite(opts: DatabaseOptions): Promise<Database> {
   const render = renderer()
   const hasRoom = roomCheck(dataDir, opts.minFreeBytes ?? 0)
   let closed = false
-  // After a PANIC the instance is dead: a fresh one on the same directory replaces it once
-  // the directory opens again (crash recovery needs room to write, so that may take a while).
-  async function reopen(panic: unknown): Promise<void> {
-    const logger = opts.logger
-    logger?.error(
-      { err: panic, dataDir },
-      'PGlite stopped on a PANIC: opening its data directory again (reads answer 503 meanwhile)',
-    )
-    if (!dataDir) return
-    for (let attempt = 0; !closed; attempt++) {
-      await new Promise((r) => setTimeout(r, backoffMs(attempt, REOPEN_BACKOFF)))
-      try {
+  // After a PANIC the instance is dead: a fresh one on the same directory replaces it.
+  reopen = (panic: unknown) =>
+    reopenAfterPanic(panic, {
+      logger: opts.logger,
+      dataDir,
+      open: async () => {
         await hasRoom()
-        const fresh = await startPglite(start)
-        if (closed) return void (await fresh.close())
+        return startPglite(start)
+      },
+      closed: () => closed,
+      swap: (fresh) => {
         pg = fresh
         orm = drizzle(fresh, { schema }) as unknown as Orm
-        logger?.warn({ dataDir, attempt }, 'PGlite data directory opened again after the PANIC')
-        return
-      } catch (err) {
-        logger?.warn({ err, attempt }, 'PGlite data directory does not open yet, trying again')
-      }
-    }
-  }
+      },
+    })
   return {
     kind: 'pglite',
     get orm() {
@@ -360,6 +353,43 @@ async function openPglite(opts: DatabaseOptions): Promise<Database> {
         release()
       }
     },
+  }
+}
+
+/**
+ * Opens the data directory again until it opens (crash recovery needs room to write, so
+ * that may take until the disk has space again), then hands the fresh instance to `swap`.
+ */
+async function reopenAfterPanic(
+  panic: unknown,
+  o: {
+    logger: Logger | undefined
+    dataDir: string | null
+    open: () => Promise<GuardedPglite>
+    closed: () => boolean
+    swap: (fresh: GuardedPglite) => void
+  },
+): Promise<void> {
+  o.logger?.error(
+    { err: panic, dataDir: o.dataDir },
+    'PGlite stopped on a PANIC: opening its data directory again (reads answer 503 meanwhile)',
+  )
+  // An in-memory database has nothing to open again: it stays refused.
+  if (!o.dataDir) return
+  for (let attempt = 0; !o.closed(); attempt++) {
+    await new Promise((r) => setTimeout(r, backoffMs(attempt, REOPEN_BACKOFF)))
+    try {
+      const fresh = await o.open()
+      if (o.closed()) return void (await fresh.close())
+      o.swap(fresh)
+      o.logger?.warn(
+        { dataDir: o.dataDir, attempt },
+        'PGlite data directory opened again after the PANIC',
+      )
+      return
+    } catch (err) {
+      o.logger?.warn({ err, attempt }, 'PGlite data directory does not open yet, trying again')
+    }
   }
 }
 
