@@ -115,7 +115,8 @@ function addErrorAnswers(app: FastifyInstance, readApi: boolean): void {
     )
   })
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    const { status, message, unavailable } = errorAnswer(err)
+    const { status, message, unavailable, slow } = errorAnswer(err)
+    if (slow) app.ctx.metrics.store.noteStatementTimeout()
     if (unavailable) {
       request.log.warn({ err }, 'request failed: database unavailable')
       reply.header('retry-after', '5')

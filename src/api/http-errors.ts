@@ -1,4 +1,4 @@
-import { dbErrorCode, isRetryable } from '../faults/errors.ts'
+import { dbErrorCode, isRetryable, isStatementTimeout } from '../faults/errors.ts'
 
 // The error shape of SPEC section 6: `{"error": "<Name>", "message": "..."}`. Routes throw
 // these; the app's error handler turns any thrown error into that shape (errorAnswer), and
@@ -34,8 +34,13 @@ export function errorNameOf(status: number): string {
 export interface ErrorAnswer {
   status: number
   message: string
-  /** The database is down or restarting: a 503 worth retrying, not a fault of this code. */
+  /**
+   * The database is down, restarting or slow: a 503 worth retrying (with Retry-After), not
+   * a fault of this code.
+   */
   unavailable: boolean
+  /** The read was cancelled at the read timeout (READ_TIMEOUT_MS): the database is slow. */
+  slow?: boolean
 }
 
 const hasHttpStatus = (err: { statusCode?: unknown; status?: unknown }): boolean =>
@@ -62,6 +67,13 @@ export function errorAnswer(err: ThrownError): ErrorAnswer {
       message: validationMessage(err.validation, err.validationContext),
       unavailable: false,
     }
+  if (isStatementTimeout(err) && !hasHttpStatus(err))
+    return {
+      status: 503,
+      message: 'database slow: the read took longer than the read timeout, try again later',
+      unavailable: true,
+      slow: true,
+    }
   if (isRetryable(err) && !hasHttpStatus(err))
     return { status: 503, message: `database unavailable (${dbErrorCode(err)})`, unavailable: true }
   const code = err.statusCode
@@ -72,7 +84,9 @@ export function errorAnswer(err: ThrownError): ErrorAnswer {
       : status === 503
         ? 'request timed out'
         : 'internal error'
-  return { status, message, unavailable: false }
+  // A handler stuck past its timeout (a slow database that no statement timeout cut) is a
+  // 503 worth retrying too.
+  return { status, message, unavailable: status === 503 }
 }
 
 /** The query-string integer syntax (schemas.ts decimalParam, params.ts strictInteger). */

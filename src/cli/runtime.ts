@@ -50,6 +50,9 @@ export async function openRuntime(config: Config, opts: OpenRuntimeOptions): Pro
     url: config.databaseUrl,
     dataDir,
     sharedBuffers: config.pgliteSharedBuffers ?? undefined,
+    minFreeBytes: config.pgliteMinFreeMb * (1 << 20),
+    readTimeoutMs: config.readTimeoutMs,
+    logger,
   })
   shutdown.add('database', () => db.close())
   const metrics = createMetrics({

@@ -25,6 +25,8 @@ export interface Config {
   databaseUrl: string | null
   dataDir: string
   pgliteSharedBuffers: string | null
+  pgliteMinFreeMb: number
+  readTimeoutMs: number
   source: SourceName
   jetstreamUrl: string
   relayUrl: string
@@ -99,6 +101,20 @@ export const SETTINGS = [
         ? null
         : pgMemory(128, 1024 * 1024, 'Postgres needs 16 buffers of 8kB; PGlite has 4GB in all')(s),
     'PGlite shared_buffers; absent: 8MB, for a small box (raise it for a large index)',
+  ),
+  setting(
+    'pgliteMinFreeMb',
+    'PGLITE_MIN_FREE_MB',
+    64,
+    int(0, 1_000_000),
+    'Free space (MB) PGlite keeps under DATA_DIR: below it, ingestion pauses before a write can fill the disk',
+  ),
+  setting(
+    'readTimeoutMs',
+    'READ_TIMEOUT_MS',
+    5000,
+    int(100, 600_000),
+    'Postgres statement timeout for reads: a slower read is cancelled and answered 503 with Retry-After',
   ),
   setting('source', 'SOURCE', 'jetstream', oneOf(SOURCE_NAMES), 'jetstream, firehose or replay'),
   setting(

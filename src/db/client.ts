@@ -1,12 +1,13 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { PGlite } from '@electric-sql/pglite'
 import { Placeholder, type Query, type SQL, sql } from 'drizzle-orm'
 import { type PgDatabase, PgDialect, type PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import type { Logger } from 'pino'
 import { backoffMs } from '../faults/backoff.ts'
 import { DataDirError } from '../faults/errors.ts'
 import { lockDataDir } from './data-dir-lock.ts'
+import { type GuardedPglite, guardPglite, type PgliteModule, roomCheck } from './pglite-guard.ts'
 import { extractTemplate, readTemplate, templateNeeded } from './pglite-template.ts'
 import { readAgainIfConnectionLost } from './retry.ts'
 import * as schema from './schema.ts'
@@ -56,12 +57,23 @@ export async function rows<T = Record<string, unknown>>(ex: Executor, query: SQL
   return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]
 }
 
-/** `transaction` and `onCommit` of a Database on `orm`. */
-function transactions(orm: Orm): Pick<Database, 'transaction' | 'onCommit'> {
+/**
+ * `transaction` and `onCommit` of a Database on the ORM `current()` returns; `before` runs
+ * first (PGlite checks its free space there, Postgres lifts the read timeout inside).
+ */
+function transactions(
+  current: () => Orm,
+  before: () => Promise<void> = async () => {},
+  first: SQL | null = null,
+): Pick<Database, 'transaction' | 'onCommit'> {
   const listeners = new Set<() => void>()
   return {
     async transaction(work) {
-      const result = await orm.transaction(work)
+      await before()
+      const result = await current().transaction(async (tx) => {
+        if (first) await tx.execute(first)
+        return work(tx)
+      })
       for (const listener of listeners) listener()
       return result
     },
@@ -84,6 +96,12 @@ export interface DatabaseOptions {
   searchPath?: string
   /** PGlite's shared_buffers (a Postgres memory size); default PGLITE_SHARED_BUFFERS. */
   sharedBuffers?: string
+  /** PGlite: free bytes kept under the data directory; a write transaction below it waits. */
+  minFreeBytes?: number
+  /** Postgres: statement_timeout (ms) of every statement but those of write transactions. */
+  readTimeoutMs?: number
+  /** Told when PGlite stopped on a PANIC and when it was reopened (for the log). */
+  logger?: Logger
 }
 
 const MIGRATION_COUNT: number = JSON.parse(
@@ -105,9 +123,7 @@ async function appliedMigrations(executor: Executor, schema: string): Promise<nu
 // Each driver (and its half of drizzle) loads only with the first database of its kind:
 // `serve` on Postgres never loads PGlite, a first start on PGlite never loads postgres.js.
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
-  return opts.url
-    ? openPostgres(opts.url, opts)
-    : openPglite(opts.dataDir, opts.sharedBuffers ?? PGLITE_SHARED_BUFFERS)
+  return opts.url ? openPostgres(opts.url, opts) : openPglite(opts)
 }
 
 /** Renders `sql` objects to text and parameters, as drizzle's own session does. */
@@ -147,9 +163,17 @@ function postgresOptions(opts: DatabaseOptions): PostgresOptions {
     backoff: (failures: number) =>
       backoffMs(failures, { baseMs: 50, maxMs: 1000, jitter: 'none' }) / 1000,
     onnotice: () => {},
-    connection: opts.searchPath ? { search_path: opts.searchPath } : {},
+    connection: {
+      ...(opts.searchPath ? { search_path: opts.searchPath } : {}),
+      // Reads are cut at the read timeout (a 503 with Retry-After, never a hung socket);
+      // write transactions lift it for themselves (WRITES_UNBOUNDED), migrations run without.
+      ...(opts.readTimeoutMs ? { statement_timeout: opts.readTimeoutMs } : {}),
+    },
   }
 }
+
+/** A batch may wait on a lock or a slow disk as long as it needs: only reads are bounded. */
+const WRITES_UNBOUNDED = sql`SET LOCAL statement_timeout = 0`
 
 async function openPostgres(url: string, opts: DatabaseOptions): Promise<Database> {
   const [{ default: postgres }, { drizzle }] = await Promise.all([
@@ -176,13 +200,20 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
     kind: 'postgres',
     orm,
     monitor: drizzle(monitorClient, { schema }) as unknown as Orm,
-    ...transactions(orm),
+    ...transactions(() => orm, undefined, opts.readTimeoutMs ? WRITES_UNBOUNDED : null),
     migrate: async () => {
       const { migrate } = await import('drizzle-orm/postgres-js/migrator')
-      await migrate(orm as never, {
-        migrationsFolder: MIGRATIONS_DIR,
-        migrationsSchema: opts.searchPath ?? 'drizzle',
-      })
+      // A connection of its own without the read timeout: building an index takes its time.
+      const { statement_timeout: _, ...connection } = options.connection ?? {}
+      const once = postgres(url, { ...options, max: 1, connection })
+      try {
+        await migrate(drizzle(once, { schema }) as never, {
+          migrationsFolder: MIGRATIONS_DIR,
+          migrationsSchema: opts.searchPath ?? 'drizzle',
+        })
+      } finally {
+        await once.end({ timeout: 5 })
+      }
     },
     rows: (q) => readAgainIfConnectionLost(() => rows(orm, q)),
     read: <T>(q: SQL, values?: Record<string, unknown>) => {
@@ -212,14 +243,15 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
  */
 export const PGLITE_SHARED_BUFFERS = '8MB'
 
-/** Starts PGlite on `dataDir` (null: in memory), filled from the template when new. */
-type PgliteModule = typeof import('@electric-sql/pglite')
+interface PgliteStart {
+  mod: PgliteModule
+  dataDir: string | null
+  sharedBuffers: string
+  onPanic: (err: unknown) => void
+}
 
-async function startPglite(
-  { PGlite }: PgliteModule,
-  dataDir: string | null,
-  sharedBuffers: string,
-): Promise<PGlite> {
+/** Starts PGlite on `dataDir` (null: in memory), filled from the template when new. */
+async function startPglite({ mod, dataDir, sharedBuffers, onPanic }: PgliteStart) {
   const pgdata = dataDir ? join(dataDir, 'pgdata') : null
   const fill = pgdata ? templateNeeded(pgdata) : null
   if (pgdata && fill?.needed) {
@@ -229,39 +261,74 @@ async function startPglite(
     extractTemplate(pgdata)
   }
   try {
-    const pg = new PGlite({
+    const Guarded = guardPglite(mod, onPanic)
+    const pg = new Guarded({
       dataDir: pgdata ?? undefined,
       loadDataDir: pgdata ? undefined : readTemplate(),
-      startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffers}`],
+      startParams: [...mod.PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffers}`],
     })
     await pg.waitReady
     if (fill?.needed) rmSync(fill.marker, { force: true })
     return pg
   } catch (err) {
     throw new DataDirError(
-      `PGlite could not open ${pgdata ?? 'an in-memory database'}: ${(err as Error).message}`,
+      `PGlite could not open ${pgdata ?? 'an in-memory database'}: ${(err as Error).message}. ` +
+        'If the disk is full, free some space and start again; if it still does not open, ' +
+        'move the directory aside and restore it from your last copy, or index again from the ' +
+        'source into a new one (prompt-appview run --data-dir <new directory>)',
       { cause: err },
     )
   }
 }
 
-async function openPglite(dataDir: string | null, sharedBuffers: string): Promise<Database> {
+async function openPglite(opts: DatabaseOptions): Promise<Database> {
+  const { dataDir } = opts
   const release = dataDir ? lockDataDir(dataDir) : () => {}
-  let pg: PGlite
+  const mod = await import('@electric-sql/pglite')
+  const start = {
+    mod,
+    dataDir,
+    sharedBuffers: opts.sharedBuffers ?? PGLITE_SHARED_BUFFERS,
+    // Set once the instance is in use: a PANIC while opening fails the open (DataDirError).
+    onPanic: (err: unknown) => void reopen?.(err),
+  }
+  let reopen: ((panic: unknown) => Promise<void>) | null = null
+  let pg: GuardedPglite
   try {
-    pg = await startPglite(await import('@electric-sql/pglite'), dataDir, sharedBuffers)
+    pg = await startPglite(start)
   } catch (err) {
     release()
     throw err
   }
   const { drizzle } = await import('drizzle-orm/pglite')
-  const orm = drizzle(pg, { schema }) as unknown as Orm
+  let orm = drizzle(pg, { schema }) as unknown as Orm
   const render = renderer()
+  const hasRoom = roomCheck(dataDir, opts.minFreeBytes ?? 0)
+  let closed = false
+  // After a PANIC the instance is dead: a fresh one on the same directory replaces it.
+  reopen = (panic: unknown) =>
+    reopenAfterPanic(panic, {
+      logger: opts.logger,
+      dataDir,
+      open: async () => {
+        await hasRoom()
+        return startPglite(start)
+      },
+      closed: () => closed,
+      swap: (fresh) => {
+        pg = fresh
+        orm = drizzle(fresh, { schema }) as unknown as Orm
+      },
+    })
   return {
     kind: 'pglite',
-    orm,
-    monitor: orm,
-    ...transactions(orm),
+    get orm() {
+      return orm
+    },
+    get monitor() {
+      return orm
+    },
+    ...transactions(() => orm, hasRoom),
     migrate: async () => {
       const { migrate } = await import('drizzle-orm/pglite/migrator')
       await migrate(orm as never, { migrationsFolder: MIGRATIONS_DIR })
@@ -278,11 +345,53 @@ async function openPglite(dataDir: string | null, sharedBuffers: string): Promis
       return true
     },
     close: async () => {
+      closed = true
       try {
-        await pg.close()
+        // A dead instance is left alone: closing it runs a statement, which would spin.
+        if (!pg.panic) await pg.close()
       } finally {
         release()
       }
     },
   }
 }
+
+/**
+ * Opens the data directory again until it opens (crash recovery needs room to write, so
+ * that may take until the disk has space again), then hands the fresh instance to `swap`.
+ */
+async function reopenAfterPanic(
+  panic: unknown,
+  o: {
+    logger: Logger | undefined
+    dataDir: string | null
+    open: () => Promise<GuardedPglite>
+    closed: () => boolean
+    swap: (fresh: GuardedPglite) => void
+  },
+): Promise<void> {
+  o.logger?.error(
+    { err: panic, dataDir: o.dataDir },
+    'PGlite stopped on a PANIC: opening its data directory again (reads answer 503 meanwhile)',
+  )
+  // An in-memory database has nothing to open again: it stays refused.
+  if (!o.dataDir) return
+  for (let attempt = 0; !o.closed(); attempt++) {
+    await new Promise((r) => setTimeout(r, backoffMs(attempt, REOPEN_BACKOFF)))
+    try {
+      const fresh = await o.open()
+      if (o.closed()) return void (await fresh.close())
+      o.swap(fresh)
+      o.logger?.warn(
+        { dataDir: o.dataDir, attempt },
+        'PGlite data directory opened again after the PANIC',
+      )
+      return
+    } catch (err) {
+      o.logger?.warn({ err, attempt }, 'PGlite data directory does not open yet, trying again')
+    }
+  }
+}
+
+/** Reopening after a PANIC: soon at first, then every half minute while the disk is full. */
+const REOPEN_BACKOFF = { baseMs: 500, maxMs: 30_000, jitter: 'equal' } as const

@@ -17,6 +17,19 @@ export class DataDirLockedError extends AppError {}
 export class DataDirError extends AppError {}
 
 /**
+ * The store cannot take writes now, through no fault of the data: its disk is full (or
+ * nearly, see PGLITE_MIN_FREE_MB), or an embedded PGlite stopped on a PANIC and is being
+ * reopened. Always retryable: the event that met it is never skipped.
+ */
+export class StoreFaultError extends AppError {
+  readonly reason: StoreFault
+  constructor(message: string, o: { cause?: unknown; reason: StoreFault }) {
+    super(message, { cause: o.cause, retryable: true })
+    this.reason = o.reason
+  }
+}
+
+/**
  * An upstream (PDS, PLC, relay) failed. `reason` names how, for counting (an HTTP status
  * class, `rate_limited`, `network`); `retryAfterMs` is the wait the upstream asked for.
  */
@@ -55,6 +68,7 @@ const RETRYABLE_CODES = new Set([
 const FETCH_FAILURES = new Set(['fetch failed', 'terminated'])
 
 interface Classifiable {
+  severity?: unknown
   retryable?: unknown
   code?: unknown
   name?: unknown
@@ -65,15 +79,15 @@ interface Classifiable {
 
 /**
  * Walks the cause chain: the first error that says `retryable` itself (AppError,
- * RepoFetchError) decides; else a retryable SQLSTATE or connection code, a timeout, or
- * an HTTP 429 or 5xx anywhere along it makes the failure retryable. Anything else is
- * permanent.
+ * RepoFetchError) decides; else a retryable SQLSTATE or connection code, a full disk, a
+ * PGlite PANIC, a timeout, or an HTTP 429 or 5xx anywhere along it makes the failure
+ * retryable. Anything else is permanent.
  */
 export function isRetryable(err: unknown): boolean {
   let e = err as Classifiable | null
   for (let depth = 0; depth < 10 && e && typeof e === 'object'; depth++) {
     if (typeof e.retryable === 'boolean') return e.retryable
-    if (isTransientLink(e)) return true
+    if (isTransientLink(e) || isPanicLink(e) || isDiskFullLink(e)) return true
     e = e.cause as Classifiable | null
   }
   return false
@@ -108,4 +122,58 @@ export function dbErrorCode(err: unknown): string {
     e = e.cause as typeof e
   }
   return 'unknown'
+}
+
+// A full disk is the store's fault, never the event's: it must pause ingestion, not send an
+// event down the count-and-skip path. Postgres says 53100 (disk_full); a file write says
+// ENOSPC or EDQUOT (PGlite's Postgres maps those to 53100 too). Codes only, never message
+// text: a driver's message quotes the statement's parameters, which carry record content.
+const DISK_FULL_CODES = new Set(['53100', 'ENOSPC', 'EDQUOT'])
+
+/** Why the store refuses work that is not the work's fault. */
+export type StoreFault = 'disk_full' | 'database'
+
+/**
+ * `disk_full` when a link of the cause chain says the disk or quota is full; `database`
+ * for any other fault of the store (a PGlite PANIC, resource exhaustion, the server gone);
+ * null when the error is not the store's (a bad value, a bug).
+ */
+export function storeFaultOf(err: unknown): StoreFault | null {
+  let e = err as Classifiable | null
+  let store = false
+  for (let depth = 0; depth < 10 && e && typeof e === 'object'; depth++) {
+    if (e instanceof StoreFaultError) return e.reason
+    if (isDiskFullLink(e)) return 'disk_full'
+    if (isPanicLink(e) || (typeof e.code === 'string' && RETRYABLE_SQLSTATE.test(e.code)))
+      store = true
+    else if (typeof e.code === 'string' && RETRYABLE_CODES.has(e.code)) store = true
+    e = e.cause as Classifiable | null
+  }
+  return store ? 'database' : null
+}
+
+/**
+ * A PANIC (PGlite reports it as an error's severity; a Postgres server restarts instead):
+ * the in-process database can no longer be trusted with another statement.
+ */
+export function isPanic(err: unknown): boolean {
+  let e = err as Classifiable | null
+  for (let depth = 0; depth < 10 && e && typeof e === 'object'; depth++) {
+    if (isPanicLink(e)) return true
+    e = e.cause as Classifiable | null
+  }
+  return false
+}
+
+function isDiskFullLink(e: Classifiable): boolean {
+  return typeof e.code === 'string' && DISK_FULL_CODES.has(e.code)
+}
+
+function isPanicLink(e: Classifiable): boolean {
+  return e.severity === 'PANIC'
+}
+
+/** Postgres cancelled the statement at statement_timeout: the database is slow, not gone. */
+export function isStatementTimeout(err: unknown): boolean {
+  return dbErrorCode(err) === '57014'
 }

@@ -1,7 +1,8 @@
 import type { AppContext } from '../context/context.ts'
 import { dbRetryDelayMs } from '../db/retry.ts'
-import { isRetryable } from '../faults/errors.ts'
+import { isRetryable, type StoreFault, storeFaultOf } from '../faults/errors.ts'
 import type { CursorPosition } from '../model/events.ts'
+import type { StoreHealth } from '../observe/store-health.ts'
 import { applyBatch, type BatchResult, type IndexerDeps } from './apply.ts'
 import type { BatchEvent } from './plan.ts'
 
@@ -10,8 +11,17 @@ import type { BatchEvent } from './plan.ts'
 
 export interface RetryOptions {
   logger: AppContext['logger']
+  /** Where a pause for the store's sake is reported (/readyz, the ingest_paused metric). */
+  store: StoreHealth
   /** A shutdown gives up on an outage after 10 tries; a running pipeline never does. */
   isStopping: () => boolean
+}
+
+const PAUSE_MESSAGES: Record<StoreFault, string> = {
+  disk_full:
+    'ingestion paused: the disk under the database is full; nothing is skipped, and ingestion resumes by itself once there is room',
+  database:
+    'ingestion paused: the database refuses writes; nothing is skipped, and ingestion resumes by itself once it answers',
 }
 
 export async function applyWithRetry(
@@ -20,25 +30,77 @@ export async function applyWithRetry(
   cursor: CursorPosition | null,
   opts: RetryOptions,
 ): Promise<BatchResult> {
+  let isolate = false
   for (let attempt = 0; ; attempt++) {
     try {
-      return await applyBatch(deps, events, cursor)
+      const result = isolate
+        ? await applyOneByOne(deps, events, cursor, opts.logger)
+        : await applyBatch(deps, events, cursor)
+      if (opts.store.pause()) resumed(opts)
+      return result
     } catch (err) {
-      const retryable = isRetryable(err)
-      if (retryable && (attempt < 10 || !opts.isStopping())) {
-        // A database outage: reading pauses behind the full queue until this succeeds.
-        const delay = dbRetryDelayMs(attempt)
-        opts.logger.warn({ err, attempt, delay }, 'batch failed, retrying')
-        await new Promise((r) => setTimeout(r, delay))
-        continue
+      const next = await afterFailure(err, attempt, events.length > 1 && !isolate, opts)
+      if (next === 'throw') throw err
+      if (next === 'isolate') {
+        // Something in the batch is refused for good: find it by applying one at a time,
+        // so one poisoned event costs itself and nothing else.
+        opts.logger.error({ err, events: events.length }, 'batch refused, isolating the bad event')
+        isolate = true
+        attempt = -1
       }
-      if (events.length <= 1 || retryable) throw err
-      // Something in the batch is refused for good: find it by applying one at a time,
-      // so one poisoned event costs itself and nothing else.
-      opts.logger.error({ err, events: events.length }, 'batch refused, isolating the bad event')
-      return applyOneByOne(deps, events, cursor, opts.logger)
     }
   }
+}
+
+/**
+ * A fault of the store (a full disk, a PANIC, an outage) is waited out, never blamed on an
+ * event: the cursor stays where the last commit put it, and isolating a bad event goes on
+ * after the pause (events applied alone before it are applied again: a no-op). Only a
+ * refusal of the batch itself sends it down the isolating path, and only once.
+ */
+async function afterFailure(
+  err: unknown,
+  attempt: number,
+  canIsolate: boolean,
+  opts: RetryOptions,
+): Promise<'retry' | 'isolate' | 'throw'> {
+  const fault = storeFaultOf(err) ?? (isRetryable(err) ? 'database' : null)
+  if (!fault) return canIsolate ? 'isolate' : 'throw'
+  if (attempt >= 10 && opts.isStopping()) return 'throw'
+  const delay = dbRetryDelayMs(attempt)
+  notePause(opts, fault, err, { attempt, delay })
+  await new Promise((r) => setTimeout(r, delay))
+  return 'retry'
+}
+
+function notePause(
+  opts: RetryOptions,
+  fault: StoreFault,
+  err: unknown,
+  at: { attempt: number; delay: number },
+): void {
+  const first = opts.store.pause()?.reason !== fault
+  opts.store.notePaused(fault, describe(err))
+  // The first failure of a pause is an error an operator must see; the retries are warnings.
+  if (first) opts.logger.error({ err, reason: fault, ...at }, PAUSE_MESSAGES[fault])
+  else opts.logger.warn({ err, reason: fault, ...at }, 'batch failed, retrying')
+}
+
+function resumed(opts: RetryOptions): void {
+  const p = opts.store.pause()
+  opts.store.noteResumed()
+  opts.logger.info({ reason: p?.reason, since: p?.since }, 'ingestion resumed')
+}
+
+/** The innermost message of an error's cause chain: the store's own words. */
+function describe(err: unknown): string {
+  let e = err as { message?: unknown; cause?: unknown } | null
+  let message = String(err)
+  for (let i = 0; i < 10 && e && typeof e === 'object'; i++) {
+    if (typeof e.message === 'string') message = e.message
+    e = e.cause as typeof e
+  }
+  return message.slice(0, 300)
 }
 
 async function applyOneByOne(
@@ -56,7 +118,7 @@ async function applyOneByOne(
       total.newDids.push(...r.newDids)
       total.recompiles.push(...r.recompiles)
     } catch (err) {
-      if (isRetryable(err)) throw err
+      if (storeFaultOf(err) || isRetryable(err)) throw err
       const { collection, op } = labelsOf(ev)
       total.outcomes.push({ collection, op, outcome: 'error' })
       logger.error(

@@ -54,7 +54,7 @@ export class IngestPipeline implements Sink {
   #stopping = false
   #drain = true
   #pendingCursor: CursorPosition | null = null
-  #lastCursorWrite = 0
+  #lastCursorWrite = Number.NEGATIVE_INFINITY
   #newestUs: number | null = null
   #reached: SourceCursor | null = null
   #committed = 0
@@ -221,10 +221,12 @@ export class IngestPipeline implements Sink {
     return taken
   }
 
+  // Waits are measured on the monotonic clock: a wall clock set back by minutes (an NTP
+  // step) must not hold a batch or the cursor for those minutes.
   async #sleepUntilWoken(ms: number, untilQueue?: number): Promise<void> {
-    const deadline = Date.now() + ms
+    const deadline = performance.now() + ms
     while (!this.#stopping) {
-      const left = deadline - Date.now()
+      const left = deadline - performance.now()
       if (left <= 0 || (untilQueue !== undefined && this.#queue.length >= untilQueue)) return
       if (untilQueue === undefined && this.#queue.length > 0) return
       await new Promise<void>((resolve) => {
@@ -241,7 +243,7 @@ export class IngestPipeline implements Sink {
   async #flushCursor(force: boolean): Promise<void> {
     const c = this.#pendingCursor
     if (!c) return
-    if (!force && Date.now() - this.#lastCursorWrite < this.#opts.cursorIntervalMs) return
+    if (!force && performance.now() - this.#lastCursorWrite < this.#opts.cursorIntervalMs) return
     await this.#commit([])
   }
 
@@ -250,6 +252,7 @@ export class IngestPipeline implements Sink {
     const started = performance.now()
     const result = await applyWithRetry(this.#ctx, events, cursor, {
       logger: this.#ctx.logger,
+      store: this.#ctx.metrics.store,
       isStopping: () => this.#stopping,
     })
     this.#ctx.metrics.batchDurationSeconds.observe((performance.now() - started) / 1000)
@@ -257,7 +260,7 @@ export class IngestPipeline implements Sink {
     if (result.newDids.length > 0) this.#opts.onNewDids?.(result.newDids)
     this.#committed += events.length
     this.#pendingCursor = null
-    this.#lastCursorWrite = Date.now()
+    this.#lastCursorWrite = performance.now()
     if (cursor) this.#ctx.metrics.ingestCursor.set(cursor.cursor.value)
   }
 

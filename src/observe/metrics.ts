@@ -12,6 +12,7 @@ import {
   type MetricKit,
   metricKit,
 } from './chain-metrics.ts'
+import { createStoreHealth, type StoreHealth } from './store-health.ts'
 
 // Metric names are part of the product contract (SPEC section 7): dashboards and alerts
 // query them, and a test checks both against what this registry exports.
@@ -54,8 +55,10 @@ export interface Metrics extends ChainMetrics {
   buildInfo: Gauge<'version'>
   upstreamRequestsTotal: Counter<'endpoint' | 'status'>
   repoFetchFailuresTotal: Counter<'reason'>
-  /** Recompiles indexed, by what changed (SPEC 14); one of two kinds counts under each. */
+  /** Recompiles indexed, by what changed; one of two kinds counts under each. */
   recompilesTotal: Counter<'kind'>
+  /** Ingestion paused by the store, and reads cut at the read timeout (store-health.ts). */
+  store: StoreHealth
   /**
    * The ingest pipeline reports the source time (µs) of the newest event it processed; the
    * lag gauge is now minus that, at scrape time, so a stalled stream shows a growing lag.
@@ -106,10 +109,11 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     ),
     recompilesTotal: m.counterOf(
       'recompiles_total',
-      'Prompt recompiles indexed, by kind: template, memory, metadata, other (SPEC 14)',
+      'Prompt recompiles indexed, by kind: template, memory, metadata, other',
       'kind',
       RECOMPILE_KINDS,
     ),
+    store: createStoreHealth(m),
     noteNewestEvent: (timeUs) => {
       newestEventUs = Math.max(newestEventUs ?? timeUs, timeUs)
     },

@@ -10,10 +10,35 @@ const okSchema = {
   properties: {
     ok: { type: 'boolean' },
     reason: { type: 'string' },
-    // Ready means the API answers; an ingestion gap is reported, it does not take it out.
+    // Ready means the API answers; an ingestion gap, a pause of ingestion (the disk is
+    // full) and a slow database are reported, they do not take it out of rotation.
     details: {
       type: 'object',
-      properties: { ingest: { type: 'object', properties: { gap: ingestGapSchema } } },
+      properties: {
+        ingest: {
+          type: 'object',
+          properties: {
+            gap: ingestGapSchema,
+            paused: {
+              type: 'object',
+              properties: {
+                reason: { type: 'string' },
+                since: { type: 'string' },
+                error: { type: 'string' },
+              },
+            },
+          },
+        },
+        database: {
+          type: 'object',
+          properties: {
+            slow: { type: 'boolean' },
+            pingMs: { type: 'number' },
+            recentTimeouts: { type: 'integer' },
+            lastTimeoutAt: { type: 'string' },
+          },
+        },
+      },
     },
   },
   required: ['ok'],
@@ -29,9 +54,12 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
   )
   app.get(
     '/readyz',
-    opsRoute('200 once migrations ran and the database answers, else 503', {
-      response: { 200: okSchema, 503: okSchema },
-    }),
+    opsRoute(
+      '200 once migrations ran and the database answers (details name a pause or a slow database), else 503',
+      {
+        response: { 200: okSchema, 503: okSchema },
+      },
+    ),
     async (_request, reply) => {
       const { status, body } = await readiness(app)
       return reply.status(status).send(body)
@@ -39,24 +67,55 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
   )
 }
 
-/** What /readyz answers: ready once migrations ran and the database answers a ping. */
-export async function readiness(app: FastifyInstance): Promise<{
+/** A ping slower than this says the database is slow, even before a read timed out. */
+const SLOW_PING_MS = 1000
+
+interface Readiness {
   status: 200 | 503
-  body: { ok: boolean; reason?: string; details?: { ingest: { gap: object } } }
-}> {
+  body: { ok: boolean; reason?: string; details?: Record<string, object> }
+}
+
+/**
+ * What /readyz answers: 503 until migrations ran and while the database does not answer a
+ * ping (naming why: a full disk, the code it failed with); else 200, with what an operator
+ * should know beside it (an ingestion gap or pause, a slow database).
+ */
+export async function readiness(app: FastifyInstance): Promise<Readiness> {
   if (!app.apiOptions.isReady())
     return { status: 503, body: { ok: false, reason: 'migrations pending' } }
+  const store = app.ctx.metrics.store
+  const paused = store.pause()
+  const started = performance.now()
   try {
     await withTimeout(app.ctx.db.ping(), PING_TIMEOUT_MS)
   } catch (err) {
     app.log.warn({ err }, 'readiness check: database does not answer')
+    const why = paused?.reason === 'disk_full' ? 'disk full: ' : ''
     return {
       status: 503,
-      body: { ok: false, reason: `database unavailable (${dbErrorCode(err)})` },
+      body: { ok: false, reason: `${why}database unavailable (${dbErrorCode(err)})` },
     }
   }
+  const pingMs = Math.round(performance.now() - started)
+  const slow = store.slowness()
   const gap = app.apiOptions.ingest?.gap?.() ?? null
-  return { status: 200, body: gap ? { ok: true, details: { ingest: { gap } } } : { ok: true } }
+  const ingest = { ...(gap ? { gap } : {}), ...(paused ? { paused } : {}) }
+  const database =
+    slow || pingMs >= SLOW_PING_MS
+      ? {
+          slow: true,
+          pingMs,
+          ...(slow ? { recentTimeouts: slow.recentTimeouts, lastTimeoutAt: slow.lastAt } : {}),
+        }
+      : null
+  const details = {
+    ...(Object.keys(ingest).length > 0 ? { ingest } : {}),
+    ...(database ? { database } : {}),
+  }
+  return {
+    status: 200,
+    body: Object.keys(details).length > 0 ? { ok: true, details } : { ok: true },
+  }
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {

@@ -1,11 +1,13 @@
 import type { Scenario } from '../lib/scenario.ts'
 import { batchingScenario } from './batching.ts'
+import { diskFullScenario } from './disk-full.ts'
 import { firehoseCutsScenario } from './firehose-cuts.ts'
 import { hostileReplayScenario } from './hostile-replay.ts'
 import { httpFuzzScenario } from './http-fuzz.ts'
 import { jetstreamCutsScenario } from './jetstream-cuts.ts'
 import { kill9Scenario } from './kill9.ts'
 import { pgOutageScenario } from './pg-outage.ts'
+import { slowDbScenario } from './slow-db.ts'
 
 export function allScenarios(): Scenario[] {
   return [
@@ -14,6 +16,8 @@ export function allScenarios(): Scenario[] {
     kill9Scenario('pglite'),
     kill9Scenario('postgres'),
     pgOutageScenario,
+    diskFullScenario,
+    slowDbScenario,
     hostileReplayScenario('pglite'),
     hostileReplayScenario('postgres'),
     jetstreamCutsScenario('pglite'),

@@ -1,0 +1,99 @@
+import { statfs } from 'node:fs/promises'
+import type { PGlite } from '@electric-sql/pglite'
+import { isPanic, StoreFaultError, storeFaultOf } from '../faults/errors.ts'
+
+// Two guards around the embedded database, for the fault a small box meets most: a full disk.
+// PGlite turns a write that fails halfway (ENOSPC in the middle of a statement, then its
+// ROLLBACK) into a PANIC, after which the next statement on that instance spins the CPU
+// forever inside its wasm loop and takes the whole process (HTTP included) with it. So a
+// PANIC marks the instance dead before any other statement can reach it (every statement
+// passes execProtocol or execProtocolStream), and the data directory is opened afresh
+// (client.ts). And writes stop short of the last megabytes (roomCheck), so that in the
+// common case (this process fills the disk) no write ever fails halfway.
+
+export type PgliteModule = typeof import('@electric-sql/pglite')
+
+export interface GuardedPglite extends PGlite {
+  /** The PANIC that stopped this instance; null while it works. */
+  readonly panic: unknown
+}
+
+type ExecOptions = Parameters<PGlite['execProtocol']>[1]
+
+/**
+ * A PGlite class whose instances refuse every statement (a retryable StoreFaultError) once
+ * one ended in a PANIC, and call `onPanic` once when it happens.
+ */
+export function guardPglite(
+  { PGlite }: PgliteModule,
+  onPanic: (err: unknown) => void,
+): new (
+  ...args: ConstructorParameters<PgliteModule['PGlite']>
+) => GuardedPglite {
+  return class Guarded extends PGlite implements GuardedPglite {
+    panic: unknown = null
+
+    override async execProtocol(message: Uint8Array, options?: ExecOptions) {
+      this.refuseIfPanicked()
+      try {
+        return await super.execProtocol(message, options)
+      } catch (err) {
+        throw this.noted(err)
+      }
+    }
+
+    override async execProtocolStream(message: Uint8Array, options?: ExecOptions) {
+      this.refuseIfPanicked()
+      try {
+        return await super.execProtocolStream(message, options)
+      } catch (err) {
+        throw this.noted(err)
+      }
+    }
+
+    private refuseIfPanicked(): void {
+      if (!this.panic) return
+      throw new StoreFaultError(
+        `PGlite stopped on a PANIC (${(this.panic as Error).message}); its data directory is being opened again`,
+        { cause: this.panic, reason: storeFaultOf(this.panic) ?? 'database' },
+      )
+    }
+
+    private noted(err: unknown): unknown {
+      if (!this.panic && isPanic(err)) {
+        this.panic = err
+        onPanic(err)
+      }
+      return err
+    }
+  }
+}
+
+/**
+ * A check to run before each write transaction: it throws a retryable disk_full fault while
+ * fewer than `minFreeBytes` are free under `dir`, so ingestion pauses with room to spare
+ * (for the WAL, a checkpoint, the reads' temporary files) instead of failing mid-write.
+ */
+export function roomCheck(dir: string | null, minFreeBytes: number): () => Promise<void> {
+  if (!dir || minFreeBytes <= 0) return async () => {}
+  return async () => {
+    const free = await freeBytes(dir)
+    if (free === null || free >= minFreeBytes) return
+    throw new StoreFaultError(
+      `only ${mb(free)} MB free under ${dir}, below the ${mb(minFreeBytes)} MB PGlite keeps (PGLITE_MIN_FREE_MB): free some space`,
+      { reason: 'disk_full' },
+    )
+  }
+}
+
+/** Free bytes for an unprivileged writer under `dir`; null when the system cannot tell. */
+export async function freeBytes(dir: string): Promise<number | null> {
+  try {
+    const s = await statfs(dir)
+    return s.bavail * s.bsize
+  } catch {
+    return null
+  }
+}
+
+const mb = (bytes: number) => Math.floor(bytes / (1 << 20))

@@ -1,0 +1,94 @@
+import type { StoreFault } from '../faults/errors.ts'
+import type { MetricKit } from './chain-metrics.ts'
+
+// What the store's faults look like from outside: the writer reports a pause (the disk is
+// full, the database refuses) and its end, the API reports statements cancelled at the read
+// timeout; /readyz and /metrics read both here, so an operator sees why ingestion stopped
+// or reads fail without reading the log.
+
+export const PAUSE_REASONS: readonly StoreFault[] = ['disk_full', 'database']
+
+/** A statement timeout within this long makes the database "slow" for /readyz and the gauge. */
+const SLOW_WINDOW_MS = 60_000
+
+export interface IngestPause {
+  reason: StoreFault
+  /** When the pause began (ISO time), for /readyz. */
+  since: string
+  /** The store's message, for /readyz and the log. */
+  error: string
+}
+
+export interface DbSlowness {
+  /** Statements cancelled at the read timeout in the last minute. */
+  recentTimeouts: number
+  /** When the last one was (ISO time). */
+  lastAt: string
+}
+
+export interface StoreHealth {
+  /** The writer could not commit for a reason that is the store's; repeated calls keep `since`. */
+  notePaused(reason: StoreFault, error: string): void
+  /** The writer committed again. */
+  noteResumed(): void
+  pause(): IngestPause | null
+  /** A read was cancelled at the read timeout (Postgres statement_timeout). */
+  noteStatementTimeout(): void
+  /** Null unless a statement timed out in the last minute. */
+  slowness(): DbSlowness | null
+}
+
+export function createStoreHealth(m: MetricKit, now: () => number = Date.now): StoreHealth {
+  const paused = m.gauge(
+    'ingest_paused',
+    'Ingestion paused by a fault of the store (1 while paused), by reason: disk_full, database',
+    ['reason'],
+  )
+  for (const reason of PAUSE_REASONS) paused.set({ reason }, 0)
+  const timeouts = m.counter(
+    'db_statement_timeouts_total',
+    'Reads cancelled at the read timeout (READ_TIMEOUT_MS) and answered 503',
+  )
+  let recent: number[] = []
+  const prune = () => {
+    const from = now() - SLOW_WINDOW_MS
+    recent = recent.filter((t) => t >= from)
+  }
+  m.gauge(
+    'db_slow',
+    'Is 1 when a read was cancelled at the read timeout in the last minute',
+    [],
+    function collect() {
+      prune()
+      this.set(recent.length > 0 ? 1 : 0)
+    },
+  )
+  let current: IngestPause | null = null
+  return {
+    notePaused(reason, error) {
+      if (current?.reason !== reason) {
+        if (current) paused.set({ reason: current.reason }, 0)
+        current = { reason, since: new Date(now()).toISOString(), error }
+      } else current = { ...current, error }
+      paused.set({ reason }, 1)
+    },
+    noteResumed() {
+      if (current) paused.set({ reason: current.reason }, 0)
+      current = null
+    },
+    pause: () => current,
+    noteStatementTimeout() {
+      timeouts.inc()
+      recent.push(now())
+      // Bounded: a storm of timeouts keeps the last minute's times only.
+      if (recent.length > 1000) recent = recent.slice(-1000)
+    },
+    slowness() {
+      prune()
+      const last = recent.at(-1)
+      return last === undefined
+        ? null
+        : { recentTimeouts: recent.length, lastAt: new Date(last).toISOString() }
+    },
+  }
+}

@@ -1,0 +1,49 @@
+import { execFile } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, statfsSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+
+// A small filesystem that can be filled and grown again while a product process writes to
+// it: a size-limited tmpfs (root only). Shrinking it to just above what is used is how the
+// tests fill a disk at a chosen moment; growing it is how they free space.
+
+const run = promisify(execFile)
+
+export interface Tmpfs {
+  readonly dir: string
+  /** Bytes in use now. */
+  used(): number
+  /** Sets the size (a tmpfs never shrinks below what it holds). */
+  resize(bytes: number): Promise<void>
+  /** Unmounts and removes the mount point. */
+  destroy(): Promise<void>
+}
+
+/** Mounts a tmpfs of `bytes`; null (with the reason) where that is not possible. */
+export async function mountTmpfs(bytes: number): Promise<Tmpfs | string> {
+  if (process.getuid?.() !== 0) return 'not root: mounting a tmpfs needs root'
+  const base = mkdtempSync(join(tmpdir(), 'pav-tmpfs-'))
+  const dir = join(base, 'mnt')
+  mkdirSync(dir)
+  try {
+    await run('mount', ['-t', 'tmpfs', '-o', `size=${bytes}`, 'tmpfs', dir])
+  } catch (err) {
+    rmSync(base, { recursive: true, force: true })
+    return `mount -t tmpfs failed: ${(err as { stderr?: string }).stderr ?? String(err)}`.trim()
+  }
+  return {
+    dir,
+    used: () => {
+      const s = statfsSync(dir)
+      return (s.blocks - s.bfree) * s.bsize
+    },
+    resize: async (size) => {
+      await run('mount', ['-o', `remount,size=${Math.ceil(size / 4096) * 4096}`, dir])
+    },
+    destroy: async () => {
+      await run('umount', ['-l', dir]).catch(() => {})
+      rmSync(base, { recursive: true, force: true })
+    },
+  }
+}
