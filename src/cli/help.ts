@@ -19,6 +19,7 @@ const HTTP: Key[] = [
   'rateLimitPerMinute',
   'serviceDid',
   'publicUrl',
+  'readTimeoutMs',
 ]
 const PIPELINE: Key[] = ['batchSize', 'batchDelayMs', 'queueSize', 'analysisThreads']
 const JETSTREAM: Key[] = ['jetstreamRewindSeconds', 'jetstreamOnTooOld', 'jetstreamZstd']
@@ -33,14 +34,21 @@ const SOURCES: Key[] = [
   ...JETSTREAM,
 ]
 const IDENTITY: Key[] = ['plcUrl', 'allowPrivateNetwork']
-const INGESTING = [...DATABASE, ...COLLECTIONS, ...SOURCES, ...PIPELINE, ...IDENTITY]
+const INGESTING = [
+  ...DATABASE,
+  'pgliteMinFreeMb' as const,
+  ...COLLECTIONS,
+  ...SOURCES,
+  ...PIPELINE,
+  ...IDENTITY,
+]
 
 const COMMAND_SETTINGS: Record<string, Key[]> = {
   run: [...INGESTING, ...HTTP],
   // ingest serves only its health and metrics endpoints.
   ingest: [...INGESTING, 'host', 'port'],
   serve: [...DATABASE, ...COLLECTIONS, ...HTTP],
-  backfill: [...DATABASE, ...COLLECTIONS, 'relayUrl', ...IDENTITY],
+  backfill: [...DATABASE, 'pgliteMinFreeMb', ...COLLECTIONS, 'relayUrl', ...IDENTITY],
   // export's HOST and PORT name the server to fetch from when it holds the data directory.
   export: [...DATABASE, ...COLLECTIONS, 'host', 'port'],
   migrate: DATABASE,
@@ -48,6 +56,7 @@ const COMMAND_SETTINGS: Record<string, Key[]> = {
   demo: [
     'databaseUrl',
     'pgliteSharedBuffers',
+    'pgliteMinFreeMb',
     'logLevel',
     ...COLLECTIONS,
     ...PIPELINE,
