@@ -60,8 +60,8 @@ describe('pages', () => {
     expect(r.body).toContain('Recent changes')
     // Sync 1.1: the fixture's repos have no chain state: none is known to be out of sync,
     // and none is claimed to be in sync either (test 'repos out of sync' below).
-    expect(r.body).toContain('Repos out of sync')
-    expect(r.body).toContain('None is known to be out of sync.')
+    expect(r.body).toContain('Repo sync')
+    expect(r.body).toContain('No visible repo is known to be out of sync.')
     expect(r.body).toContain('@alice.test')
     // carol is taken down: her handle is gone, and of her changes only the deletes that
     // withdrew her records show (as in /v1/changes), without links.
@@ -151,22 +151,35 @@ describe('pages', () => {
 })
 
 describe('repos out of sync', () => {
-  it('says what a repo without a sync state is, and claims "in sync" only when every one was checked', async () => {
-    const accounts = await db.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM accounts`)
-    const before = await page('/')
-    const panel = (body: string) =>
-      body.slice(body.indexOf('id="sync-h"'), body.indexOf('id="changes-h"'))
-    expect(panel(before.body)).toContain(`no sync state: <strong>${accounts[0].n}</strong>`)
-    expect(panel(before.body)).not.toContain('unknown:')
-    expect(panel(before.body)).toContain('came through Jetstream or a replay')
-    expect(panel(before.body)).not.toContain('Every visible repo is in sync.')
+  const panel = (body: string) =>
+    body.slice(body.indexOf('id="sync-h"'), body.indexOf('id="changes-h"'))
+  const visibleAccounts = async () =>
+    (
+      await db.rows<{ n: number }>(
+        sql`SELECT count(*)::int AS n FROM accounts WHERE active AND NOT operator_hidden`,
+      )
+    )[0].n
+
+  it('says what a repo without a sync state is, counts only visible repos, and claims "in sync" only when every one was checked', async () => {
+    const all = await db.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM accounts`)
+    const visible = await visibleAccounts()
+    // carol is taken down: the card counts what the API serves, never her repo.
+    expect(visible).toBeLessThan(all[0].n)
+    const before = panel((await page('/')).body)
+    expect(before).toContain(
+      `<li data-state="unknown"><strong>not checked</strong>: ${visible} repos`,
+    )
+    expect(before).toContain('came through Jetstream or a replay')
+    expect(before).toContain('No visible repo is known to be out of sync.')
+    expect(before).not.toContain('class="warn"')
+    expect(before).not.toContain('Every visible repo is in sync.')
     await db.rows(sql`INSERT INTO repo_chain (did, rev, sync_state, sync_since, updated_at)
       SELECT did, '3zzzzzzzzzzzz', 'synchronized', now(), now() FROM accounts`)
     try {
-      const after = await page('/')
-      expect(panel(after.body)).toContain(`synchronized: <strong>${accounts[0].n}</strong>`)
-      expect(panel(after.body)).toContain('Every visible repo is in sync.')
-      expect(panel(after.body)).not.toContain('no sync state')
+      const after = panel((await page('/')).body)
+      expect(after).toContain(`<strong>in sync</strong>: ${visible} repos`)
+      expect(after).toContain('Every visible repo is in sync.')
+      expect(after).not.toContain('not checked')
     } finally {
       await db.rows(sql`DELETE FROM repo_chain`)
     }
@@ -177,12 +190,12 @@ describe('repos out of sync', () => {
       await db.rows(sql`INSERT INTO repo_chain (did, rev, sync_state, sync_reason, sync_since, updated_at)
         VALUES (${did}, '3zzzzzzzzzzzz', 'desynchronized', 'since', now(), now())`)
     try {
-      const r = await page('/')
-      expect(r.body).toMatch(/desynchronized: <strong>2<\/strong>/)
-      const panel = r.body.slice(r.body.indexOf('id="sync-h"'), r.body.indexOf('id="changes-h"'))
-      expect(panel).toContain(`href="/repos/${enc(ALICE)}"`)
-      expect(panel).toContain('desynchronized (since)')
-      expect(panel).not.toContain(CAROL)
+      const p = panel((await page('/')).body)
+      expect(p).toContain('<strong>out of sync</strong>: 1 repo ')
+      expect(p).toContain('1 visible repo is out of sync or being re-fetched.')
+      expect(p).toContain(`href="/repos/${enc(ALICE)}"`)
+      expect(p).toContain('out of sync (since)')
+      expect(p).not.toContain(CAROL)
       const repo = await page(`/repos/${enc(ALICE)}`)
       expect(repo.body).toContain('<dt>sync</dt><dd>desynchronized (since)</dd>')
     } finally {
