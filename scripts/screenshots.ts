@@ -83,6 +83,8 @@ async function main(): Promise<void> {
       baseURL: server.base,
     })
     await page.goto('/')
+    // The overview as a person sees it once its live updates are connected.
+    await page.locator('#live-status[data-state="live"]').waitFor()
     await page.screenshot({
       path: join(OUT, 'overview.png'),
       fullPage: true,

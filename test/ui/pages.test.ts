@@ -66,7 +66,15 @@ describe('pages', () => {
     // carol is taken down: her handle is gone, and of her changes only the deletes that
     // withdrew her records show (as in /v1/changes), without links.
     expect(r.body).not.toContain('carol.test')
-    const carolRows = r.body.split('<tr>').filter((row) => row.includes(CAROL))
+    // Agents and conversations by the name their record gives; a prompt, which shares its
+    // record key with its conversation, by its key.
+    const rows = r.body.split('<tr>')
+    const named = rows.filter((row) => /<td>upsert (agent|conversation)<\/td>/.test(row))
+    expect(named.some((row) => row.includes('class="record-name"'))).toBe(true)
+    const promptRows = rows.filter((row) => row.includes('<td>upsert compiledPrompt</td>'))
+    expect(promptRows.length).toBeGreaterThan(0)
+    for (const row of promptRows) expect(row).not.toContain('record-name')
+    const carolRows = rows.filter((row) => row.includes(CAROL))
     expect(carolRows.length).toBeGreaterThan(0)
     for (const row of carolRows) {
       expect(row).toMatch(/<td>delete /)

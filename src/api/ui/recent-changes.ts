@@ -21,9 +21,11 @@ const PAGE_OF = { prompt: promptHref, conversation: conversationHref, agent: age
 
 interface ChangeNames {
   handles: Map<string, string>
-  /** `did rkey` of an agent or conversation change to the name its record gives. */
+  /** `collection did rkey` of an agent or conversation change to the name its record gives. */
   records: Map<string, string>
 }
+
+const keyOf = (collection: string, did: string, rkey: string) => `${collection} ${did} ${rkey}`
 
 async function namesOf(rows: ChangeRow[], ctx: PageContext): Promise<ChangeNames> {
   const of = (nsid: string) =>
@@ -37,12 +39,18 @@ async function namesOf(rows: ChangeRow[], ctx: PageContext): Promise<ChangeNames
     getAgentNames(ctx.db, agents),
     readConversationTitles(ctx.db, of(ctx.nsids.conversation)),
   ])
-  const records = new Map([...titles, ...agentNames])
+  // A prompt shares its record key with its conversation: names are kept per collection.
+  const records = new Map<string, string>()
+  for (const [k, title] of titles) records.set(`${ctx.nsids.conversation} ${k}`, title)
+  for (const [k, name] of agentNames) records.set(`${ctx.nsids.agent} ${k}`, name)
   return { handles, records }
 }
 
 function target(c: ChangeRow, ctx: PageContext, names: ChangeNames): Html {
-  const name = names.records.get(`${c.did} ${c.rkey}`)?.trim().slice(0, 100)
+  const name = names.records
+    .get(keyOf(c.collection, c.did, c.rkey))
+    ?.trim()
+    .slice(0, 100)
   const label = name
     ? html`<span class="record-name" title="record key ${c.rkey}">${name}</span>`
     : html`<code>${c.rkey}</code>`
