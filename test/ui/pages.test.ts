@@ -212,6 +212,44 @@ describe('repos out of sync', () => {
   })
 })
 
+describe('indexing under way', () => {
+  const notice = async () => {
+    const body = (await page('/')).body
+    const at = body.indexOf('id="progress-panel"')
+    return at < 0 ? null : body.slice(at, body.indexOf('</section>', at))
+  }
+  const cursor = (source: string, behindSeconds: number, idleSeconds: number) =>
+    db.rows(sql`INSERT INTO ingest_cursors (source, key, kind, cursor, last_event_us, updated_at)
+      VALUES (${source}, 'test-key', 'time_us', 1,
+        (EXTRACT(EPOCH FROM now()) - ${behindSeconds}) * 1e6,
+        now() - make_interval(secs => ${idleSeconds}))`)
+
+  it('says a catch-up is under way while the cursor moves far behind the present, and not after', async () => {
+    try {
+      await cursor('jetstream', 3 * 3600, 0)
+      const shown = await notice()
+      expect(shown).toContain('Indexing is catching up')
+      expect(shown).toContain('3.0 h behind the present')
+      await db.rows(sql`UPDATE ingest_cursors SET updated_at = now() - interval '1 hour'`)
+      expect(await notice()).toBeNull()
+    } finally {
+      await db.rows(sql`DELETE FROM ingest_cursors WHERE key = 'test-key'`)
+    }
+  })
+
+  it('says a replay is under way, and nothing when a live source is current', async () => {
+    try {
+      await cursor('replay', 400 * 86_400, 0)
+      expect(await notice()).toContain('A replay is under way')
+      await db.rows(sql`DELETE FROM ingest_cursors WHERE key = 'test-key'`)
+      await cursor('jetstream', 2, 0)
+      expect(await notice()).toBeNull()
+    } finally {
+      await db.rows(sql`DELETE FROM ingest_cursors WHERE key = 'test-key'`)
+    }
+  })
+})
+
 describe('bad input gets a friendly page, never a 5xx', () => {
   const cases: Array<[string, number, string]> = [
     ['/prompts?bogus=1', 400, 'unknown parameter &quot;bogus&quot;'],

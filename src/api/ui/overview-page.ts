@@ -4,6 +4,7 @@ import { readiness } from '../routes/health.ts'
 import { readStats } from '../routes/stats.ts'
 import { facts, flagBadges, listHref, time } from './components.ts'
 import { type Html, html } from './html.ts'
+import { ingestProgress } from './ingest-progress.ts'
 import { layout } from './layout.ts'
 import type { PageContext, PageInput } from './page-route.ts'
 import { changesPanel } from './recent-changes.ts'
@@ -55,7 +56,8 @@ export async function overviewPage(input: PageInput, ctx: PageContext): Promise<
   // subscribes after it, so a change committed while the page is read is not missed.
   const seq = await latestChangeSeq(ctx.db)
   // What /v1/stats and /readyz answer, read as those routes read it.
-  const [stats, ready, changes, sync] = await Promise.all([
+  const [progress, stats, ready, changes, sync] = await Promise.all([
+    ingestProgress(ctx),
     readStats(ctx.app),
     readiness(ctx.app),
     changesPanel(ctx),
@@ -66,6 +68,7 @@ export async function overviewPage(input: PageInput, ctx: PageContext): Promise<
     html`<h1>Overview</h1>
 <p id="live-status" class="live-status" role="status">As of loading this page.</p>
 <div class="grid" id="live" data-seq="${seq}">
+${progress}
 <section aria-labelledby="counts-h" class="panel" id="counts-panel"><h2 id="counts-h">Prompt health</h2>${countsTable(stats)}</section>
 ${ingestPanel(stats, { status: ready.status, reason: ready.body.reason ?? null })}
 ${sync}

@@ -82,6 +82,7 @@ async function refresh() {
     }
   } finally {
     live.refreshing = false
+    pollIfNeeded()
     show()
     if (live.again) {
       live.again = false
@@ -107,6 +108,12 @@ function startPolling() {
 function stopPolling() {
   clearInterval(live.pollTimer)
   live.pollTimer = null
+}
+
+/** Polls while not live, and while a replay or catch-up shows progress that moves between changes. */
+function pollIfNeeded() {
+  if (live.state !== 'live' || document.getElementById('progress-panel')) startPolling()
+  else stopPolling()
 }
 
 function onFrame(data, conn) {
@@ -147,7 +154,7 @@ function connect() {
     live.failures = 0
     live.state = 'live'
     live.why = ''
-    stopPolling()
+    pollIfNeeded()
     show()
     if (live.stale) schedule()
   })
