@@ -83,6 +83,10 @@ async function main(): Promise<void> {
       baseURL: server.base,
     })
     await page.goto('/')
+    // The overview as a person sees it once its live updates are connected.
+    await page.locator('#live-status[data-state="live"]').waitFor()
+    // and once the replay has read the whole sample (the overview says so while it reads).
+    await page.locator('#progress-panel').waitFor({ state: 'detached', timeout: 120_000 })
     await page.screenshot({
       path: join(OUT, 'overview.png'),
       fullPage: true,

@@ -10,7 +10,7 @@ import {
   readPromptPage,
 } from '../db/read/prompts.ts'
 import { readAgent, readAgentNames, readConversation } from '../db/read/records.ts'
-import { countReposBySyncState, listUnsynchronized } from '../db/repo-chain.ts'
+import { readVisibleSyncStates } from '../db/read/sync-states.ts'
 import { type FlagName, flagsToNames } from '../model/flags.ts'
 import type { Nsids } from '../model/nsids.ts'
 import { FLAGS_WITH_RECORD, flagReasons, type Reasons } from './flag-reasons.ts'
@@ -203,14 +203,10 @@ export async function recentChanges(db: Database, take: number): Promise<ChangeR
   return (await readRecentChanges(db, take)).filter((r) => !r.withheld)
 }
 
-/** Tracked repos by sync state, and up to `limit` DIDs of repos not synchronized (oldest first). */
+/** Visible repos by sync state, and up to `limit` DIDs of those not synchronized (oldest first). */
 export async function reposOutOfSync(
   db: Database,
   limit: number,
 ): Promise<{ counts: Record<string, number>; dids: string[] }> {
-  const [counts, dids] = await Promise.all([
-    countReposBySyncState(db),
-    listUnsynchronized(db, limit),
-  ])
-  return { counts, dids }
+  return readVisibleSyncStates(db, limit)
 }

@@ -217,6 +217,49 @@ describe('browsing in a real browser', () => {
     await expect(page.evaluate(() => document.activeElement?.id)).resolves.toBe('main')
   })
 
+  it('names agents and repos, gives times in one format and DIDs one line, at 1280 px and on a phone', async () => {
+    const TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/
+    const urls = [
+      '/',
+      '/prompts',
+      '/prompts?q=coffee',
+      `/repos/${encodeURIComponent(SHOWCASE_DID)}`,
+    ]
+    for (const width of [1280, 390]) {
+      const p = await b.newPage({ width })
+      for (const url of urls) {
+        await p.goto(url)
+        const overflow = await p.evaluate(
+          () => document.documentElement.scrollWidth - window.innerWidth,
+        )
+        expect(overflow, `${url} at ${width}`).toBeLessThanOrEqual(0)
+        // One line each (about 20 px), where a wrapped DID took three.
+        const dids = p.locator('code.did')
+        for (let i = 0; i < Math.min(await dids.count(), 10); i++)
+          expect((await dids.nth(i).boundingBox())?.height, `${url} at ${width}`).toBeLessThan(30)
+        for (const t of await p.locator('time').allTextContents()) expect(t).toMatch(TIME)
+        await expect(p.locator('time:not([title])').count()).resolves.toBe(0)
+      }
+      await p.context().close()
+    }
+    // Recent changes name an agent as its record does, the API's answer for its page.
+    await page.goto('/')
+    const agents = page.locator('table.changes a[href^="/agents/"]')
+    expect(await agents.count()).toBeGreaterThan(0)
+    for (let i = 0; i < Math.min(await agents.count(), 5); i++) {
+      const href = (await agents.nth(i).getAttribute('href'))!
+      const [, , did, rkey] = href.split('/')
+      const answer = JSON.parse((await app.inject(`/v1/agents/${did}/${rkey}`)).body)
+      const name = typeof answer.agent?.name === 'string' ? answer.agent.name.trim() : rkey
+      await expect(agents.nth(i).textContent()).resolves.toBe(name)
+    }
+    // Nothing is wrong with these repos: the sync card does not alarm.
+    await expect(page.locator('#sync-panel .warn').count()).resolves.toBe(0)
+    await expect(page.locator('#sync-summary').textContent()).resolves.toContain(
+      'known to be out of sync',
+    )
+  })
+
   it('loaded nothing from another origin and raised no dialog or console error', () => {
     expect(b.foreign).toEqual([])
     expect(b.dialogs).toEqual([])

@@ -60,13 +60,21 @@ describe('pages', () => {
     expect(r.body).toContain('Recent changes')
     // Sync 1.1: the fixture's repos have no chain state: none is known to be out of sync,
     // and none is claimed to be in sync either (test 'repos out of sync' below).
-    expect(r.body).toContain('Repos out of sync')
-    expect(r.body).toContain('None is known to be out of sync.')
+    expect(r.body).toContain('Repo sync')
+    expect(r.body).toContain('No visible repo is known to be out of sync.')
     expect(r.body).toContain('@alice.test')
     // carol is taken down: her handle is gone, and of her changes only the deletes that
     // withdrew her records show (as in /v1/changes), without links.
     expect(r.body).not.toContain('carol.test')
-    const carolRows = r.body.split('<tr>').filter((row) => row.includes(CAROL))
+    // Agents and conversations by the name their record gives; a prompt, which shares its
+    // record key with its conversation, by its key.
+    const rows = r.body.split('<tr>')
+    const named = rows.filter((row) => /<td>upsert (agent|conversation)<\/td>/.test(row))
+    expect(named.some((row) => row.includes('class="record-name"'))).toBe(true)
+    const promptRows = rows.filter((row) => row.includes('<td>upsert compiledPrompt</td>'))
+    expect(promptRows.length).toBeGreaterThan(0)
+    for (const row of promptRows) expect(row).not.toContain('record-name')
+    const carolRows = rows.filter((row) => row.includes(CAROL))
     expect(carolRows.length).toBeGreaterThan(0)
     for (const row of carolRows) {
       expect(row).toMatch(/<td>delete /)
@@ -151,22 +159,35 @@ describe('pages', () => {
 })
 
 describe('repos out of sync', () => {
-  it('says what a repo without a sync state is, and claims "in sync" only when every one was checked', async () => {
-    const accounts = await db.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM accounts`)
-    const before = await page('/')
-    const panel = (body: string) =>
-      body.slice(body.indexOf('id="sync-h"'), body.indexOf('id="changes-h"'))
-    expect(panel(before.body)).toContain(`no sync state: <strong>${accounts[0].n}</strong>`)
-    expect(panel(before.body)).not.toContain('unknown:')
-    expect(panel(before.body)).toContain('came through Jetstream or a replay')
-    expect(panel(before.body)).not.toContain('Every visible repo is in sync.')
+  const panel = (body: string) =>
+    body.slice(body.indexOf('id="sync-h"'), body.indexOf('id="changes-h"'))
+  const visibleAccounts = async () =>
+    (
+      await db.rows<{ n: number }>(
+        sql`SELECT count(*)::int AS n FROM accounts WHERE active AND NOT operator_hidden`,
+      )
+    )[0].n
+
+  it('says what a repo without a sync state is, counts only visible repos, and claims "in sync" only when every one was checked', async () => {
+    const all = await db.rows<{ n: number }>(sql`SELECT count(*)::int AS n FROM accounts`)
+    const visible = await visibleAccounts()
+    // carol is taken down: the card counts what the API serves, never her repo.
+    expect(visible).toBeLessThan(all[0].n)
+    const before = panel((await page('/')).body)
+    expect(before).toContain(
+      `<li data-state="unknown"><strong>not checked</strong>: ${visible} repos`,
+    )
+    expect(before).toContain('came through Jetstream or a replay')
+    expect(before).toContain('No visible repo is known to be out of sync.')
+    expect(before).not.toContain('class="warn"')
+    expect(before).not.toContain('Every visible repo is in sync.')
     await db.rows(sql`INSERT INTO repo_chain (did, rev, sync_state, sync_since, updated_at)
       SELECT did, '3zzzzzzzzzzzz', 'synchronized', now(), now() FROM accounts`)
     try {
-      const after = await page('/')
-      expect(panel(after.body)).toContain(`synchronized: <strong>${accounts[0].n}</strong>`)
-      expect(panel(after.body)).toContain('Every visible repo is in sync.')
-      expect(panel(after.body)).not.toContain('no sync state')
+      const after = panel((await page('/')).body)
+      expect(after).toContain(`<strong>in sync</strong>: ${visible} repos`)
+      expect(after).toContain('Every visible repo is in sync.')
+      expect(after).not.toContain('not checked')
     } finally {
       await db.rows(sql`DELETE FROM repo_chain`)
     }
@@ -177,16 +198,54 @@ describe('repos out of sync', () => {
       await db.rows(sql`INSERT INTO repo_chain (did, rev, sync_state, sync_reason, sync_since, updated_at)
         VALUES (${did}, '3zzzzzzzzzzzz', 'desynchronized', 'since', now(), now())`)
     try {
-      const r = await page('/')
-      expect(r.body).toMatch(/desynchronized: <strong>2<\/strong>/)
-      const panel = r.body.slice(r.body.indexOf('id="sync-h"'), r.body.indexOf('id="changes-h"'))
-      expect(panel).toContain(`href="/repos/${enc(ALICE)}"`)
-      expect(panel).toContain('desynchronized (since)')
-      expect(panel).not.toContain(CAROL)
+      const p = panel((await page('/')).body)
+      expect(p).toContain('<strong>out of sync</strong>: 1 repo ')
+      expect(p).toContain('1 visible repo is out of sync or being re-fetched.')
+      expect(p).toContain(`href="/repos/${enc(ALICE)}"`)
+      expect(p).toContain('out of sync (since)')
+      expect(p).not.toContain(CAROL)
       const repo = await page(`/repos/${enc(ALICE)}`)
       expect(repo.body).toContain('<dt>sync</dt><dd>desynchronized (since)</dd>')
     } finally {
       await db.rows(sql`DELETE FROM repo_chain`)
+    }
+  })
+})
+
+describe('indexing under way', () => {
+  const notice = async () => {
+    const body = (await page('/')).body
+    const at = body.indexOf('id="progress-panel"')
+    return at < 0 ? null : body.slice(at, body.indexOf('</section>', at))
+  }
+  const cursor = (source: string, behindSeconds: number, idleSeconds: number) =>
+    db.rows(sql`INSERT INTO ingest_cursors (source, key, kind, cursor, last_event_us, updated_at)
+      VALUES (${source}, 'test-key', 'time_us', 1,
+        (EXTRACT(EPOCH FROM now()) - ${behindSeconds}) * 1e6,
+        now() - make_interval(secs => ${idleSeconds}))`)
+
+  it('says a catch-up is under way while the cursor moves far behind the present, and not after', async () => {
+    try {
+      await cursor('jetstream', 3 * 3600, 0)
+      const shown = await notice()
+      expect(shown).toContain('Indexing is catching up')
+      expect(shown).toContain('3.0 h behind the present')
+      await db.rows(sql`UPDATE ingest_cursors SET updated_at = now() - interval '1 hour'`)
+      expect(await notice()).toBeNull()
+    } finally {
+      await db.rows(sql`DELETE FROM ingest_cursors WHERE key = 'test-key'`)
+    }
+  })
+
+  it('says a replay is under way, and nothing when a live source is current', async () => {
+    try {
+      await cursor('replay', 400 * 86_400, 0)
+      expect(await notice()).toContain('A replay is under way')
+      await db.rows(sql`DELETE FROM ingest_cursors WHERE key = 'test-key'`)
+      await cursor('jetstream', 2, 0)
+      expect(await notice()).toBeNull()
+    } finally {
+      await db.rows(sql`DELETE FROM ingest_cursors WHERE key = 'test-key'`)
     }
   })
 })

@@ -47,12 +47,16 @@ export function agentLink(uri: string | null, nsids: Nsids, name?: string): Html
     : html`<a href="${href}"><code class="uri">${uri}</code></a>`
 }
 
-/** A repo by handle when the index knows a verified one, always linked by DID. */
+/**
+ * A repo by handle when the index knows a verified one, with its DID beside it (kept on one
+ * line, cut with an ellipsis when narrow, whole in its title); always linked by DID.
+ */
 export function repoLink(did: string, handles: Map<string, string>): Html {
   const handle = handles.get(did)
+  const didText = html`<code class="did" title="${did}">${did}</code>`
   return handle
-    ? html`<a class="repo" href="${repoHref(did)}" title="${did}">@${handle}</a>`
-    : html`<a class="repo" href="${repoHref(did)}"><code>${did}</code></a>`
+    ? html`<span class="repo-name"><a class="repo" href="${repoHref(did)}">@${handle}</a> ${didText}</span>`
+    : html`<a class="repo" href="${repoHref(did)}">${didText}</a>`
 }
 
 export function flagBadges(flags: readonly string[]): Html {
@@ -60,9 +64,24 @@ export function flagBadges(flags: readonly string[]): Html {
   return html`${flags.map((f) => html`<span class="flag flag-${f}">${f}</span> `)}`
 }
 
-export function time(iso: string | null | undefined): Html {
-  if (!iso) return html`<span class="muted">unknown</span>`
-  return html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, 'Z')}</time>`
+const ISO_TIME = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$/i
+
+/**
+ * A time as UTC in one format (`2026-11-30 12:00:00 UTC`), whatever form the record gave it,
+ * with the raw value as the title. A time without a zone cannot be put in UTC, so it is
+ * shown as given and says so; anything else that is not a datetime is shown as the text it is.
+ */
+export function time(raw: string | null | undefined): Html {
+  if (!raw) return html`<span class="muted">unknown</span>`
+  const m = ISO_TIME.exec(raw)
+  if (!m) return html`<span class="time raw" title="${raw}">${raw} (not a datetime)</span>`
+  if (!m[4])
+    return html`<span class="time" title="${raw}">${m[1]} ${m[2]} (no time zone given)</span>`
+  const d = new Date(raw)
+  if (Number.isNaN(d.getTime()))
+    return html`<span class="time raw" title="${raw}">${raw} (not a datetime)</span>`
+  const iso = d.toISOString()
+  return html`<time datetime="${iso}" title="${raw}">${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC</time>`
 }
 
 export const bytes = (n: number | null | undefined): string =>

@@ -11,6 +11,8 @@ export interface PageOptions {
   nav?: 'overview' | 'prompts' | null
   /** Prefills the search box. */
   q?: string
+  /** Keeps the page current through the change subscription (assets/live.js). */
+  live?: boolean
 }
 
 export function layout(opts: PageOptions, body: Slot): Html {
@@ -26,6 +28,7 @@ export function layout(opts: PageOptions, body: Slot): Html {
 <link rel="stylesheet" href="/assets/ui.css">
 <link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">
 <script src="/assets/ui.js" defer></script>
+${opts.live ? html`<script src="/assets/live.js" defer></script>` : ''}
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>

@@ -29,6 +29,9 @@ export const LIST_PARAMS = ['q', 'flag', 'did', 'agent', 'limit', 'cursor', 'pre
 /** A list item or a search hit (with its snippet): one table shows both. */
 export type PromptItem = PromptListItem & { snippet?: unknown }
 
+/** The lists' order as the API gives it, said as it is: a TID key is its creation time. */
+export const ORDER = 'by record key, descending (newest first where keys are TIDs)'
+
 type Filters = Partial<Record<'q' | 'flag' | 'did' | 'agent' | 'limit', string>>
 
 function filterForm(f: Filters): Html {
@@ -133,7 +136,7 @@ export async function listPage(input: PageInput, ctx: PageContext): Promise<Html
     did ? `in repo ${did}` : null,
     agent ? `of agent ${agent}` : null,
   ].filter((x): x is string => x !== null)
-  const caption = what.length ? `Prompts ${what.join(', ')}` : 'All visible prompts, newest first'
+  const caption = `${what.length ? `Prompts ${what.join(', ')}` : 'All visible prompts'}, ${ORDER}`
   return layout(
     { title: q ? `Search: ${q}` : 'Prompts', nav: 'prompts', q },
     html`<h1>${q ? 'Search prompts' : 'Prompts'}</h1>

@@ -1,24 +1,14 @@
-import { FILTER_NAMES, flagsToNames } from '../../model/flags.ts'
-import { roleOf } from '../../model/nsids.ts'
+import { latestChangeSeq } from '../../db/read/changes.ts'
+import { FILTER_NAMES } from '../../model/flags.ts'
 import { READS } from '../catalog/reads.ts'
-import { type ChangeRow, getHandles, recentChanges } from '../reads.ts'
 import { readiness } from '../routes/health.ts'
-import {
-  agentHref,
-  conversationHref,
-  facts,
-  flagBadges,
-  listHref,
-  promptHref,
-  repoLink,
-  time,
-} from './components.ts'
+import { facts, flagBadges, listHref, time } from './components.ts'
 import { type Html, html } from './html.ts'
+import { ingestProgress } from './ingest-progress.ts'
 import { layout } from './layout.ts'
 import type { PageContext, PageInput } from './page-route.ts'
+import { changesPanel } from './recent-changes.ts'
 import { syncPanel } from './sync-panel.ts'
-
-const RECENT = 20
 
 type StatsAnswer = Awaited<ReturnType<typeof READS.getStats.run>>
 
@@ -47,7 +37,7 @@ function lag(seconds: number | null): string {
 function ingestPanel(stats: StatsAnswer, ready: { status: number; reason: string | null }): Html {
   const i = stats.ingest
   const healthy = ready.status === 200
-  return html`<section aria-labelledby="ingest-h" class="panel">
+  return html`<section aria-labelledby="ingest-h" class="panel" id="ingest-panel">
 <h2 id="ingest-h">Ingestion</h2>
 <p class="health ${healthy ? 'good' : 'bad'}">${healthy ? 'Ready: migrations ran and the database answers' : `Not ready: ${ready.reason ?? 'unknown reason'}`}</p>
 ${facts([
@@ -61,47 +51,25 @@ ${facts([
 </section>`
 }
 
-const PAGE_OF = { prompt: promptHref, conversation: conversationHref, agent: agentHref }
-
-function changeTarget(c: ChangeRow, ctx: PageContext): Html {
-  const label = html`<code>${c.rkey}</code>`
-  if (c.op === 'delete') return label
-  const role = roleOf(ctx.nsids, c.collection)
-  return role ? html`<a href="${PAGE_OF[role](c.did, c.rkey)}">${label}</a>` : label
-}
-
-const shortCollection = (c: string): string => c.split('.').at(-1) ?? c
-
-async function changesPanel(ctx: PageContext): Promise<Html> {
-  const rows = await recentChanges(ctx.db, RECENT)
-  const handles = await getHandles(
-    ctx.db,
-    rows.map((r) => r.did),
-  )
-  const body = rows.length
-    ? html`<div class="scroll" tabindex="0" role="region" aria-label="Recent changes table"><table class="changes"><caption>Newest first</caption>
-<thead><tr><th scope="col">seq</th><th scope="col">what</th><th scope="col">record</th><th scope="col">repo</th><th scope="col">flags</th><th scope="col">at</th></tr></thead>
-<tbody>${rows.map(
-        (c) =>
-          html`<tr><td class="num">${c.seq}</td><td>${c.op} ${shortCollection(c.collection)}</td><td>${changeTarget(c, ctx)}</td><td>${repoLink(c.did, handles)}</td><td>${c.op !== 'delete' && c.collection === ctx.nsids.prompt ? flagBadges(flagsToNames(Number(c.flags ?? 0))) : ''}</td><td>${time(new Date(c.at).toISOString())}</td></tr>`,
-      )}</tbody></table></div>`
-    : html`<p class="muted">No changes yet.</p>`
-  return html`<section aria-labelledby="changes-h" class="panel wide"><h2 id="changes-h">Recent changes</h2>${body}<p><a href="/v1/changes">the full change feed (NDJSON)</a></p></section>`
-}
-
 export async function overviewPage(input: PageInput, ctx: PageContext): Promise<Html> {
+  // The change seq this page shows at least, read first: the live overview (assets/live.js)
+  // subscribes after it, so a change committed while the page is read is not missed.
+  const seq = await latestChangeSeq(ctx.db)
   // What /v1/stats and /readyz answer, read as those routes read it.
-  const [stats, ready, changes, sync] = await Promise.all([
+  const [progress, stats, ready, changes, sync] = await Promise.all([
+    ingestProgress(ctx),
     input.read(READS.getStats, {}),
     readiness(ctx.app),
     changesPanel(ctx),
     syncPanel(input, ctx),
   ])
   return layout(
-    { title: 'Overview', nav: 'overview' },
+    { title: 'Overview', nav: 'overview', live: true },
     html`<h1>Overview</h1>
-<div class="grid">
-<section aria-labelledby="counts-h" class="panel"><h2 id="counts-h">Prompt health</h2>${countsTable(stats)}</section>
+<p id="live-status" class="live-status" role="status">As of loading this page.</p>
+<div class="grid" id="live" data-seq="${seq}">
+${progress}
+<section aria-labelledby="counts-h" class="panel" id="counts-panel"><h2 id="counts-h">Prompt health</h2>${countsTable(stats)}</section>
 ${ingestPanel(stats, { status: ready.status, reason: ready.body.reason ?? null })}
 ${sync}
 ${changes}

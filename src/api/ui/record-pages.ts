@@ -6,7 +6,7 @@ import { type AgentSummary, getHandles } from '../reads.ts'
 import { facts, flagBadges, jsonBlock, listHref, promptHref, repoLink, str } from './components.ts'
 import { type Html, html } from './html.ts'
 import { layout } from './layout.ts'
-import { namesOf, promptTable } from './list-page.ts'
+import { namesOf, ORDER, promptTable } from './list-page.ts'
 import { found, type PageContext, type PageInput } from './page-route.ts'
 
 // Conversation, agent and repo pages. Each is one API lookup plus, for agents and repos,
@@ -74,8 +74,8 @@ ${system !== null ? html`<details><summary>System template (${system.length} cha
 ${rec ? jsonBlock(rec, 'Record JSON') : ''}</section>
 <section class="panel" aria-labelledby="health-h"><h2 id="health-h">Prompt health</h2>${healthTable(s)}</section>
 </div>
-<section aria-labelledby="agent-prompts-h"><h2 id="agent-prompts-h">Newest prompts of this agent</h2>
-${promptTable(list.items, ctx, names, 'Prompts naming this agent')}
+<section aria-labelledby="agent-prompts-h"><h2 id="agent-prompts-h">Prompts of this agent</h2>
+${promptTable(list.items, ctx, names, `Prompts naming this agent, ${ORDER}`)}
 ${list.cursor ? html`<p><a href="${listHref({ agent: s.uri })}">All prompts of this agent →</a></p>` : ''}</section>`,
   )
 }
@@ -127,8 +127,8 @@ export async function repoPage(input: PageInput, ctx: PageContext): Promise<Html
     { title: `Repo ${handles.get(realDid) ?? realDid}` },
     html`<h1>Repo ${handles.get(realDid) ? `@${handles.get(realDid)}` : html`<code>${realDid}</code>`}</h1>
 <section class="panel" aria-labelledby="repo-h"><h2 id="repo-h">Account</h2>${repoFacts(realDid, handles.get(realDid), repo)}</section>
-<section aria-labelledby="repo-prompts-h"><h2 id="repo-prompts-h">Newest prompts</h2>
-${promptTable(list.items, ctx, names, 'Prompts of this repo')}
+<section aria-labelledby="repo-prompts-h"><h2 id="repo-prompts-h">Prompts</h2>
+${promptTable(list.items, ctx, names, `Prompts of this repo, ${ORDER}`)}
 ${list.cursor ? html`<p><a href="${listHref({ did: realDid })}">All prompts of this repo →</a></p>` : ''}</section>`,
   )
 }

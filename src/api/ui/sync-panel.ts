@@ -1,37 +1,65 @@
 import type { RepoView } from '../../db/repo-chain.ts'
 import { READS } from '../catalog/reads.ts'
-import { reposOutOfSync } from '../reads.ts'
-import { repoHref, time } from './components.ts'
+import { getHandles, reposOutOfSync } from '../reads.ts'
+import { repoLink, time } from './components.ts'
 import { type Html, html } from './html.ts'
 import { found, type PageContext, type PageInput } from './page-route.ts'
 
-// "Repos out of sync" on the overview (Sync 1.1): the counts by sync state, and the repos
-// waiting longest, each read as /v1/repos reads it so a hidden repo is left out as the API
-// marks it.
+// The overview's sync card (Sync 1.1): visible repos by sync state, each state said in
+// plain words, and the repos waiting longest, each read as /v1/repos reads it. Hidden
+// repos are counted nowhere (db/read/sync-states.ts). Only a repo known to be out of sync
+// is a warning: a repo no chain check has read is normal for Jetstream and replays.
 
 const SHOWN = 10
 
+const MEANING: Record<string, { label: string; means: string }> = {
+  synchronized: {
+    label: 'in sync',
+    means: 'its commit chain was checked and nothing is missing',
+  },
+  desynchronized: {
+    label: 'out of sync',
+    means:
+      'a break in its commit chain was seen; its records may be missing changes until it is re-fetched',
+  },
+  resyncing: { label: 'being re-fetched', means: 'a resync of the whole repo is under way' },
+  unknown: {
+    label: 'not checked',
+    means:
+      'its records came through Jetstream or a replay, which carry no commit chain to check; normal for those sources, and it gets a state once the firehose or a backfill reads it',
+  },
+}
+
+function statesList(counts: Record<string, number>): Html {
+  const states = Object.keys(MEANING).filter((s) => counts[s])
+  if (states.length === 0) return html`<p class="muted">No repos tracked yet.</p>`
+  return html`<ul class="sync-states">${states.map(
+    (s) =>
+      html`<li data-state="${s}"><strong>${MEANING[s].label}</strong>: ${counts[s]} ${counts[s] === 1 ? 'repo' : 'repos'} <span class="muted">(${MEANING[s].means})</span></li>`,
+  )}</ul>`
+}
+
+function headline(counts: Record<string, number>): Html {
+  const out = (counts.desynchronized ?? 0) + (counts.resyncing ?? 0)
+  if (out > 0)
+    return html`<p class="warn" id="sync-summary">${out} visible ${out === 1 ? 'repo is' : 'repos are'} out of sync or being re-fetched.</p>`
+  if (counts.unknown)
+    return html`<p class="health good" id="sync-summary">No visible repo is known to be out of sync.</p>`
+  return html`<p class="health good" id="sync-summary">Every visible repo is in sync.</p>`
+}
+
 export async function syncPanel(input: PageInput, ctx: PageContext): Promise<Html> {
   const { counts, dids } = await reposOutOfSync(ctx.db, SHOWN)
-  const repos = (
-    await Promise.all(dids.map((did) => found(input.read(READS.getRepo, { did }))))
-  ).filter((r): r is RepoView => r !== null && !r.account.hidden)
-  const states = ['synchronized', 'desynchronized', 'resyncing', 'unknown'].filter((s) => counts[s])
-  const label = (s: string) => (s === 'unknown' ? 'no sync state' : s)
-  const summary = states.length
-    ? html`<p>${states.map((s, i) => html`${i ? ' · ' : ''}${label(s)}: <strong>${counts[s] ?? 0}</strong>`)}</p>`
-    : html`<p class="muted">No tracked repos yet.</p>`
-  const unknown = counts.unknown ?? 0
-  // "In sync" is claimed only of repos whose chain was checked: a repo without a sync state
-  // may be in sync or not, nobody here has looked.
-  const none = unknown
-    ? html`<p class="muted" id="sync-unknown">None is known to be out of sync. ${unknown} ${unknown === 1 ? 'repo has' : 'repos have'} no sync state: ${unknown === 1 ? 'its records' : 'their records'} came through Jetstream or a replay, which carry no commit chain to check; a repo gets a state once the firehose or a backfill has read it (Sync 1.1).</p>`
-    : html`<p class="health good">Every visible repo is in sync.</p>`
+  const [looked, handles] = await Promise.all([
+    Promise.all(dids.map((did) => found(input.read(READS.getRepo, { did })))),
+    getHandles(ctx.db, dids),
+  ])
+  const repos = looked.filter((r): r is RepoView => r !== null && !r.account.hidden)
   const list = repos.length
-    ? html`<ul class="out-of-sync">${repos.map(
+    ? html`<h3>Waiting longest</h3><ul class="out-of-sync">${repos.map(
         (r) =>
-          html`<li><a href="${repoHref(r.did)}"><code>${r.did}</code></a> ${r.sync.state ?? ''}${r.sync.reason ? ` (${r.sync.reason})` : ''} since ${time(r.sync.since)}</li>`,
+          html`<li>${repoLink(r.did, handles)} ${MEANING[r.sync.state ?? 'unknown']?.label ?? r.sync.state ?? ''}${r.sync.reason ? ` (${r.sync.reason})` : ''} since ${time(r.sync.since)}</li>`,
       )}</ul>`
-    : none
-  return html`<section aria-labelledby="sync-h" class="panel"><h2 id="sync-h">Repos out of sync</h2>${summary}${list}</section>`
+    : ''
+  return html`<section aria-labelledby="sync-h" class="panel" id="sync-panel"><h2 id="sync-h">Repo sync</h2>${headline(counts)}${statesList(counts)}${list}</section>`
 }

@@ -75,3 +75,22 @@ export async function readAgentNames(
   })
   return new Map(rows.map((r) => [`${r.did} ${r.rkey}`, r.name]))
 }
+
+const CONVERSATION_TITLES = sql`
+  SELECT c.did, c.rkey, c.record->>'title' AS title
+  FROM unnest(${sql.placeholder('dids')}::text[], ${sql.placeholder('rkeys')}::text[]) AS k(did, rkey)
+  JOIN conversations c ON c.did = k.did AND c.rkey = k.rkey
+  WHERE NOT c.deleted AND NOT c.hidden AND jsonb_typeof(c.record->'title') = 'string'`
+
+/** The titles visible conversation records give themselves (`title`, a string), by `did rkey`. */
+export async function readConversationTitles(
+  db: Database,
+  keys: ReadonlyArray<{ did: string; rkey: string }>,
+): Promise<Map<string, string>> {
+  if (keys.length === 0) return new Map()
+  const rows = await db.read<{ did: string; rkey: string; title: string }>(CONVERSATION_TITLES, {
+    dids: keys.map((k) => k.did),
+    rkeys: keys.map((k) => k.rkey),
+  })
+  return new Map(rows.map((r) => [`${r.did} ${r.rkey}`, r.title]))
+}

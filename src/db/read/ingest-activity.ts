@@ -1,0 +1,52 @@
+import { sql } from 'drizzle-orm'
+import { type Database, rows } from '../client.ts'
+import { readAgainIfConnectionLost } from '../retry.ts'
+
+// Whether an ingest is writing its cursor now, and how far behind the present its newest
+// event is: what the overview needs to say that a replay or a catch-up is under way. Both
+// ages are taken on the database's clock, which is the one that stamped `updated_at`.
+
+export interface IngestActivity {
+  source: string
+  key: string
+  /** Seconds since the cursor was last written. */
+  idleSeconds: number
+  /** Seconds between the newest event indexed and now; null when no event time is known. */
+  behindSeconds: number | null
+  lastEventAt: string | null
+}
+
+interface Row {
+  source: string
+  key: string
+  idle: string | number
+  behind: string | number | null
+  lastEventUs: string | number | null
+}
+
+/** The cursor of `source`/`key` (or the most recently written one), or null when none. */
+export async function readIngestActivity(
+  db: Database,
+  source: string | null,
+  key: string | null,
+): Promise<IngestActivity | null> {
+  const which = source && key ? sql`WHERE source = ${source} AND key = ${key}` : sql``
+  const [r] = await readAgainIfConnectionLost(() =>
+    rows<Row>(
+      db.orm,
+      sql`SELECT source, key, last_event_us AS "lastEventUs",
+        EXTRACT(EPOCH FROM now() - updated_at) AS idle,
+        EXTRACT(EPOCH FROM now()) - last_event_us / 1e6 AS behind
+        FROM ingest_cursors ${which} ORDER BY updated_at DESC LIMIT 1`,
+    ),
+  )
+  if (!r) return null
+  const lastUs = r.lastEventUs == null ? null : Number(r.lastEventUs)
+  return {
+    source: r.source,
+    key: r.key,
+    idleSeconds: Number(r.idle),
+    behindSeconds: r.behind == null ? null : Math.max(0, Number(r.behind)),
+    lastEventAt: lastUs == null ? null : new Date(lastUs / 1000).toISOString(),
+  }
+}
