@@ -160,6 +160,8 @@ export function changeLine(
     uri: `at://${r.did}/${r.collection}/${r.rkey}`,
     cid: deleted ? null : r.cid,
     flags,
+    // A prompt upsert's recompile anatomy (SPEC 14): null when logged before it was kept.
+    ...(!deleted && r.collection === promptNsid && { changed: r.changed ?? null }),
     at: new Date(r.at).toISOString(),
   })
   if (record === undefined || deleted) return `${line}\n`

@@ -589,7 +589,7 @@ export const schemaDict = {
         description:
           'One change of the change feed: a line of GET /v1/changes (with include=record, of GET /v1/changes?include=record).',
         required: ['seq', 'op', 'collection', 'uri', 'cid', 'flags', 'at'],
-        nullable: ['cid', 'flags', 'record'],
+        nullable: ['cid', 'flags', 'record', 'changed'],
         properties: {
           seq: {
             type: 'integer',
@@ -618,6 +618,15 @@ export const schemaDict = {
             },
             description:
               'Flag names of a prompt, [] for other collections, null on delete.',
+          },
+          changed: {
+            type: 'array',
+            items: {
+              type: 'string',
+              knownValues: ['template', 'memory', 'metadata', 'other'],
+            },
+            description:
+              "On a prompt upsert only: what this version changed since the revision before it (template and memory may come together, metadata only alone; [] for a prompt's first version), null when logged before this was kept.",
           },
           at: {
             type: 'string',

@@ -367,6 +367,10 @@ export interface ChangeView {
   cid: string | null
   /** Flag names of a prompt, [] for other collections, null on delete. */
   flags: (string | null)[]
+  /** On a prompt upsert only: what this version changed since the revision before it (template and memory may come together, metadata only alone; [] for a prompt's first version), null when logged before this was kept. */
+  changed?: (
+    'template' | 'memory' | 'metadata' | 'other' | (string & {}) | null
+  )[]
   at: string
   /** With include=record, on an upsert: the record with this cid (a prompt's older version rebuilt from its revision history), or null when that version is no longer kept (then superseded is true). */
   record?: { [_ in string]: unknown } | null
