@@ -11,24 +11,19 @@ import Fastify, {
 } from 'fastify'
 import type { AppContext } from '../context/context.ts'
 import { installAnswerCache } from './answer-cache-plugin.ts'
+import { readContext } from './catalog/define.ts'
 import { changeFeed } from './changes/feed.ts'
 import { ChangeHub, SUBSCRIBE_DEFAULTS, type SubscribeOptions } from './changes/hub.ts'
 import { ChangeTail, TAIL_DEFAULTS } from './changes/tail.ts'
 import { addCacheHeaders } from './http-cache.ts'
 import { errorAnswer, errorNameOf } from './http-errors.ts'
-import { queryContext } from './queries.ts'
 import { adminRoutes } from './routes/admin.ts'
 import { changesRoutes } from './routes/changes.ts'
 import { registerDocs } from './routes/docs.ts'
 import { exportRoutes } from './routes/export.ts'
 import { healthRoutes } from './routes/health.ts'
 import { metricsRoutes } from './routes/metrics.ts'
-import { promptRoutes } from './routes/prompts.ts'
-import { recordRoutes } from './routes/records.ts'
-import { repoRoutes } from './routes/repos.ts'
-import { revisionRoutes } from './routes/revisions.ts'
-import { searchRoutes } from './routes/search.ts'
-import { statsRoutes } from './routes/stats.ts'
+import { readRoutes } from './routes/reads.ts'
 import { subscribeRoutes, websocketOptions } from './routes/subscribe.ts'
 import { sendHtmlError, uiRoutes, wantsHtml } from './ui/plugin.ts'
 import { answerConnect, clientErrorHandler } from './unroutable.ts'
@@ -73,7 +68,7 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   const app = createFastify(ctx)
   app.decorate('ctx', ctx)
   app.decorate('apiOptions', opts)
-  app.decorate('queries', queryContext(ctx))
+  app.decorate('reads', readContext(ctx, opts.ingest))
   answerConnect(app.server, ctx.logger)
   const readApi = opts.readApi ?? true
   addErrorAnswers(app, readApi)
@@ -182,12 +177,7 @@ async function registerReadApi(
     hub.close()
     tail.close()
   })
-  await app.register(statsRoutes)
-  await app.register(promptRoutes)
-  await app.register(revisionRoutes)
-  await app.register(searchRoutes)
-  await app.register(recordRoutes)
-  await app.register(repoRoutes)
+  await app.register(readRoutes)
   await app.register(xrpcRoutes, { feed })
   await app.register(changesRoutes, { feed })
   await app.register(subscribeRoutes, { hub, feed })

@@ -1,7 +1,6 @@
 import { isValidDid, isValidHandle, isValidRecordKey } from '@atproto/syntax'
-import { FILTER_NAMES } from '../model/flags.ts'
+import type { FILTER_NAMES } from '../model/flags.ts'
 import { badRequest, DECIMAL_PATTERN } from './http-errors.ts'
-import { decimalParam } from './schemas.ts'
 
 // Every parameter is checked here, before any query runs: a malformed value is a 400
 // naming the parameter, and whatever reaches SQL is syntactically a DID, handle, record
@@ -50,11 +49,6 @@ export function parseRecordUri(value: string, param: string, collections: string
 
 export type FilterName = (typeof FILTER_NAMES)[number]
 
-export function parseFlag(value: string): FilterName {
-  if ((FILTER_NAMES as readonly string[]).includes(value)) return value as FilterName
-  throw badRequest(`flag must be one of: ${FILTER_NAMES.join(', ')}`)
-}
-
 // Numbers in a query string are plain decimal digits: no sign, no exponent, no hex, no
 // fraction, no spaces, and no leading zeros ("05"), so each number has one spelling (as in
 // JSON) and a typo is a 400 instead of a guess. Ajv's coercion took `0x10`, `1e2`, `+5`.
@@ -66,6 +60,13 @@ export function strictInteger(value: string, min: number, max: number): number |
   const n = Number(value)
   return Number.isSafeInteger(n) && n >= min && n <= max ? n : null
 }
+
+/**
+ * The syntax of an integer in a query string: plain decimal digits, not coerced by Ajv, which
+ * would take `0x10`, `1e2`, `+5` or ` 5`.
+ */
+const decimalParam = (description: string) =>
+  ({ type: 'string', pattern: DECIMAL_PATTERN, maxLength: 16, description }) as const
 
 /**
  * A query-string integer, defined once: the route's JSON schema checks its syntax
@@ -93,9 +94,6 @@ export function limitParam(opts: { def: number; max: number; description?: strin
     },
   }
 }
-
-/** The page size of prompt lists, search and revision pages. */
-export const PAGE_LIMIT = limitParam({ def: 50, max: 100 })
 
 /** A change-feed position: the last seq read, 0 for the start. */
 export const SINCE: IntegerParam = {

@@ -1,15 +1,10 @@
-import { FILTER_NAMES, FLAG_NAMES } from '../model/flags.ts'
-import { LOOKUP_CACHE } from './http-cache.ts'
-import { DECIMAL_PATTERN } from './http-errors.ts'
+import { defSchema } from './catalog/output-schema.ts'
 
-// JSON schemas of the API: they validate input, drive fast serialization and become the
-// OpenAPI document. Records are arbitrary JSON, so their schemas are left open (`{}`
-// serializes with JSON.stringify): a closed schema would silently strip fields.
+// The JSON schemas of the API that no query lexicon declares: the error shape every route
+// answers with, and what the operations routes use. The reads' answers are their lexicons'
+// (catalog/output-schema.ts).
 
 const str = { type: 'string' } as const
-const nullableStr = { type: ['string', 'null'] } as const
-const int = { type: 'integer' } as const
-const record = { description: 'The record as published (arbitrary JSON)' } as const
 
 export const errorSchema = {
   type: 'object',
@@ -26,238 +21,18 @@ export const errorSchema = {
 /** 4xx and 5xx answers of every route share the error shape. */
 export const errorResponses = { '4xx': errorSchema, '5xx': errorSchema } as const
 
-const flagList = { type: 'array', items: { type: 'string', enum: FLAG_NAMES } } as const
-
-const promptProperties = {
-  uri: str,
-  cid: str,
-  did: str,
-  rkey: str,
-  rev: str,
-  record,
-  flags: flagList,
-  conversation: {
-    type: 'object',
-    properties: { uri: str, exists: { type: 'boolean' } },
-    required: ['uri', 'exists'],
-  },
-  agent: {
-    type: 'object',
-    properties: { uri: nullableStr, exists: { type: 'boolean' } },
-    required: ['uri', 'exists'],
-  },
-  recompiles: int,
-  indexedAt: { type: 'string', format: 'date-time' },
-  validationError: nullableStr,
-  provenance: {
-    type: 'object',
-    description:
-      'How the record was obtained: source, whether its commit was verified, commit CID and rev',
-    properties: {
-      source: {
-        type: ['string', 'null'],
-        enum: ['firehose', 'jetstream', 'backfill', 'replay', null],
-      },
-      verified: { type: 'boolean' },
-      commit: nullableStr,
-      rev: str,
-    },
-    required: ['source', 'verified', 'commit', 'rev'],
-  },
-} as const
-const promptRequired = Object.keys(promptProperties)
-
-const reasonsSchema = {
-  type: 'object',
-  description:
-    'One plain-language sentence per flag set, naming its evidence; the keys are exactly `flags`',
-  properties: Object.fromEntries(FLAG_NAMES.map((f) => [f, str])),
-  additionalProperties: false,
-} as const
-
-export const promptSchema = {
-  type: 'object',
-  description: 'One compiledPrompt with its flags and their reasons',
-  properties: { ...promptProperties, reasons: reasonsSchema },
-  required: [...promptRequired, 'reasons'],
-} as const
-
-export const promptListItemSchema = {
-  type: 'object',
-  description: 'A prompt in a list: the record without content and coreMemory',
-  properties: { ...promptProperties, contentBytes: { type: ['integer', 'null'] } },
-  required: [...promptRequired, 'contentBytes'],
-} as const
-
-export const promptPageSchema = {
-  type: 'object',
-  properties: {
-    items: { type: 'array', items: promptListItemSchema },
-    cursor: { type: 'string', description: 'Pass back for the next page; absent on the last page' },
-  },
-  required: ['items'],
-} as const
-
-export const conversationSchema = {
-  type: 'object',
-  properties: {
-    uri: str,
-    cid: str,
-    did: str,
-    rkey: str,
-    record,
-    prompt: {
-      type: ['object', 'null'],
-      properties: { uri: str, flags: flagList },
-      required: ['uri', 'flags'],
-    },
-  },
-  required: ['uri', 'cid', 'did', 'rkey', 'record', 'prompt'],
-} as const
-
-const flagCountProperties = Object.fromEntries([...FILTER_NAMES].map((f) => [f, int]))
-
-export const agentSummarySchema = {
-  type: 'object',
-  properties: {
-    uri: str,
-    agent: { description: 'The agent record, or null when it is not indexed' },
-    prompts: {
-      type: 'object',
-      description: 'Visible prompts naming this agent: total, per flag, and ok',
-      properties: { total: int, ...flagCountProperties },
-      required: ['total', ...FILTER_NAMES],
-    },
-  },
-  required: ['uri', 'agent', 'prompts'],
-} as const
-
 /** A hole the source left in the stream (Jetstream CursorTooOld / OutdatedCursor): backfill. */
-export const ingestGapSchema = {
-  type: ['object', 'null'],
-  properties: {
-    reason: { type: 'string' },
-    at: { type: 'string' },
-    cursor: { type: ['integer', 'null'] },
-    message: { type: 'string' },
-    action: { type: 'string' },
-  },
-  required: ['reason', 'at', 'cursor', 'message', 'action'],
-} as const
+export const ingestGapSchema = defSchema('xyz.quasigod.lab.letta.appview.defs#ingestGap', true)
 
-export const statsSchema = {
-  type: 'object',
-  properties: {
-    prompts: int,
-    conversations: int,
-    agents: int,
-    flags: { type: 'object', properties: flagCountProperties, required: [...FILTER_NAMES] },
-    ingest: {
-      type: 'object',
-      properties: {
-        source: nullableStr,
-        cursor: { type: ['integer', 'null'] },
-        lagSeconds: { type: ['number', 'null'] },
-        lastEventAt: nullableStr,
-        gap: ingestGapSchema,
-      },
-      required: ['source', 'cursor', 'lagSeconds', 'lastEventAt'],
-    },
-  },
-  required: ['prompts', 'conversations', 'agents', 'flags', 'ingest'],
-} as const
-
-// Path and query parameters are typed loosely here (strings with a length cap) and
-// parsed in the handlers, which know how to name what is wrong with a DID or an at-uri.
+/** A repo in a path: parsed by the handler, which names what is wrong with a DID or handle. */
 export const repoParam = {
   type: 'string',
   minLength: 1,
   maxLength: 2048,
   description: 'A DID, or a handle the index knows',
 } as const
-export const rkeyParam = {
-  type: 'string',
-  minLength: 1,
-  maxLength: 512,
-  description: 'Record key',
-} as const
-export const repoRkeyParams = {
-  type: 'object',
-  properties: { did: repoParam, rkey: rkeyParam },
-  required: ['did', 'rkey'],
-} as const
-export interface RepoRkey {
-  did: string
-  rkey: string
-}
-
-/** The options of a cached lookup of one record by repo and record key. */
-export function lookupRoute(
-  tags: string[],
-  summary: string,
-  answer: object,
-  extra: { description?: string; querystring?: object } = {},
-) {
-  return {
-    config: LOOKUP_CACHE,
-    schema: {
-      tags,
-      summary,
-      ...extra,
-      params: repoRkeyParams,
-      response: { 200: answer, ...errorResponses },
-    },
-  }
-}
 
 /** The options of an operations route: exempt from the rate limit, for load balancers and scrapers. */
 export function opsRoute(summary: string, schema: Record<string, unknown>) {
   return { config: { rateLimit: false }, schema: { tags: ['ops'], summary, ...schema } }
 }
-
-/**
- * The syntax of an integer in a query string: plain decimal digits, not coerced by Ajv, which
- * would take `0x10`, `1e2`, `+5` or ` 5`. Range and default: params.ts IntegerParam.
- */
-export const decimalParam = (description: string) =>
-  ({ type: 'string', pattern: DECIMAL_PATTERN, maxLength: 16, description }) as const
-export const cursorParam = {
-  type: 'string',
-  maxLength: 2048,
-  description: 'Opaque cursor of the previous page',
-} as const
-
-export const searchPageSchema = {
-  type: 'object',
-  properties: {
-    items: {
-      type: 'array',
-      items: {
-        ...promptListItemSchema,
-        description: 'A prompt in a list, with a snippet of content around the first match',
-        properties: {
-          ...promptListItemSchema.properties,
-          snippet: {
-            type: 'object',
-            properties: {
-              text: { type: 'string', description: 'Plain text (escape it to show it as HTML)' },
-              matches: {
-                type: 'array',
-                description: 'Where the words of q occur in text: UTF-16 offsets [start, end)',
-                items: {
-                  type: 'object',
-                  properties: { start: int, end: int },
-                  required: ['start', 'end'],
-                },
-              },
-            },
-            required: ['text', 'matches'],
-          },
-        },
-        required: [...promptListItemSchema.required, 'snippet'],
-      },
-    },
-    cursor: promptPageSchema.properties.cursor,
-  },
-  required: ['items'],
-} as const

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import { expect, it } from 'vitest'
+import { QUERIES } from '../../src/api/catalog/lexicons.ts'
 import type { Database } from '../../src/db/client.ts'
 import { NSIDS } from '../helpers/events.ts'
 import { ALICE, isErrorShape, type Seeded, useSeededApp } from './fixtures.ts'
@@ -90,6 +91,28 @@ interface Case {
   mayList: boolean
 }
 
+/** Every parameter of every XRPC query (the catalog's reads and getChanges) set to `v`. */
+function xrpcCases(v: string, rkey: string): Case[] {
+  const valid: Record<string, string> = {
+    did: ALICE,
+    rkey,
+    rev: rkey,
+    uri: encodeURIComponent(`at://${ALICE}/${NSIDS.prompt}/${rkey}`),
+    q: 'prompt',
+  }
+  const out: Case[] = []
+  for (const [nsid, def] of QUERIES) {
+    const required = def.parameters?.required ?? []
+    for (const name of Object.keys(def.parameters?.properties ?? {})) {
+      const query = [...required.filter((r) => r !== name).map((r) => `${r}=${valid[r]}`)]
+      const url = `/xrpc/${nsid}?${[...query, `${name}=${v}`].join('&')}`
+      // Lists, search and the change feed may take a value that happens to be valid.
+      out.push({ method: 'GET', url, mayList: required.length === 0 || nsid.endsWith('Prompts') })
+    }
+  }
+  return out
+}
+
 function cases(): Case[] {
   const out: Case[] = []
   const rkey = s.alice.recompiled
@@ -99,6 +122,8 @@ function cases(): Case[] {
     '/v1/prompts/{did}/{rkey}/revisions',
     '/v1/conversations/{did}/{rkey}',
     '/v1/agents/{did}/{rkey}',
+    '/v1/prompts/{did}/{rkey}/diff',
+    `/v1/prompts/{did}/{rkey}/revisions/${rkey}`,
   ]
   for (const v of values) {
     for (const route of pathRoutes) {
@@ -126,6 +151,18 @@ function cases(): Case[] {
       })
     for (const p of ['since', 'limit'])
       out.push({ method: 'GET', url: `/v1/changes?${p}=${v}`, mayList: true })
+    out.push({ method: 'GET', url: `/v1/search?q=${v}`, mayList: true })
+    out.push({ method: 'GET', url: `/v1/repos/${v}`, mayList: false })
+    out.push({ method: 'GET', url: `/v1/prompts/${ALICE}/${rkey}/revisions/${v}`, mayList: false })
+    for (const p of ['flag', 'did', 'agent', 'limit', 'cursor'])
+      out.push({ method: 'GET', url: `/v1/search?q=prompt&${p}=${v}`, mayList: true })
+    for (const p of ['from', 'to'])
+      out.push({
+        method: 'GET',
+        url: `/v1/prompts/${ALICE}/${rkey}/diff?${p}=${v}`,
+        mayList: false,
+      })
+    out.push(...xrpcCases(v, rkey))
   }
   // Repeated parameters arrive as arrays.
   for (const q of [

@@ -301,7 +301,7 @@ describe('the UI is one client of the API', () => {
     }
   })
 
-  // Pages call the API's reads (src/api/queries.ts), not the API over HTTP: these compare
+  // Pages call the catalog's reads (src/api/catalog/reads.ts), not the API over HTTP: these compare
   // each page with the JSON answer to the same request, so a page can show nothing the API
   // hides and fails as the API fails.
   it('a list shows exactly the prompts the API lists: none of a taken-down repo', async () => {

@@ -1,6 +1,5 @@
-import { revisionDiff } from '../queries.ts'
+import { READS } from '../catalog/reads.ts'
 import type { DiffParts } from '../revision-reads.ts'
-import type { RepoRkey } from '../schemas.ts'
 import { diffView } from './diff-view.ts'
 import { type Html, html } from './html.ts'
 import type { PageInput } from './page-route.ts'
@@ -52,10 +51,10 @@ function hunksOf(d: {
 /** The diff between two revisions of one prompt, as the API's diff endpoint answers it. */
 export async function diffSection(
   input: PageInput,
-  params: RepoRkey,
+  params: { did: string; rkey: string },
   sel: { from?: string; to?: string },
 ): Promise<Html> {
-  const d = await input.read(revisionDiff, { params, query: { from: sel.from, to: sel.to } })
+  const d = await input.read(READS.getPromptDiff, { ...params, from: sel.from, to: sel.to })
   const kind = anatomyLabel(d.changed, d.memoryFiles)
   return html`<section id="diff" aria-labelledby="diff-h" class="panel wide">
 <h2 id="diff-h"><span class="kind">${kind === null ? 'Changes' : kind[0].toUpperCase() + kind.slice(1)}</span>, from <code>${d.from === null ? 'nothing' : d.from}</code> to <code>${d.to}</code></h2>

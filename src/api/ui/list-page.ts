@@ -1,6 +1,6 @@
 import { FILTER_NAMES } from '../../model/flags.ts'
+import { READS } from '../catalog/reads.ts'
 import type { PromptListItem } from '../prompt-views.ts'
-import { type Page, promptList, promptSearch } from '../queries.ts'
 import { getAgentNames, getHandles } from '../reads.ts'
 import {
   agentLink,
@@ -21,7 +21,7 @@ import { snippetView } from './snippet.ts'
 
 // The prompt list and search: every filter of /v1/prompts (and q for /v1/search) lives in
 // the query string, so a filtered page is a link to share; the page reads what those
-// routes answer (queries.ts promptList, promptSearch). Paging is the API's keyset
+// routes answer (catalog/reads.ts listPrompts, searchPrompts). Paging is the API's keyset
 // cursor; `prev` carries the way back (page-params.ts).
 
 export const LIST_PARAMS = ['q', 'flag', 'did', 'agent', 'limit', 'cursor', 'prev'] as const
@@ -123,9 +123,9 @@ export async function listPage(input: PageInput, ctx: PageContext): Promise<Html
   const trail = parseTrail(input.query.prev)
   const filters: Filters = { q, flag, did, agent, limit }
   const query = { flag, did, agent, limit: limit ?? '25', cursor }
-  const answer: Page<PromptItem> = q
-    ? await input.read(promptSearch, { params: {}, query: { q, ...query } })
-    : await input.read(promptList, { params: {}, query })
+  const answer: { items: PromptItem[]; cursor?: string } = q
+    ? await input.read(READS.searchPrompts, { q, ...query })
+    : await input.read(READS.listPrompts, query)
   const names = await namesOf(answer.items, ctx)
   const what = [
     q ? `matching “${q}”` : null,

@@ -1,8 +1,8 @@
 import { FILTER_NAMES, flagsToNames } from '../../model/flags.ts'
 import { roleOf } from '../../model/nsids.ts'
+import { READS } from '../catalog/reads.ts'
 import { type ChangeRow, getHandles, recentChanges } from '../reads.ts'
 import { readiness } from '../routes/health.ts'
-import { readStats } from '../routes/stats.ts'
 import {
   agentHref,
   conversationHref,
@@ -20,7 +20,7 @@ import { syncPanel } from './sync-panel.ts'
 
 const RECENT = 20
 
-type StatsAnswer = Awaited<ReturnType<typeof readStats>>
+type StatsAnswer = Awaited<ReturnType<typeof READS.getStats.run>>
 
 function countsTable(stats: StatsAnswer): Html {
   const flags = stats.flags as Record<string, number>
@@ -92,7 +92,7 @@ async function changesPanel(ctx: PageContext): Promise<Html> {
 export async function overviewPage(input: PageInput, ctx: PageContext): Promise<Html> {
   // What /v1/stats and /readyz answer, read as those routes read it.
   const [stats, ready, changes, sync] = await Promise.all([
-    readStats(ctx.app),
+    input.read(READS.getStats, {}),
     readiness(ctx.app),
     changesPanel(ctx),
     syncPanel(input, ctx),

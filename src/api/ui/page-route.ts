@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Database } from '../../db/client.ts'
 import type { Nsids } from '../../model/nsids.ts'
-import { badRequest, errorAnswer, HttpError, validationMessage } from '../http-errors.ts'
-import type { Read, ReadInput } from '../queries.ts'
+import { type Read, runRead } from '../catalog/define.ts'
+import type { RawParams } from '../catalog/lexicons.ts'
+import { errorAnswer, HttpError } from '../http-errors.ts'
 import { type Html, render } from './html.ts'
 import { errorPage } from './layout.ts'
 import { type PageQuery, pageQuery } from './page-params.ts'
@@ -12,9 +13,9 @@ import { type PageQuery, pageQuery } from './page-params.ts'
 // mistakes as 400/404 naming the problem, an outage as 503, anything else as a plain 500
 // whose details go to the log only (never a stack trace on the page).
 //
-// Pages read what the JSON API answers by calling the API's own reads (queries.ts), with
-// the parameters the route would get, checked first by the route's own schemas: so a page
-// shows what the API shows, hides what it hides, and fails with its status and message.
+// Pages read what the JSON API answers by calling the catalog's reads (catalog/reads.ts),
+// with the parameters the route would get, checked by the same lexicon: so a page shows
+// what the API shows, hides what it hides, and fails with its status and message.
 
 export interface PageContext {
   app: FastifyInstance
@@ -22,8 +23,8 @@ export interface PageContext {
   nsids: Nsids
 }
 
-/** One of the API's reads, with this request: its parameters checked as its route checks them. */
-export type PageRead = <P, Q, T>(read: Read<P, Q, T>, input: ReadInput<P, Q>) => Promise<T>
+/** One of the catalog's reads, its parameters checked as its route checks them. */
+export type PageRead = <P, K, T>(read: Read<P, K, T>, params: RawParams) => Promise<T>
 
 export interface PageInput {
   params: Record<string, string>
@@ -74,20 +75,6 @@ export async function found<T>(answer: Promise<T>): Promise<T | null> {
   }
 }
 
-/** Runs `read` with `input`, its path parameters and query string checked first by its schemas. */
-function readWith(request: FastifyRequest, ctx: PageContext): PageRead {
-  const check = (part: 'params' | 'querystring', schema: object | undefined, value: object) => {
-    if (!schema) return
-    const validate = request.compileValidationSchema(schema as Record<string, unknown>, part)
-    if (!validate(value)) throw badRequest(validationMessage(validate.errors ?? [], part))
-  }
-  return (read, input) => {
-    check('params', read.schema.params, input.params as object)
-    check('querystring', read.schema.querystring, input.query as object)
-    return read.run(ctx.app.queries, input)
-  }
-}
-
 export function page(
   ctx: PageContext,
   path: string,
@@ -98,7 +85,7 @@ export function page(
     try {
       const query = pageQuery(request.query, allowed)
       const params = (request.params ?? {}) as Record<string, string>
-      const read = readWith(request, ctx)
+      const read: PageRead = (r, raw) => runRead(ctx.app.reads, r, raw)
       return sendPage(reply, 200, await render(await build({ params, query, read }, ctx)))
     } catch (err) {
       const { status, message } = messageOf(err, request)

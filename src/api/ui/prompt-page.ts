@@ -1,4 +1,4 @@
-import { promptLookup, revisionPage } from '../queries.ts'
+import { READS } from '../catalog/reads.ts'
 import type { PromptAnswer } from '../reads.ts'
 import type { RevisionView } from '../revision-reads.ts'
 import {
@@ -94,10 +94,11 @@ ${revs.length > 1 ? html`<button type="submit" id="compare">Compare revisions</b
 
 export async function promptPage(input: PageInput, ctx: PageContext): Promise<Html> {
   const params = { did: input.params.did, rkey: input.params.rkey }
-  const p = await input.read(promptLookup, { params, query: {} })
+  const { answer, recordJson } = await input.read(READS.getPrompt, params)
+  const p: PromptAnswer = { ...answer, record: JSON.parse(recordJson) }
   const { from, to, revcursor } = input.query
   const [revs, names, diff] = await Promise.all([
-    found(input.read(revisionPage, { params, query: { limit: '100', cursor: revcursor } })),
+    found(input.read(READS.getPromptRevisions, { ...params, limit: '100', cursor: revcursor })),
     namesOf([p], ctx),
     from || to ? diffSection(input, params, { from, to }) : Promise.resolve(null),
   ])

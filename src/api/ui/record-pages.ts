@@ -1,7 +1,7 @@
 import type { RepoView } from '../../db/repo-chain.ts'
 import { FILTER_NAMES } from '../../model/flags.ts'
+import { READS } from '../catalog/reads.ts'
 import { notFound } from '../http-errors.ts'
-import { agentLookup, conversationLookup, promptList, repoLookup } from '../queries.ts'
 import { type AgentSummary, getHandles } from '../reads.ts'
 import { facts, flagBadges, jsonBlock, listHref, promptHref, repoLink, str } from './components.ts'
 import { type Html, html } from './html.ts'
@@ -16,7 +16,7 @@ const FIRST_PAGE = '20'
 
 export async function conversationPage(input: PageInput, ctx: PageContext): Promise<Html> {
   const { did, rkey } = input.params
-  const c = await input.read(conversationLookup, { params: { did, rkey }, query: {} })
+  const c = await input.read(READS.getConversation, { did, rkey })
   const handles = await getHandles(ctx.db, [c.did])
   const prompt = c.prompt
     ? html`<a href="${promptHref(c.did, c.rkey)}">prompt ${c.rkey}</a> ${flagBadges(c.prompt.flags)}`
@@ -50,9 +50,9 @@ ${FILTER_NAMES.map(
 
 export async function agentPage(input: PageInput, ctx: PageContext): Promise<Html> {
   const { did, rkey } = input.params
-  const s = await input.read(agentLookup, { params: { did, rkey }, query: {} })
+  const s = await input.read(READS.getAgent, { did, rkey })
   const [list, handles] = await Promise.all([
-    input.read(promptList, { params: {}, query: { agent: s.uri, limit: FIRST_PAGE } }),
+    input.read(READS.listPrompts, { agent: s.uri, limit: FIRST_PAGE }),
     getHandles(ctx.db, [did]),
   ])
   const names = await namesOf(list.items, ctx)
@@ -113,8 +113,8 @@ export async function repoPage(input: PageInput, ctx: PageContext): Promise<Html
   // The list read checks the DID or handle and resolves handles; an empty page means
   // the index has nothing visible from this repo.
   const [list, repo] = await Promise.all([
-    input.read(promptList, { params: {}, query: { did, limit: FIRST_PAGE } }),
-    found(input.read(repoLookup, { params: { did }, query: {} })),
+    input.read(READS.listPrompts, { did, limit: FIRST_PAGE }),
+    found(input.read(READS.getRepo, { did })),
   ])
   const realDid = repo?.did ?? list.items[0]?.did ?? did
   const [handles, names] = await Promise.all([

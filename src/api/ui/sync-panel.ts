@@ -1,5 +1,5 @@
 import type { RepoView } from '../../db/repo-chain.ts'
-import { repoLookup } from '../queries.ts'
+import { READS } from '../catalog/reads.ts'
 import { reposOutOfSync } from '../reads.ts'
 import { repoHref, time } from './components.ts'
 import { type Html, html } from './html.ts'
@@ -14,9 +14,7 @@ const SHOWN = 10
 export async function syncPanel(input: PageInput, ctx: PageContext): Promise<Html> {
   const { counts, dids } = await reposOutOfSync(ctx.db, SHOWN)
   const repos = (
-    await Promise.all(
-      dids.map((did) => found(input.read(repoLookup, { params: { did }, query: {} }))),
-    )
+    await Promise.all(dids.map((did) => found(input.read(READS.getRepo, { did }))))
   ).filter((r): r is RepoView => r !== null && !r.account.hidden)
   const states = ['synchronized', 'desynchronized', 'resyncing', 'unknown'].filter((s) => counts[s])
   const label = (s: string) => (s === 'unknown' ? 'no sync state' : s)

@@ -1,10 +1,10 @@
 import { isValidNsid } from '@atproto/syntax'
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
+import { paramsSchema, QUERIES, type RawParams } from '../catalog/lexicons.ts'
 import type { ChangeFeed } from '../changes/feed.ts'
 import { badRequest } from '../http-errors.ts'
 import { errorResponses } from '../schemas.ts'
 import { serveDidDocument } from './did-document.ts'
-import { paramsOf, QUERIES, queryStringSchema } from './lexicons.ts'
 import { xrpcMethods } from './methods.ts'
 
 // GET /xrpc/{nsid}: the reads of SPEC section 6 as the XRPC queries of lexicons/…/appview/.
@@ -14,8 +14,8 @@ import { xrpcMethods } from './methods.ts'
 // this app's compression, CORS and cache headers, its 503 answer while the database is down,
 // and Fastify's `inject`, which the tests read through); @atcute/xrpc-server
 // fits (a fetch-style Request -> Response) but validates with @atcute/lexicons, while SPEC 13
-// names @atproto/lexicon. So each route validates its parameters with @atproto/lexicon
-// (lexicons.ts) and answers through the app like every other route: errors are the app's
+// names @atproto/lexicon. So each route checks its parameters with @atproto/lexicon
+// (catalog/lexicons.ts, as REST does) and answers through the app like every other route: errors are the app's
 // `{"error","message"}`, which is also the XRPC error shape, with its names (InvalidRequest,
 // NotFound, ServiceUnavailable, ...).
 
@@ -26,21 +26,21 @@ export const xrpcRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app, 
   for (const [nsid, def] of QUERIES) {
     const method = methods.get(nsid)
     if (!method) throw new Error(`no handler for the query lexicon ${nsid}`)
-    app.get<{ Querystring: Record<string, string | string[] | undefined> }>(
+    app.get<{ Querystring: RawParams }>(
       `/xrpc/${nsid}`,
       {
         ...(method.cache ? { config: method.cache } : {}),
-        // The lexicon validates (paramsOf): the JSON schema only documents the parameters.
+        // The lexicon checks (catalog/lexicons.ts): the JSON schema only documents them.
         validatorCompiler: () => () => true,
         schema: {
           tags: ['xrpc'],
           summary: `XRPC query ${nsid}`,
           description: def.description,
-          querystring: queryStringSchema(def),
+          querystring: paramsSchema(nsid),
           response: { 200: method.output, ...errorResponses },
         },
       },
-      async (request, reply) => method.handle(paramsOf(nsid, def, request.query), reply),
+      async (request, reply) => method.handle(request.query, reply),
     )
   }
   for (const nsid of methods.keys())

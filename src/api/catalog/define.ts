@@ -1,0 +1,110 @@
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { AppContext } from '../../context/context.ts'
+import { batchedPromptAnswers } from '../../db/read/prompts.ts'
+import { cachedAnswer, sendAnswer, serializerFor } from '../answer-cache-plugin.ts'
+import type { CachePolicy } from '../http-cache.ts'
+import type { PromptAnswerReader } from '../reads.ts'
+import { type CheckedParams, checkParams, type RawParams, XRPC_NAMESPACE } from './lexicons.ts'
+import { outputSchema } from './output-schema.ts'
+
+// A read of SPEC section 6, defined once: the query lexicon that declares its parameters,
+// how it turns the checked parameters into a key (parsed, handles resolved: a 400 or a 404
+// here), how it reads, the JSON schema its answer is serialized with, and, when its answer
+// is cached, the cache key and the repos whose changes drop it. REST routes, XRPC methods
+// and UI pages are adapters: `sendRead` answers a request, `runRead` gives a page the value.
+
+/** What the reads read with: the database, the NSIDs, one batched prompt reader, the ingest. */
+export interface ReadContext {
+  readonly db: AppContext['db']
+  readonly nsids: AppContext['nsids']
+  /** Prompt lookups that arrive together share a statement (db/read/batch.ts). */
+  readonly readPrompt: PromptAnswerReader
+  /** The source this process ingests with, whose cursor and hole getStats reports. */
+  readonly ingest: FastifyInstance['apiOptions']['ingest']
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** One per app: the REST routes, the XRPC methods and the UI pages read through it. */
+    reads: ReadContext
+  }
+}
+
+export function readContext(
+  ctx: Pick<AppContext, 'db' | 'nsids'>,
+  ingest: FastifyInstance['apiOptions']['ingest'],
+): ReadContext {
+  return { db: ctx.db, nsids: ctx.nsids, readPrompt: batchedPromptAnswers(ctx.db), ingest }
+}
+
+export interface ReadDef<P, K, T> {
+  /** The query's name under XRPC_NAMESPACE; its lexicon declares the parameters. */
+  readonly name: string
+  /** JSON schema of the answer, when REST's is not its lexicon's output as it is. */
+  readonly output?: object
+  /** How long HTTP caches may keep the answer. */
+  readonly http: { cache: CachePolicy }
+  /** The checked parameters parsed and resolved into what the read looks up. */
+  plan(c: ReadContext, params: P): Promise<K>
+  run(c: ReadContext, key: K): Promise<T>
+  /** Answers kept in the answer cache: under `key` (null: not kept), dropped by `repos`' changes. */
+  readonly cache?: {
+    key(k: K): string | null
+    repos(value: T, k: K): readonly string[]
+  }
+  /** When the answer is not plain JSON for `output` (a record spliced in as its text). */
+  serialize?(json: (value: unknown) => string, value: T): string | Buffer
+  /** The answer as the lexicon's data model holds it, when it differs (no fractions). */
+  xrpc?(value: T): T
+}
+
+/** A read with its full NSID and its answer's JSON schema (serializes it by every door). */
+export type Read<P = never, K = unknown, T = unknown> = ReadDef<P, K, T> & {
+  readonly nsid: string
+  readonly output: object
+}
+
+export function defineRead<P, K, T>(def: ReadDef<P, K, T>): Read<P, K, T> {
+  const nsid = `${XRPC_NAMESPACE}.${def.name}`
+  return { ...def, nsid, output: def.output ?? outputSchema(nsid) }
+}
+
+/** The read's key for a request's parameters, checked against its lexicon first. */
+function planOf<P, K, T>(c: ReadContext, read: Read<P, K, T>, raw: RawParams): Promise<K> {
+  const params: CheckedParams = checkParams(read.nsid, raw)
+  return read.plan(c, params as P)
+}
+
+/** What `read` answers for `raw` (a UI page's read: not cached, as values, not text). */
+export async function runRead<P, K, T>(c: ReadContext, read: Read<P, K, T>, raw: RawParams) {
+  return read.run(c, await planOf(c, read, raw))
+}
+
+/** Answers a request of `read`: from the answer cache when it keeps the answer. */
+export async function sendRead<P, K, T>(
+  app: FastifyInstance,
+  reply: FastifyReply,
+  read: Read<P, K, T>,
+  raw: RawParams,
+  door: 'rest' | 'xrpc',
+): Promise<FastifyReply> {
+  const c = app.reads
+  const key = await planOf(c, read, raw)
+  const json = serializerFor(reply, read.output)
+  const serialize = (value: T) => (read.serialize ? read.serialize(json, value) : json(value))
+  const cacheKey = read.cache && !(door === 'xrpc' && read.xrpc) ? read.cache.key(key) : null
+  if (read.cache && cacheKey !== null) {
+    const { repos } = read.cache
+    const answer = await cachedAnswer(
+      app.answers,
+      cacheKey,
+      () => read.run(c, key),
+      serialize,
+      (value) => repos(value, key),
+    )
+    return sendAnswer(reply, answer)
+  }
+  const value = await read.run(c, key)
+  const answer = door === 'xrpc' && read.xrpc ? read.xrpc(value) : value
+  return reply.type('application/json; charset=utf-8').send(serialize(answer))
+}

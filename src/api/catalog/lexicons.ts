@@ -1,0 +1,121 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import {
+  type LexInteger,
+  type LexiconDoc,
+  Lexicons,
+  type LexXrpcQuery,
+  ValidationError,
+} from '@atproto/lexicon'
+import { badRequest } from '../http-errors.ts'
+import { parseActor, parseRkey, strictInteger } from '../params.ts'
+
+// The query lexicons of lexicons/xyz/quasigod/lab/letta/appview/ (proposals under the record
+// lexicon's authority), loaded once, and the one place a read's parameters are checked:
+// REST's path and query string, XRPC's query string and a UI page's reads all come through
+// `checkParams`, so a bad value gets the same 400 and message by every door.
+
+const DIR = new URL('../../../lexicons/xyz/quasigod/lab/letta/appview/', import.meta.url)
+
+/** The authority of every query this service defines. */
+export const XRPC_NAMESPACE = 'xyz.quasigod.lab.letta.appview'
+
+function loadDocs(): LexiconDoc[] {
+  return readdirSync(DIR)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => JSON.parse(readFileSync(new URL(f, DIR), 'utf8')) as LexiconDoc)
+}
+
+export const LEXICONS = new Lexicons(loadDocs())
+
+/** The queries, by NSID. */
+export const QUERIES: ReadonlyMap<string, LexXrpcQuery> = new Map(
+  [...LEXICONS]
+    .filter((doc) => doc.defs.main?.type === 'query')
+    .map((doc) => [doc.id, doc.defs.main as LexXrpcQuery]),
+)
+
+/** The query lexicon of `nsid`; a read without one is a programming error. */
+export function queryOf(nsid: string): LexXrpcQuery {
+  const def = QUERIES.get(nsid)
+  if (!def) throw new Error(`no query lexicon ${nsid}`)
+  return def
+}
+
+/** Parameters as a path and a query string carry them: strings, a list when repeated. */
+export type RawParams = Record<string, string | string[] | undefined>
+/** Parameters checked against their lexicon: integers are numbers, defaults applied. */
+export type CheckedParams = Record<string, unknown>
+
+/**
+ * An integer is plain decimal digits within the lexicon's bounds (params.ts strictInteger):
+ * `1e2`, `0x10`, `+5` or `05` are refused with the range, as a typo rather than a guess.
+ */
+function integerOf(name: string, prop: LexInteger, value: string): number {
+  const min = prop.minimum ?? 0
+  const n = strictInteger(value, min, prop.maximum ?? Number.MAX_SAFE_INTEGER)
+  if (n !== null) return n
+  throw badRequest(
+    prop.maximum === undefined
+      ? `${name} must be an integer >= ${min} in plain decimal digits`
+      : `${name} must be an integer from ${min} to ${prop.maximum}, in plain decimal digits`,
+  )
+}
+
+type LexParam = NonNullable<LexXrpcQuery['parameters']>['properties'][string]
+
+/**
+ * One value as its lexicon type: integers decoded, and repos and record keys parsed by
+ * params.ts, whose messages say what the value must be. A repeated parameter is refused.
+ */
+function decoded(name: string, prop: LexParam, value: string | string[]): unknown {
+  if (Array.isArray(value)) throw badRequest(`${name} must be given once`)
+  if (prop.type === 'integer') return integerOf(name, prop, value)
+  const format = 'format' in prop ? prop.format : undefined
+  if (format === 'at-identifier') parseActor(value, name)
+  else if (format === 'record-key') parseRkey(value, name)
+  return value
+}
+
+/**
+ * The parameters of a call of `nsid`, checked against its lexicon: each given once, integers
+ * decoded, repos and record keys parsed, required ones present, then formats, lengths and enums by @atproto/lexicon
+ * (defaults applied). A 400 InvalidRequest names the first problem. Parameters the lexicon
+ * does not declare are dropped, as XRPC servers do.
+ */
+export function checkParams(nsid: string, raw: RawParams): CheckedParams {
+  const params = queryOf(nsid).parameters
+  const out: CheckedParams = {}
+  for (const [name, prop] of Object.entries(params?.properties ?? {})) {
+    const value = raw[name]
+    if (value !== undefined) out[name] = decoded(name, prop, value)
+  }
+  for (const name of params?.required ?? [])
+    if (out[name] === undefined) throw badRequest(`${name} is required`)
+  try {
+    return LEXICONS.assertValidXrpcParams(nsid, out) as CheckedParams
+  } catch (err) {
+    if (err instanceof ValidationError) throw badRequest(err.message)
+    throw err
+  }
+}
+
+/**
+ * Parameters as OpenAPI documents them (the lexicon checks them, in `checkParams`): the ones
+ * named in `only`, or all. Every value travels as a string.
+ */
+export function paramsSchema(nsid: string, only?: readonly string[]): object {
+  const params = queryOf(nsid).parameters
+  const properties: Record<string, object> = {}
+  for (const [name, prop] of Object.entries(params?.properties ?? {})) {
+    if (only && !only.includes(name)) continue
+    const { description } = prop as { description?: string }
+    const format = 'format' in prop && prop.format ? ` (${prop.format})` : ''
+    properties[name] = {
+      type: prop.type === 'array' ? 'array' : 'string',
+      description: `${prop.type}${format}${description ? `: ${description}` : ''}`,
+    }
+  }
+  const required = (params?.required ?? []).filter((n) => n in properties)
+  return { type: 'object', properties, required }
+}
