@@ -204,10 +204,12 @@ function partsDiff(a: RevisionTexts | null, b: RevisionTexts): DiffParts | null 
   const pa = a === null ? none : lettaParts(a.content, a.coreMemory)
   const pb = lettaParts(b.content, b.coreMemory)
   if (pa === null || pb === null) return null
+  // Each part ends its last line, so a line added after it is not also the last line changed.
+  const lines = (x: string, y: string) => lineDiff(x && `${x}\n`, y && `${y}\n`)
   return {
-    template: lineDiff(pa.template, pb.template),
-    memory: lineDiff(pa.memory, pb.memory),
-    metadata: lineDiff(pa.metadata, pb.metadata),
+    template: lines(pa.template, pb.template),
+    memory: lines(pa.memory, pb.memory),
+    metadata: lines(pa.metadata, pb.metadata),
   }
 }
 
