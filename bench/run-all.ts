@@ -15,7 +15,14 @@ import {
 // and written to bench/results/README.md. BENCH_ONLY=ingest,freshness runs a subset (the
 // table keeps the other scenarios' latest results, with their own dates).
 
-export const SCENARIOS = ['ingest', 'firehose', 'read-api', 'freshness', 'memory'] as const
+export const SCENARIOS = [
+  'ingest',
+  'firehose',
+  'read-api',
+  'freshness',
+  'memory',
+  'anatomy',
+] as const
 
 const only = process.env.BENCH_ONLY?.split(',')
   .map((s) => s.trim())

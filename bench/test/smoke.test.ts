@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { runAnatomy } from '../anatomy.ts'
 import { runFirehose } from '../firehose.ts'
 import { runFreshness } from '../freshness.ts'
 import { runIngest } from '../ingest.ts'
@@ -29,6 +30,12 @@ function expectSane(r: ScenarioResult): void {
 }
 
 describe('benchmark scenarios at tiny scale', () => {
+  it('anatomy: every adversarial case answers its kinds, at a tenth of the size', async () => {
+    const r = await runAnatomy({ bytes: 20_000, repeats: 1 })
+    expectSane(r)
+    expect(r.checks.length).toBe(6)
+  })
+
   it('ingest: product and naive baseline, PGlite (and Postgres when available)', async () => {
     const r = await runIngest({
       serverUrl,

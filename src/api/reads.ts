@@ -160,6 +160,9 @@ export function changeLine(
     uri: `at://${r.did}/${r.collection}/${r.rkey}`,
     cid: deleted ? null : r.cid,
     flags,
+    // A prompt upsert's recompile anatomy (SPEC 14); null on other lines, as flags is on a
+    // delete, so every line has one shape.
+    changed: !deleted && r.collection === promptNsid ? (r.changed ?? null) : null,
     at: new Date(r.at).toISOString(),
   })
   if (record === undefined || deleted) return `${line}\n`

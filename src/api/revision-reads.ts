@@ -13,6 +13,14 @@ import {
 import type { RevisionTextRow } from '../db/revision-texts.ts'
 import type { Nsids } from '../model/nsids.ts'
 import {
+  FIRST_REVISION,
+  type LettaParts,
+  lettaParts,
+  type PromptVersion,
+  type RecompileKind,
+  recompileAnatomy,
+} from '../model/recompile-anatomy.ts'
+import {
   type KeptTexts,
   keptHashes,
   keptTexts,
@@ -35,6 +43,9 @@ export interface RevisionView {
   memfsRevision: string | null
   contentHash: string | null
   seenAt: string
+  /** What changed since the revision before it (SPEC 14); null when indexed before it was kept. */
+  changed: string[] | null
+  memoryFiles: string[] | null
 }
 
 /** The one place a revision row becomes its view (pages and the detail). */
@@ -46,6 +57,8 @@ const toRevisionView = (r: RevisionRow): RevisionView => ({
   memfsRevision: r.memfs_revision,
   contentHash: r.content_hash,
   seenAt: new Date(r.seen_at).toISOString(),
+  changed: r.changed,
+  memoryFiles: r.changed === null ? null : (r.memory_files ?? []),
 })
 
 /** Null when the slot has no row or its repo is hidden; a deleted prompt keeps its history. */
@@ -154,13 +167,50 @@ export async function getRevisionDetail(
   return detailOf(uri, r, await textsOf(db, did, rkey, r, decode))
 }
 
+/** The diff cut into Letta's three parts, each change in exactly one of them (SPEC 14). */
+export interface DiffParts {
+  /** content with the core memory put back as `{CORE_MEMORY}`: the agent's template */
+  template: Hunk[]
+  /** the memfs projection: coreMemory before its metadata block */
+  memory: Hunk[]
+  /** the `<memory_metadata>` block */
+  metadata: Hunk[]
+}
+
 export interface RevisionDiff {
   uri: string
   from: string | null
   to: string
+  /** What changed from `from` to `to` (SPEC 14), and the memory files whose blocks differ. */
+  changed: RecompileKind[]
+  memoryFiles: string[]
   content: Hunk[] | null
   coreMemory: Hunk[] | null
+  /** Null unless both revisions are in Letta's format (the first revision: against nothing). */
+  parts: DiffParts | null
   note: string | null
+}
+
+const versionOf = (r: RevisionTextRow, t: RevisionTexts): PromptVersion => ({
+  content: t.content,
+  coreMemory: t.coreMemory,
+  rawSystemHash: r.raw_system_hash,
+  memfsRevision: r.memfs_revision,
+})
+
+/** Each of Letta's parts diffed once; null when either side is not in Letta's format. */
+function partsDiff(a: RevisionTexts | null, b: RevisionTexts): DiffParts | null {
+  const none: LettaParts = { template: '', memory: '', metadata: '' }
+  const pa = a === null ? none : lettaParts(a.content, a.coreMemory)
+  const pb = lettaParts(b.content, b.coreMemory)
+  if (pa === null || pb === null) return null
+  // Each part ends its last line, so a line added after it is not also the last line changed.
+  const lines = (x: string, y: string) => lineDiff(x && `${x}\n`, y && `${y}\n`)
+  return {
+    template: lines(pa.template, pb.template),
+    memory: lines(pa.memory, pb.memory),
+    metadata: lines(pa.metadata, pb.metadata),
+  }
 }
 
 async function pickPair(
@@ -205,9 +255,21 @@ export async function getRevisionDiff(
   const tb = await textsOf(db, did, rkey, b, decode)
   const diff = (x: string | null, y: string | null) =>
     x === null || y === null ? null : lineDiff(x, y)
-  const content = ta.note || tb.note ? null : diff(ta.content ?? '', tb.content ?? '')
-  const coreMemory = ta.note || tb.note ? null : diff(ta.coreMemory ?? '', tb.coreMemory ?? '')
-  return { uri, from: a?.rev ?? null, to: b.rev, content, coreMemory, note: ta.note ?? tb.note }
+  const kept = !ta.note && !tb.note
+  const content = kept ? diff(ta.content ?? '', tb.content ?? '') : null
+  const coreMemory = kept ? diff(ta.coreMemory ?? '', tb.coreMemory ?? '') : null
+  // Computed for the pair asked (not read from `to`'s row), so any two revisions compare.
+  const anatomy = a ? recompileAnatomy(versionOf(a, ta), versionOf(b, tb)) : FIRST_REVISION
+  return {
+    uri,
+    from: a?.rev ?? null,
+    to: b.rev,
+    ...anatomy,
+    content,
+    coreMemory,
+    parts: kept ? partsDiff(a ? ta : null, tb) : null,
+    note: ta.note ?? tb.note,
+  }
 }
 
 /** An older version's whole record, as JSON text, with the key and CID it was asked by. */

@@ -12,7 +12,7 @@ export type ColumnKind = 'string' | 'int' | 'boolean' | 'timestamp' | 'stringLis
 export interface ExportColumn<R> {
   name: string
   kind: ColumnKind
-  /** May be null (Parquet OPTIONAL); a list is never null, at most empty. */
+  /** May be null (Parquet OPTIONAL), a list too when nullable. */
   nullable: boolean
   value: (row: R) => string | number | boolean | Date | string[] | null
 }
@@ -49,6 +49,7 @@ export const promptColumns = (nsids: Nsids): ExportColumn<PromptExportRow>[] => 
   col('coreMemory', 'string', (r) => r.coreMemory),
   col('memfsRevision', 'string', (r) => r.memfsRevision),
   col('rawSystemHash', 'string', (r) => r.rawSystemHash),
+  col('changed', 'stringList', (r) => r.changed),
   col('flags', 'stringList', (r) => flagsToNames(r.flags), false),
   col('recompiles', 'int', (r) => r.recompiles, false),
   col('indexedAt', 'timestamp', (r) => dateOf(r.indexedAt), false),
@@ -94,6 +95,8 @@ export const revisionColumns = (nsids: Nsids): ExportColumn<RevisionOut>[] => [
   col('rawSystemHash', 'string', (r) => r.rawSystemHash),
   col('content', 'string', (r) => r.content),
   col('coreMemory', 'string', (r) => r.coreMemory),
+  col('changed', 'stringList', (r) => r.changed),
+  col('memoryFiles', 'stringList', (r) => r.memoryFiles),
   col('seenAt', 'timestamp', (r) => dateOf(r.seenAt), false),
 ]
 

@@ -4,8 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import { applyBatch } from '../../src/indexer/apply.ts'
 import { usingPostgres } from '../helpers/db.ts'
-import { NSIDS, World } from '../helpers/events.ts'
+import { apply, NSIDS, World } from '../helpers/events.ts'
 import { ALICE, CAROL, makeApp, promptUri, type Seeded, useSeededApp } from './fixtures.ts'
+import { LETTA_ANATOMY, lettaRecompiles } from './letta-recompiles.ts'
 
 interface Line {
   seq: number
@@ -14,6 +15,7 @@ interface Line {
   uri: string
   cid: string | null
   flags: string[] | null
+  changed?: string[] | null
   at: string
 }
 
@@ -65,6 +67,7 @@ describe('GET /v1/changes', () => {
     for (const l of lines) {
       expect(Object.keys(l).sort()).toEqual([
         'at',
+        'changed',
         'cid',
         'collection',
         'flags',
@@ -72,6 +75,8 @@ describe('GET /v1/changes', () => {
         'seq',
         'uri',
       ])
+      // Only a prompt upsert says what its version changed (SPEC 14).
+      if (l.op !== 'upsert' || l.collection !== NSIDS.prompt) expect(l.changed).toBeNull()
       expect(['upsert', 'delete']).toContain(l.op)
       expect(l.uri).toMatch(
         new RegExp(`^at://did:plc:[a-z]+/${l.collection.replaceAll('.', '\\.')}/`),
@@ -89,6 +94,28 @@ describe('GET /v1/changes', () => {
     expect(orphan).toMatchObject({ op: 'upsert', flags: ['orphaned'] })
     const recompiles = lines.filter((l) => l.uri === promptUri(ALICE, s.alice.recompiled))
     expect(new Set(recompiles.map((l) => l.cid)).size).toBe(3)
+    // The seeded recompiles are not in Letta's format: the first version changed nothing.
+    expect(recompiles[0]?.changed).toEqual([])
+    expect(recompiles.slice(1).every((l) => (l.changed?.length ?? 0) > 0)).toBe(true)
+  })
+
+  it('prompt upserts carry the recompile anatomy, the same by REST and XRPC getChanges', async () => {
+    const since = (await read(app, '?limit=10000')).at(-1)!.seq
+    const did = `did:plc:${'g'.repeat(24)}`
+    const rkey = s.w.tid()
+    await lettaRecompiles(s.deps, s.w, did, rkey)
+    const rest = (await read(app, `?since=${since}`)).filter((l) => l.uri === promptUri(did, rkey))
+    expect(rest.map((l) => l.changed)).toEqual(LETTA_ANATOMY.map((a) => a.changed))
+    const xrpc = await app.inject({
+      url: `/xrpc/xyz.quasigod.lab.letta.appview.getChanges?since=${since}`,
+    })
+    expect(xrpc.statusCode, xrpc.body).toBe(200)
+    const changes = (xrpc.json().changes as Line[]).filter((l) => l.uri === promptUri(did, rkey))
+    expect(changes).toEqual(rest)
+    // A delete carries none.
+    await apply(s.deps, [s.w.prompt({ did, rkey, op: 'delete' })])
+    const after = await read(app, `?since=${rest.at(-1)!.seq}`)
+    expect(after.map((l) => [l.op, l.changed])).toEqual([['delete', null]])
   })
 
   it('a repo hidden now shows only its deletes', async () => {

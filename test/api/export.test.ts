@@ -12,6 +12,7 @@ import type { ExportFormat } from '../../src/export/files.ts'
 import { exportSnapshot } from '../../src/export/snapshot.ts'
 import { apply, NSIDS, sha256 } from '../helpers/events.ts'
 import { ALICE, BOB, type Seeded, useSeededApp } from './fixtures.ts'
+import { LETTA_ANATOMY, lettaRecompiles } from './letta-recompiles.ts'
 
 // The snapshot export read back by two Parquet readers of their own (DuckDB, and Apache
 // Arrow's Rust reader through parquet-wasm), compared with what the read API answers; then
@@ -318,5 +319,47 @@ describe('prompt-appview export (SPEC 13)', () => {
     } finally {
       conn.closeSync()
     }
+  })
+
+  it('the recompile anatomy: changed on prompts, changed and memoryFiles on revisions, lists in DuckDB', async () => {
+    const did = `did:plc:${'f'.repeat(24)}`
+    const rkey = s.w.tid()
+    await lettaRecompiles(s.deps, s.w, did, rkey)
+    const { dir } = await exportTo('parquet', ['prompts', 'revisions'])
+    const nd = await exportTo('ndjson', ['prompts', 'revisions'])
+    const conn = await duck.connect()
+    const query = async (q: string) =>
+      (await conn.runAndReadAll(q)).getRowObjectsJS() as Array<Record<string, unknown>>
+    try {
+      const file = (t: string) => `read_parquet('${join(dir, `${t}.parquet`)}')`
+      const types = await query(`DESCRIBE SELECT changed FROM ${file('prompts')}`)
+      expect(types[0]?.column_type).toBe('VARCHAR[]')
+      const [p] = await query(`SELECT changed FROM ${file('prompts')} WHERE did = '${did}'`)
+      expect(listOf(p?.changed)).toEqual(['template'])
+      const revs = await query(
+        `SELECT changed, memoryFiles FROM ${file('revisions')}
+         WHERE prompt = 'at://${did}/${NSIDS.prompt}/${rkey}' ORDER BY rev`,
+      )
+      expect(
+        revs.map((r) => ({ changed: listOf(r.changed), memoryFiles: listOf(r.memoryFiles) })),
+      ).toEqual(LETTA_ANATOMY)
+      // Kinds are counted with unnest: the seeded recompiles (not Letta's format) are other.
+      const kinds = await query(
+        `SELECT k, count(*)::INT AS n FROM (SELECT unnest(changed) AS k FROM ${file('revisions')})
+         GROUP BY k ORDER BY k`,
+      )
+      expect(kinds.map((k) => k.k)).toEqual(
+        expect.arrayContaining(['memory', 'metadata', 'template']),
+      )
+    } finally {
+      conn.closeSync()
+    }
+    const lines = await ndjsonRows(join(nd.dir, 'revisions.ndjson'))
+    const mine = lines.filter((l) => l.prompt === `at://${did}/${NSIDS.prompt}/${rkey}`)
+    expect(mine.map((l) => ({ changed: l.changed, memoryFiles: l.memoryFiles }))).toEqual(
+      LETTA_ANATOMY,
+    )
+    const [prompt] = (await ndjsonRows(join(nd.dir, 'prompts.ndjson'))).filter((l) => l.did === did)
+    expect(prompt?.changed).toEqual(['template'])
   })
 })

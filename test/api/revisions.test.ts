@@ -7,6 +7,7 @@ import type { BatchEvent } from '../../src/indexer/plan.ts'
 import { createTestDatabase, usingPostgres } from '../helpers/db.ts'
 import { apply, indexerDeps, NSIDS, World } from '../helpers/events.ts'
 import { isErrorShape, makeApp } from './fixtures.ts'
+import { LETTA_ANATOMY, lettaRecompiles } from './letta-recompiles.ts'
 
 // Revision content: every revision's content and coreMemory come back exactly, stored as
 // deltas that cost a fraction of the copies; the revision and diff endpoints of SPEC
@@ -243,6 +244,76 @@ describe('GET .../diff', () => {
     // coreMemory is not part of content: kept as a text of its own.
     expect(detail.body.coreMemory).toBe('y')
   }, 60_000)
+})
+
+describe('the recompile anatomy (REST and XRPC)', () => {
+  const did = 'did:plc:revisionslettaaaaaaaaaaa'
+  const lettaKey = w.tid()
+  const xrpc = (method: string, q: string) =>
+    get(`/xrpc/xyz.quasigod.lab.letta.appview.${method}?did=${did}&rkey=${lettaKey}${q}`)
+  const anatomyOf = (r: { changed: unknown; memoryFiles: unknown }) => ({
+    changed: r.changed,
+    memoryFiles: r.memoryFiles,
+  })
+  let oldestFirst: string[] = []
+  beforeAll(async () => {
+    await lettaRecompiles(deps, w, did, lettaKey)
+    const page = await get(`/v1/prompts/${did}/${lettaKey}/revisions`)
+    oldestFirst = page.body.items.map((r: { rev: string }) => r.rev).reverse()
+  })
+
+  it('each revision of the list and each one revision says what it changed', async () => {
+    const rest = await get(`/v1/prompts/${did}/${lettaKey}/revisions`)
+    const x = await xrpc('getPromptRevisions', '')
+    expect(x.status).toBe(200)
+    expect(x.body).toEqual(rest.body)
+    expect(rest.body.items.map(anatomyOf).reverse()).toEqual(LETTA_ANATOMY)
+    for (const [i, rev] of oldestFirst.entries()) {
+      const one = await get(`/v1/prompts/${did}/${lettaKey}/revisions/${rev}`)
+      expect(anatomyOf(one.body)).toEqual(LETTA_ANATOMY[i])
+      expect((await xrpc('getPromptRevision', `&rev=${rev}`)).body).toEqual(one.body)
+    }
+  })
+
+  it('the diff says what changed and shows each of the three parts once', async () => {
+    const memory = await get(`/v1/prompts/${did}/${lettaKey}/diff?to=${oldestFirst[2]}`)
+    expect(memory.status).toBe(200)
+    expect(anatomyOf(memory.body)).toEqual(LETTA_ANATOMY[2])
+    expect((await xrpc('getPromptDiff', `&to=${oldestFirst[2]}`)).body).toEqual(memory.body)
+    const changedLines = (hunks: Array<{ op: string; lines: string[] }>) =>
+      hunks.filter((h) => h.op !== 'equal').flatMap((h) => h.lines)
+    const { template, memory: mem, metadata } = memory.body.parts
+    expect(changedLines(template)).toEqual([])
+    expect(changedLines(mem).some((l: string) => l.includes('Sam likes tea'))).toBe(true)
+    // Letta rewrites the metadata block at every recompile; the memory edit is not in it.
+    expect(changedLines(metadata).join('\n')).not.toContain('Sam')
+    // The same change, whole content against whole core memory, shows twice: not the parts.
+    expect(changedLines(memory.body.content).some((l: string) => l.includes('Sam likes'))).toBe(
+      true,
+    )
+    const template3 = (await get(`/v1/prompts/${did}/${lettaKey}/diff`)).body
+    expect(anatomyOf(template3)).toEqual(LETTA_ANATOMY[3])
+    expect(changedLines(template3.parts.template)).toEqual(['Never lie.'])
+    expect(changedLines(template3.parts.memory)).toEqual([])
+    // Any two revisions: oldest against newest is a template and memory change.
+    const span = await get(
+      `/v1/prompts/${did}/${lettaKey}/diff?from=${oldestFirst[0]}&to=${oldestFirst[3]}`,
+    )
+    expect(anatomyOf(span.body)).toEqual({
+      changed: ['template', 'memory'],
+      memoryFiles: ['human.md'],
+    })
+    const first = await get(`/v1/prompts/${did}/${lettaKey}/diff?to=${oldestFirst[0]}`)
+    expect(anatomyOf(first.body)).toEqual({ changed: [], memoryFiles: [] })
+    expect(first.body.parts.memory.every((h: { op: string }) => h.op === 'insert')).toBe(true)
+  })
+
+  it('content not in Letta format: other, the plain diff, no parts', async () => {
+    const plain = (await get(`${base}/diff`)).body
+    expect(plain.parts).toBeNull()
+    expect(plain.changed.length).toBeGreaterThan(0)
+    expect(plain.content).not.toBeNull()
+  })
 })
 
 describe('a database from before revision content', () => {

@@ -8,7 +8,8 @@ import type { Database } from '../../src/db/client.ts'
 import { testContext } from '../helpers/context.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { apply, NSIDS } from '../helpers/events.ts'
-import { ALICE, BOB, isErrorShape, type Seeded, seed } from './fixtures.ts'
+import { ALICE, BOB, isErrorShape, promptUri, type Seeded, seed } from './fixtures.ts'
+import { LETTA_ANATOMY, lettaRecompiles } from './letta-recompiles.ts'
 
 // GET /v1/changes/subscribe over real sockets, with the `ws` client: the backlog and the
 // live changes equal the NDJSON feed, slow and rude subscribers are cut with a reason and
@@ -20,6 +21,7 @@ interface Line {
   op: string
   uri: string
   cid: string | null
+  changed?: string[] | null
   record?: unknown
   superseded?: boolean
 }
@@ -183,6 +185,20 @@ describe('GET /v1/changes/subscribe', () => {
     expect(ahead.lines.length).toBeGreaterThan(0)
     for (const p of [all, late, ahead]) expect(p.closed).toBeNull()
     for (const p of [all, late, ahead]) p.ws.close()
+  })
+
+  it("live prompt upserts carry the recompile anatomy, as the feed's lines do", async () => {
+    const { app, base } = await serve()
+    const head = (await feed(app)).at(-1)!.seq
+    const peer = new Peer(base, `?since=${head}`)
+    await peer.opened
+    const rkey = s.w.tid()
+    await lettaRecompiles(s.deps, s.w, ALICE, rkey)
+    const mine = () => peer.lines.filter((l) => l.uri === promptUri(ALICE, rkey))
+    await until('the four versions', () => mine().length === 4)
+    expect(mine().map((l) => l.changed)).toEqual(LETTA_ANATOMY.map((a) => a.changed))
+    expect(peer.lines).toEqual(await feed(app, head))
+    peer.ws.close()
   })
 
   it('include=record: the feed lines with their records', async () => {

@@ -79,6 +79,24 @@ describe('hostile replay lines', () => {
     }
     expect(refused).toBe(h.counted)
     expect(h.counted).toBeGreaterThan(200)
+    // Letta-shaped records with each defect, most as replays the rev guard refuses.
+    const letta = Object.keys(h.byKind).filter((k) => k.startsWith('Letta '))
+    for (const defect of [
+      'system not a string',
+      'tags not an array',
+      '10,000',
+      'without a metadata',
+      'two metadata',
+      'malformed metadata',
+      'unclosed <file>',
+      'duplicate file names',
+      '200 KB on one line',
+    ])
+      expect(
+        letta.some((k) => k.includes(defect)),
+        defect,
+      ).toBe(true)
+    expect(letta.some((k) => k.endsWith('(replayed rev)'))).toBe(true)
   })
 })
 

@@ -528,12 +528,16 @@ export const schemaDict = {
           'memfsRevision',
           'contentHash',
           'seenAt',
+          'changed',
+          'memoryFiles',
         ],
         nullable: [
           'compiledAt',
           'rawSystemHash',
           'memfsRevision',
           'contentHash',
+          'changed',
+          'memoryFiles',
         ],
         properties: {
           rev: {
@@ -560,6 +564,23 @@ export const schemaDict = {
             type: 'string',
             format: 'datetime',
           },
+          changed: {
+            type: 'array',
+            items: {
+              type: 'string',
+              knownValues: ['template', 'memory', 'metadata', 'other'],
+            },
+            description:
+              "What this revision changed since the one before it: template, memory, metadata (only the compile's metadata block) or other; template and memory may come together; [] for the oldest revision held; null when indexed before this was kept.",
+          },
+          memoryFiles: {
+            type: 'array',
+            items: {
+              type: 'string',
+            },
+            description:
+              'The memory files whose blocks changed (memfs-v2 file names, memfs-v1 paths such as persona); [] when the memory did not change or cannot be read file by file; null when changed is.',
+          },
         },
       },
       hunk: {
@@ -584,12 +605,41 @@ export const schemaDict = {
           },
         },
       },
+      diffParts: {
+        type: 'object',
+        description:
+          'A diff cut into the three parts of a prompt Letta compiled, each change in exactly one: the template (content with the core memory put back as {CORE_MEMORY}), the memory (the memfs projection) and the metadata block.',
+        required: ['template', 'memory', 'metadata'],
+        properties: {
+          template: {
+            type: 'array',
+            items: {
+              type: 'ref',
+              ref: 'lex:xyz.quasigod.lab.letta.appview.defs#hunk',
+            },
+          },
+          memory: {
+            type: 'array',
+            items: {
+              type: 'ref',
+              ref: 'lex:xyz.quasigod.lab.letta.appview.defs#hunk',
+            },
+          },
+          metadata: {
+            type: 'array',
+            items: {
+              type: 'ref',
+              ref: 'lex:xyz.quasigod.lab.letta.appview.defs#hunk',
+            },
+          },
+        },
+      },
       changeView: {
         type: 'object',
         description:
           'One change of the change feed: a line of GET /v1/changes (with include=record, of GET /v1/changes?include=record).',
         required: ['seq', 'op', 'collection', 'uri', 'cid', 'flags', 'at'],
-        nullable: ['cid', 'flags', 'record'],
+        nullable: ['cid', 'flags', 'record', 'changed'],
         properties: {
           seq: {
             type: 'integer',
@@ -618,6 +668,15 @@ export const schemaDict = {
             },
             description:
               'Flag names of a prompt, [] for other collections, null on delete.',
+          },
+          changed: {
+            type: 'array',
+            items: {
+              type: 'string',
+              knownValues: ['template', 'memory', 'metadata', 'other'],
+            },
+            description:
+              "On a prompt upsert: what this version changed since the revision before it (template and memory may come together, metadata only alone; [] for a prompt's first version), null when logged before this was kept; null on deletes and other collections.",
           },
           at: {
             type: 'string',
@@ -1016,7 +1075,7 @@ export const schemaDict = {
       main: {
         type: 'query',
         description:
-          'PROPOSAL, not published by the author of the xyz.quasigod.lab.letta record lexicons. Line diff of content and of coreMemory between two revisions (default: the previous revision against the newest). REST: GET /v1/prompts/{did}/{rkey}/diff.',
+          "PROPOSAL, not published by the author of the xyz.quasigod.lab.letta record lexicons. Line diff of content and of coreMemory between two revisions, what changed between them, and (for prompts in Letta's format) the diff of each part once (default: the previous revision against the newest). REST: GET /v1/prompts/{did}/{rkey}/diff.",
         parameters: {
           type: 'params',
           required: ['did', 'rkey'],
@@ -1048,8 +1107,18 @@ export const schemaDict = {
           encoding: 'application/json',
           schema: {
             type: 'object',
-            required: ['uri', 'from', 'to', 'content', 'coreMemory', 'note'],
-            nullable: ['from', 'content', 'coreMemory', 'note'],
+            required: [
+              'uri',
+              'from',
+              'to',
+              'content',
+              'coreMemory',
+              'note',
+              'changed',
+              'memoryFiles',
+              'parts',
+            ],
+            nullable: ['from', 'content', 'coreMemory', 'note', 'parts'],
             properties: {
               uri: {
                 type: 'string',
@@ -1062,6 +1131,22 @@ export const schemaDict = {
               },
               to: {
                 type: 'string',
+              },
+              changed: {
+                type: 'array',
+                items: {
+                  type: 'string',
+                  knownValues: ['template', 'memory', 'metadata', 'other'],
+                },
+                description:
+                  'What changed from from to to: template, memory, metadata or other, as on a revision; [] when from is null.',
+              },
+              memoryFiles: {
+                type: 'array',
+                items: {
+                  type: 'string',
+                },
+                description: 'The memory files whose blocks differ.',
               },
               content: {
                 type: 'array',
@@ -1078,6 +1163,12 @@ export const schemaDict = {
                   type: 'ref',
                   ref: 'lex:xyz.quasigod.lab.letta.appview.defs#hunk',
                 },
+              },
+              parts: {
+                type: 'ref',
+                ref: 'lex:xyz.quasigod.lab.letta.appview.defs#diffParts',
+                description:
+                  "null unless both revisions are in Letta's format (the first revision: against nothing), or when content is not available.",
               },
               note: {
                 type: 'string',
@@ -1141,6 +1232,8 @@ export const schemaDict = {
               'content',
               'coreMemory',
               'note',
+              'changed',
+              'memoryFiles',
             ],
             nullable: [
               'compiledAt',
@@ -1150,6 +1243,8 @@ export const schemaDict = {
               'content',
               'coreMemory',
               'note',
+              'changed',
+              'memoryFiles',
             ],
             properties: {
               uri: {
@@ -1178,6 +1273,23 @@ export const schemaDict = {
               seenAt: {
                 type: 'string',
                 format: 'datetime',
+              },
+              changed: {
+                type: 'array',
+                items: {
+                  type: 'string',
+                  knownValues: ['template', 'memory', 'metadata', 'other'],
+                },
+                description:
+                  "What this revision changed since the one before it: template, memory, metadata (only the compile's metadata block) or other; template and memory may come together; [] for the oldest revision held; null when indexed before this was kept.",
+              },
+              memoryFiles: {
+                type: 'array',
+                items: {
+                  type: 'string',
+                },
+                description:
+                  'The memory files whose blocks changed (memfs-v2 file names, memfs-v1 paths such as persona); [] when the memory did not change or cannot be read file by file; null when changed is.',
               },
               contentKept: {
                 type: 'boolean',

@@ -1,7 +1,52 @@
 import { READS } from '../catalog/reads.ts'
+import type { DiffParts } from '../revision-reads.ts'
 import { diffView } from './diff-view.ts'
 import { type Html, html } from './html.ts'
 import type { PageInput } from './page-route.ts'
+
+/** Memory files named in a kind line; the rest are counted (a record may name thousands). */
+const FILES_SHOWN = 8
+const NAME_CHARS = 80
+
+const shortName = (n: string) => (n.length > NAME_CHARS ? `${n.slice(0, NAME_CHARS)}…` : n)
+
+/**
+ * What a recompile changed, in words (SPEC 14): "memory changed: persona.md, human.md",
+ * "template changed", "metadata only", "changed"; null when unknown (indexed before it was
+ * kept) and "first revision" when there was nothing before.
+ */
+export function anatomyLabel(
+  changed: readonly string[] | null | undefined,
+  memoryFiles: readonly string[] | null | undefined,
+): string | null {
+  if (!Array.isArray(changed)) return null
+  if (changed.length === 0) return 'first revision'
+  const kinds = new Set(changed)
+  if (kinds.has('metadata') && kinds.size === 1) return 'metadata only'
+  const files = Array.isArray(memoryFiles) ? memoryFiles.map((f) => shortName(String(f))) : []
+  const more = files.length > FILES_SHOWN ? ` and ${files.length - FILES_SHOWN} more` : ''
+  const named = files.length > 0 ? `: ${files.slice(0, FILES_SHOWN).join(', ')}${more}` : ''
+  const what = [kinds.has('template') && 'template', kinds.has('memory') && 'memory'].filter(
+    (k): k is string => typeof k === 'string',
+  )
+  if (what.length === 0) return 'changed'
+  const rest = kinds.has('other') ? ' (and more)' : ''
+  return `${what.join(' and ')} changed${kinds.has('memory') ? named : ''}${rest}`
+}
+
+/** Letta's three parts, each change shown once; else content and core memory as they are. */
+function hunksOf(d: {
+  parts: DiffParts | null
+  content: DiffParts['template'] | null
+  coreMemory: DiffParts['template'] | null
+}): Html {
+  if (d.parts)
+    return html`<h3>Template</h3>${diffView(d.parts.template, 'template')}
+<h3>Memory</h3>${diffView(d.parts.memory, 'memory')}
+<h3>Metadata</h3>${diffView(d.parts.metadata, 'metadata')}`
+  return html`<h3>Content</h3>${diffView(d.content, 'content')}
+<h3>Core memory</h3>${diffView(d.coreMemory, 'core memory')}`
+}
 
 /** The diff between two revisions of one prompt, as the API's diff endpoint answers it. */
 export async function diffSection(
@@ -10,11 +55,11 @@ export async function diffSection(
   sel: { from?: string; to?: string },
 ): Promise<Html> {
   const d = await input.read(READS.getPromptDiff, { ...params, from: sel.from, to: sel.to })
+  const kind = anatomyLabel(d.changed, d.memoryFiles)
   return html`<section id="diff" aria-labelledby="diff-h" class="panel wide">
-<h2 id="diff-h">Changes from <code>${d.from === null ? 'nothing' : d.from}</code> to <code>${d.to}</code></h2>
+<h2 id="diff-h"><span class="kind">${kind === null ? 'Changes' : kind[0].toUpperCase() + kind.slice(1)}</span>, from <code>${d.from === null ? 'nothing' : d.from}</code> to <code>${d.to}</code></h2>
 ${d.note ? html`<p class="warn">${d.note}</p>` : ''}
 ${d.from === null ? html`<p class="muted">This is the first revision: everything is new.</p>` : ''}
-<h3>Content</h3>${diffView(d.content, 'content')}
-<h3>Core memory</h3>${diffView(d.coreMemory, 'core memory')}
+${hunksOf(d)}
 </section>`
 }

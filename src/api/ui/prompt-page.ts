@@ -14,7 +14,7 @@ import {
   time,
 } from './components.ts'
 import { contentView } from './content-view.ts'
-import { diffSection } from './diff-section.ts'
+import { anatomyLabel, diffSection } from './diff-section.ts'
 import { type Html, html } from './html.ts'
 import { layout } from './layout.ts'
 import { type Names, namesOf } from './list-page.ts'
@@ -83,10 +83,10 @@ function revisionsForm(
   return html`<form method="get" action="${promptHref(p.did, p.rkey)}#diff" class="revisions">
 <div class="scroll" tabindex="0" role="region" aria-label="Revision history"><table>
 <caption>Revision history, newest first: pick two and compare</caption>
-<thead><tr><th scope="col">from</th><th scope="col">to</th><th scope="col">rev</th><th scope="col">cid</th><th scope="col">compiled</th><th scope="col">memfs</th><th scope="col">seen</th><th scope="col">diff</th></tr></thead>
+<thead><tr><th scope="col">from</th><th scope="col">to</th><th scope="col">rev</th><th scope="col">cid</th><th scope="col">compiled</th><th scope="col">memfs</th><th scope="col">changed</th><th scope="col">seen</th><th scope="col">diff</th></tr></thead>
 <tbody>${revs.map(
     (r, n) =>
-      html`<tr><td>${radio('from', r.rev, r.rev === from, n)}</td><td>${radio('to', r.rev, r.rev === to, n)}</td><td><code>${r.rev}</code></td><td><code class="cid">${r.cid}</code></td><td>${time(r.compiledAt)}</td><td>${r.memfsRevision ?? ''}</td><td>${time(r.seenAt)}</td><td><a href="${promptHref(p.did, p.rkey)}?to=${seg(r.rev)}#diff" aria-label="what changed in revision ${r.rev}">what changed</a></td></tr>`,
+      html`<tr><td>${radio('from', r.rev, r.rev === from, n)}</td><td>${radio('to', r.rev, r.rev === to, n)}</td><td><code>${r.rev}</code></td><td><code class="cid">${r.cid}</code></td><td>${time(r.compiledAt)}</td><td>${r.memfsRevision ?? ''}</td><td class="kind">${anatomyLabel(r.changed, r.memoryFiles) ?? ''}</td><td>${time(r.seenAt)}</td><td><a href="${promptHref(p.did, p.rkey)}?to=${seg(r.rev)}#diff" aria-label="what changed in revision ${r.rev}">what changed</a></td></tr>`,
   )}</tbody></table></div>
 ${revs.length > 1 ? html`<button type="submit" id="compare">Compare revisions</button>` : ''}
 </form>`

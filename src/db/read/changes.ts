@@ -7,7 +7,17 @@ import { columnsOf, type RawRow } from './columns.ts'
 // newest changes, and the answer cache's poll. The first two are raw `sql` (a LATERAL
 // probe with LIMIT, which the builder cannot say); the poll is plain and uses the builder.
 
-const CHANGE_KEYS = ['seq', 'did', 'collection', 'rkey', 'op', 'cid', 'flags', 'at'] as const
+const CHANGE_KEYS = [
+  'seq',
+  'did',
+  'collection',
+  'rkey',
+  'op',
+  'cid',
+  'flags',
+  'changed',
+  'at',
+] as const
 
 export type ChangeRow = Omit<
   RawRow<Pick<typeof changes.$inferSelect, (typeof CHANGE_KEYS)[number]>>,
@@ -18,7 +28,7 @@ export type ChangeRow = Omit<
   withheld: boolean
 }
 
-const CHUNK = sql.raw('SELECT seq, did, collection, rkey, op, cid, flags, at FROM changes')
+const CHUNK = sql.raw('SELECT seq, did, collection, rkey, op, cid, flags, changed, at FROM changes')
 
 function withheldChanges(chunk: SQL, order: SQL): SQL {
   return sql`SELECT ${columnsOf(changes, 'c', CHANGE_KEYS)},

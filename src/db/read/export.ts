@@ -25,6 +25,8 @@ export interface PromptExportRow {
   coreMemory: string | null
   memfsRevision: string | null
   rawSystemHash: string | null
+  /** What the current version changed (SPEC 14); null when indexed before it was kept. */
+  changed: string[] | null
   flags: number
   recompiles: number
   indexedAt: string | Date
@@ -65,6 +67,9 @@ export interface RevisionExportRow {
   memfsRevision: string | null
   rawSystemHash: string | null
   seenAt: string | Date
+  /** What changed since the revision before it (SPEC 14); null when indexed before it was kept. */
+  changed: string[] | null
+  memoryFiles: string[] | null
   textKept: boolean
   contentHash: string | null
   coreMemoryHash: string | null
@@ -126,7 +131,7 @@ const promptPage = (after: ExportKey | null, take: number, conversationNsid: str
     acc.handle,
     CASE WHEN jsonb_typeof(r.conversation) = 'string' THEN r.conversation #>> '{}' END AS conversation,
     r."compiledAt" AS "compiledAtRaw", r.content,
-    r."coreMemory", r."memfsRevision", r."rawSystemHash",
+    r."coreMemory", r."memfsRevision", r."rawSystemHash", p.changed,
     p.flags, p.recompiles, p.indexed_at AS "indexedAt", p.content_bytes AS "contentBytes",
     p.validation_error AS "validationError", p.source AS provenance,
     EXISTS (SELECT 1 FROM conversations c WHERE c.did = p.did AND c.rkey = p.rkey AND NOT c.deleted AND NOT c.hidden) AS "conversationExists",
@@ -169,7 +174,7 @@ const revisionPage = (after: ExportKey | null, take: number): SQL => {
   return sql`
   SELECT r.did, r.rkey, r.rev, r.cid, r.compiled_at AS "compiledAt",
     r.memfs_revision AS "memfsRevision", r.raw_system_hash AS "rawSystemHash",
-    r.seen_at AS "seenAt", r.text_kept AS "textKept", r.content_hash AS "contentHash",
+    r.seen_at AS "seenAt", r.changed, r.memory_files AS "memoryFiles", r.text_kept AS "textKept", r.content_hash AS "contentHash",
     r.core_memory_hash AS "coreMemoryHash", r.core_memory_at AS "coreMemoryAt",
     r.core_memory_length AS "coreMemoryLength",
     CASE WHEN NOT r.text_kept AND r.cid = p.cid THEN p.record->>'content' END AS "currentContent",

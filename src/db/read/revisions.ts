@@ -37,7 +37,8 @@ export function revisionsQuery(
   take: number,
 ): SQL {
   const before = beforeRev === null ? sql`` : sql`AND r.rev < ${beforeRev}`
-  return sql`SELECT r.rev, r.cid, r.compiled_at, r.raw_system_hash, r.memfs_revision, r.content_hash, r.seen_at
+  return sql`SELECT r.rev, r.cid, r.compiled_at, r.raw_system_hash, r.memfs_revision, r.content_hash, r.seen_at,
+      r.changed, r.memory_files
     FROM prompt_revisions r WHERE r.did = ${did} AND r.rkey = ${rkey} ${before}
     ORDER BY r.rev DESC LIMIT ${take}`
 }

@@ -1,4 +1,5 @@
 import type { JetstreamEvent } from '../../../demo-network/generator.ts'
+import { compileSystemPrompt, sha256Hex } from '../../../demo-network/letta-compile.ts'
 import type { Random } from '../../../demo-network/random.ts'
 
 // Replay lines an operator's file (or a hostile upstream) may hold, mixed into the suite's
@@ -49,6 +50,136 @@ export const poisonLine: Maker = (_r, near) =>
 /** did and time_us of `near` (never its account or identity body). */
 const at = (near: JetstreamEvent) => ({ did: near.did, time_us: near.time_us })
 const TEN_YEARS_US = 10 * 365 * 86_400e6
+
+// Letta-shaped records with the defects a broken or hostile writer gives them (issue 41):
+// an agent whose `system` is not a string, whose `tags` is not an array, whose `name` is
+// 10,000 characters; a compiled prompt whose core memory has no, two or a malformed
+// metadata block, an unclosed <file>, duplicate file names, or 200 KB on one line. Each is a
+// version of a record an earlier line of the file wrote, at that line's rev: the product
+// reads and parses it whole, and its rev guard refuses it as a replay, so the end state
+// stays the baseline's. When the earlier line wrote no such record, the same body goes
+// under a record key no repo can have, and is refused and counted.
+
+const CORE = '{CORE_MEMORY}'
+const lettaSystem = (r: Random) =>
+  `You are a helpful agent.\n<base_instructions>\n${'Answer briefly. '.repeat(r.int(5, 40))}\n</base_instructions>\n\n${CORE}`
+
+const lettaAgent = (r: Random, over: Record<string, unknown>) => ({
+  $type: `${KEPT}agent`,
+  id: `agent-${r.int(1, 1e6)}`,
+  name: 'helper',
+  description: 'A Letta agent',
+  system: lettaSystem(r),
+  tags: ['origin:letta-code'],
+  model: 'openai/gpt-4.1',
+  model_settings: { temperature: 0.7 },
+  ...over,
+})
+
+/** A compiled prompt as Letta writes it, with its core memory replaced by `core`. */
+function lettaPrompt(r: Random, did: string, rkey: string, core: (meta: string) => string) {
+  const system = lettaSystem(r)
+  const good = compileSystemPrompt({
+    agentId: 'agent-1',
+    system,
+    conversationId: 'conv-1',
+    files: [
+      { path: 'MEMORY.md', raw: '# Memory' },
+      { path: 'human.md', raw: 'The user.' },
+    ],
+    memfsRevision: sha256Hex(String(r.int(1, 1e9))).slice(0, 40),
+    compiledAt: new Date(1_764_460_800_000),
+    previousMessageCount: r.int(0, 50),
+  })
+  const meta = good.coreMemory.slice(good.coreMemory.indexOf('<memory_metadata>'))
+  const coreMemory = core(meta)
+  return {
+    $type: `${KEPT}compiledPrompt`,
+    ...good,
+    content: system.split(CORE).join(coreMemory),
+    coreMemory,
+    agent: `at://${did}/${KEPT}agent/${rkey}`,
+    conversation: `at://${did}/${KEPT}conversation/${rkey}`,
+  }
+}
+
+const v2 = (body: string) => `<memory root="\${MEMORY_DIR}">\n${body}\n</memory>`
+
+const PROMPT_DEFECTS: Record<string, (meta: string) => string> = {
+  'core memory without a metadata block': () => v2('<file name="human.md">\nThe user.\n</file>'),
+  'core memory with two metadata blocks': (m) => `${v2('')}\n\n${m}\n\n${m}`,
+  'core memory with a malformed metadata block': (m) =>
+    `${v2('')}\n\n${m.replace('- AGENT_ID', 'AGENT_ID')}`,
+  'unclosed <file>': (m) => `${v2('<file name="human.md">\nThe user.')}\n\n${m}`,
+  'duplicate file names': (m) =>
+    `${v2('<file name="a.md">\n1\n</file>\n<file name="a.md">\n2\n</file>')}\n\n${m}`,
+  '200 KB on one line': (m) => `${'x'.repeat(200_000)}\n\n${m}`,
+}
+
+const AGENT_DEFECTS: Record<string, (r: Random) => Record<string, unknown>> = {
+  'agent system not a string': () => ({ system: { template: 42 } }),
+  'agent tags not an array': () => ({ tags: 'a,b' }),
+  'agent name of 10,000 characters': (r) => ({ name: r.pick(['n', 'é', '<b>']).repeat(10_000) }),
+}
+
+/** The create or update of `collection` that `earlier` is, if it is one. */
+function earlierWrite(earlier: string, collection: string) {
+  try {
+    const e = JSON.parse(earlier) as JetstreamEvent
+    if (e.kind !== 'commit' || e.commit.collection !== collection) return null
+    return e.commit.operation === 'delete'
+      ? null
+      : { did: e.did, rkey: e.commit.rkey, rev: e.commit.rev }
+  } catch {
+    return null
+  }
+}
+
+/** A Letta-shaped defective record: a replay of an earlier write, else a refused line. */
+function lettaDefect(
+  kind: string,
+  collection: string,
+  body: (did: string, rkey: string) => unknown,
+): Maker {
+  return (_r, near, earlier) => {
+    const w = earlierWrite(earlier, collection)
+    const did = w?.did ?? near.did
+    const rkey = w?.rkey ?? '../..'
+    const line = {
+      did,
+      time_us: near.time_us,
+      kind: 'commit',
+      commit: {
+        rev: w?.rev ?? '3m6sm7ncxdj2b',
+        operation: 'update',
+        collection,
+        rkey,
+        cid: 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm',
+        record: body(did, rkey),
+      },
+    }
+    return w
+      ? { kind: `Letta ${kind} (replayed rev)`, text: JSON.stringify(line), counted: false }
+      : refused(`Letta ${kind} (bad rkey)`, line)
+  }
+}
+
+const LETTA_MAKERS: Record<string, Maker> = Object.fromEntries([
+  ...Object.entries(AGENT_DEFECTS).map(([kind, over]) => [
+    kind,
+    (r: Random, near: JetstreamEvent, earlier: string) =>
+      lettaDefect(kind, `${KEPT}agent`, () => lettaAgent(r, over(r)))(r, near, earlier),
+  ]),
+  ...Object.entries(PROMPT_DEFECTS).map(([kind, core]) => [
+    kind,
+    (r: Random, near: JetstreamEvent, earlier: string) =>
+      lettaDefect(kind, `${KEPT}compiledPrompt`, (did, rkey) => lettaPrompt(r, did, rkey, core))(
+        r,
+        near,
+        earlier,
+      ),
+  ]),
+])
 
 export const MAKERS: Record<string, Maker> = {
   poison: poisonLine,
@@ -138,6 +269,7 @@ export const MAKERS: Record<string, Maker> = {
   bom: (_r, _n, earlier) => refused('BOM before a copy', `\ufeff${earlier}`),
   stale: (_r, _n, earlier) => ({ kind: 'stale copy', text: earlier, counted: false }),
   blank: (r) => ({ kind: 'blank', text: r.pick(['', '   ', '\t']), counted: false }),
+  ...LETTA_MAKERS,
 }
 
 export interface HostileFile {

@@ -326,6 +326,12 @@ export interface RevisionView {
   /** Lowercase hex SHA-256 of content. */
   contentHash: string | null
   seenAt: string
+  /** What this revision changed since the one before it: template, memory, metadata (only the compile's metadata block) or other; template and memory may come together; [] for the oldest revision held; null when indexed before this was kept. */
+  changed: (
+    'template' | 'memory' | 'metadata' | 'other' | (string & {}) | null
+  )[]
+  /** The memory files whose blocks changed (memfs-v2 file names, memfs-v1 paths such as persona); [] when the memory did not change or cannot be read file by file; null when changed is. */
+  memoryFiles: (string | null)[]
 }
 
 const hashRevisionView = 'revisionView'
@@ -356,6 +362,24 @@ export function validateHunk<V>(v: V) {
   return validate<Hunk & V>(v, id, hashHunk)
 }
 
+/** A diff cut into the three parts of a prompt Letta compiled, each change in exactly one: the template (content with the core memory put back as {CORE_MEMORY}), the memory (the memfs projection) and the metadata block. */
+export interface DiffParts {
+  $type?: 'xyz.quasigod.lab.letta.appview.defs#diffParts'
+  template: Hunk[]
+  memory: Hunk[]
+  metadata: Hunk[]
+}
+
+const hashDiffParts = 'diffParts'
+
+export function isDiffParts<V>(v: V) {
+  return is$typed(v, id, hashDiffParts)
+}
+
+export function validateDiffParts<V>(v: V) {
+  return validate<DiffParts & V>(v, id, hashDiffParts)
+}
+
 /** One change of the change feed: a line of GET /v1/changes (with include=record, of GET /v1/changes?include=record). */
 export interface ChangeView {
   $type?: 'xyz.quasigod.lab.letta.appview.defs#changeView'
@@ -367,6 +391,10 @@ export interface ChangeView {
   cid: string | null
   /** Flag names of a prompt, [] for other collections, null on delete. */
   flags: (string | null)[]
+  /** On a prompt upsert: what this version changed since the revision before it (template and memory may come together, metadata only alone; [] for a prompt's first version), null when logged before this was kept; null on deletes and other collections. */
+  changed?: (
+    'template' | 'memory' | 'metadata' | 'other' | (string & {}) | null
+  )[]
   at: string
   /** With include=record, on an upsert: the record with this cid (a prompt's older version rebuilt from its revision history), or null when that version is no longer kept (then superseded is true). */
   record?: { [_ in string]: unknown } | null

@@ -33,9 +33,14 @@ export interface OutputSchema {
   /** null: diffed against nothing (the first revision). */
   from: string | null
   to: string
+  /** What changed from from to to: template, memory, metadata or other, as on a revision; [] when from is null. */
+  changed: ('template' | 'memory' | 'metadata' | 'other' | (string & {}))[]
+  /** The memory files whose blocks differ. */
+  memoryFiles: string[]
   /** null when the content of either revision is not available (see note). */
   content: (XyzQuasigodLabLettaAppviewDefs.Hunk | null)[]
   coreMemory: (XyzQuasigodLabLettaAppviewDefs.Hunk | null)[]
+  parts: XyzQuasigodLabLettaAppviewDefs.DiffParts | null
   note: string | null
 }
 

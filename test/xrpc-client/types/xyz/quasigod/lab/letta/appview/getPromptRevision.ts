@@ -35,6 +35,12 @@ export interface OutputSchema {
   /** Lowercase hex SHA-256 of content. */
   contentHash: string | null
   seenAt: string
+  /** What this revision changed since the one before it: template, memory, metadata (only the compile's metadata block) or other; template and memory may come together; [] for the oldest revision held; null when indexed before this was kept. */
+  changed: (
+    'template' | 'memory' | 'metadata' | 'other' | (string & {}) | null
+  )[]
+  /** The memory files whose blocks changed (memfs-v2 file names, memfs-v1 paths such as persona); [] when the memory did not change or cannot be read file by file; null when changed is. */
+  memoryFiles: (string | null)[]
   /** false for revisions indexed before revision content was kept. */
   contentKept: boolean
   content: string | null
