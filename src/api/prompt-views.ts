@@ -17,6 +17,8 @@ export interface PromptView {
   conversation: { uri: string; exists: boolean }
   agent: { uri: string | null; exists: boolean }
   recompiles: number
+  /** What the current version changed since the revision before it; null: indexed before it was kept. */
+  changed: string[] | null
   indexedAt: string
   validationError: string | null
   provenance: { source: string | null; verified: boolean; commit: string | null; rev: string }
@@ -46,6 +48,7 @@ export function toPromptView(row: PromptRow, nsids: Nsids): PromptView {
     },
     agent: { uri: row.agentUri, exists: row.agentExists },
     recompiles: Number(row.recompiles),
+    changed: row.changed,
     indexedAt: new Date(row.indexedAt).toISOString(),
     validationError: row.validationError,
     provenance: {

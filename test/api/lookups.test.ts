@@ -27,6 +27,7 @@ describe('GET /v1/prompts/{did}/{rkey}', () => {
     expect(Object.keys(r.body).sort()).toEqual(
       [
         'agent',
+        'changed',
         'cid',
         'conversation',
         'did',
@@ -61,6 +62,11 @@ describe('GET /v1/prompts/{did}/{rkey}', () => {
       coreMemory: expect.any(String),
     })
     expect(new Date(r.body.indexedAt).toISOString()).toBe(r.body.indexedAt)
+    // The current version's anatomy is its newest revision's, by the prompt's own door.
+    const revs = await get(`/v1/prompts/${ALICE}/${s.alice.recompiled}/revisions`)
+    expect(revs.body.items[0].rev).toBe(r.body.rev)
+    expect(r.body.changed).toEqual(revs.body.items[0].changed)
+    expect(Array.isArray(r.body.changed)).toBe(true)
     // Seeded straight through applyBatch, which names no source: provenance says so.
     expect(r.body.provenance).toEqual({
       source: null,

@@ -36,10 +36,12 @@ describe('revisions, conversations, agents, stats', () => {
     )
     expect(Object.keys(r.body.items[0]).sort()).toEqual(
       [
+        'changed',
         'cid',
         'compiledAt',
         'contentHash',
         'memfsRevision',
+        'memoryFiles',
         'rawSystemHash',
         'rev',
         'seenAt',

@@ -275,6 +275,15 @@ describe('the recompile anatomy (REST and XRPC)', () => {
     }
   })
 
+  it("the prompt itself, in a list and by XRPC, carries its current version's changed", async () => {
+    const one = await get(`/v1/prompts/${did}/${lettaKey}`)
+    expect(one.body.changed).toEqual(['template'])
+    const list = await get(`/v1/prompts?did=${did}`)
+    const item = list.body.items.find((p: { rkey: string }) => p.rkey === lettaKey)
+    expect(item.changed).toEqual(['template'])
+    expect((await xrpc('getPrompt', '')).body.changed).toEqual(['template'])
+  })
+
   it('the diff says what changed and shows each of the three parts once', async () => {
     const memory = await get(`/v1/prompts/${did}/${lettaKey}/diff?to=${oldestFirst[2]}`)
     expect(memory.status).toBe(200)

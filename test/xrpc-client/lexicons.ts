@@ -31,12 +31,13 @@ export const schemaDict = {
           'conversation',
           'agent',
           'recompiles',
+          'changed',
           'indexedAt',
           'validationError',
           'provenance',
           'reasons',
         ],
-        nullable: ['validationError'],
+        nullable: ['validationError', 'changed'],
         properties: {
           uri: {
             type: 'string',
@@ -89,6 +90,15 @@ export const schemaDict = {
             minimum: 0,
             description: 'Versions of this record seen after the first.',
           },
+          changed: {
+            type: 'array',
+            items: {
+              type: 'string',
+              knownValues: ['template', 'memory', 'metadata', 'other'],
+            },
+            description:
+              'What the current version changed since the revision before it (as on its revision): template, memory, metadata or other; [] for a first version; null when indexed before this was kept.',
+          },
           indexedAt: {
             type: 'string',
             format: 'datetime',
@@ -123,12 +133,13 @@ export const schemaDict = {
           'conversation',
           'agent',
           'recompiles',
+          'changed',
           'indexedAt',
           'validationError',
           'provenance',
           'contentBytes',
         ],
-        nullable: ['validationError', 'contentBytes'],
+        nullable: ['validationError', 'contentBytes', 'changed'],
         properties: {
           uri: {
             type: 'string',
@@ -177,6 +188,15 @@ export const schemaDict = {
           recompiles: {
             type: 'integer',
             minimum: 0,
+          },
+          changed: {
+            type: 'array',
+            items: {
+              type: 'string',
+              knownValues: ['template', 'memory', 'metadata', 'other'],
+            },
+            description:
+              'What the current version changed since the revision before it (as on its revision): template, memory, metadata or other; [] for a first version; null when indexed before this was kept.',
           },
           indexedAt: {
             type: 'string',
@@ -211,13 +231,14 @@ export const schemaDict = {
           'conversation',
           'agent',
           'recompiles',
+          'changed',
           'indexedAt',
           'validationError',
           'provenance',
           'contentBytes',
           'snippet',
         ],
-        nullable: ['validationError', 'contentBytes'],
+        nullable: ['validationError', 'contentBytes', 'changed'],
         properties: {
           uri: {
             type: 'string',
@@ -266,6 +287,15 @@ export const schemaDict = {
           recompiles: {
             type: 'integer',
             minimum: 0,
+          },
+          changed: {
+            type: 'array',
+            items: {
+              type: 'string',
+              knownValues: ['template', 'memory', 'metadata', 'other'],
+            },
+            description:
+              'What the current version changed since the revision before it (as on its revision): template, memory, metadata or other; [] for a first version; null when indexed before this was kept.',
           },
           indexedAt: {
             type: 'string',

@@ -56,6 +56,7 @@ function factsPanel(p: PromptAnswer, ctx: PageContext, names: Names): Html {
     ['agent', agent],
     ['compiled at', time(str(rec.compiledAt))],
     ['recompiles', String(p.recompiles)],
+    ['last recompile', anatomyLabel(p.changed, null)],
     ['indexed at', time(p.indexedAt)],
     [
       'raw system hash',

@@ -32,6 +32,7 @@ const VIEW_KEYS = [
   'cid',
   'flags',
   'recompiles',
+  'changed',
   'indexedAt',
   'validationError',
   'agentUri',

@@ -39,6 +39,10 @@ export interface PromptView {
   agent: AgentLink
   /** Versions of this record seen after the first. */
   recompiles: number
+  /** What the current version changed since the revision before it (as on its revision): template, memory, metadata or other; [] for a first version; null when indexed before this was kept. */
+  changed: (
+    'template' | 'memory' | 'metadata' | 'other' | (string & {}) | null
+  )[]
   indexedAt: string
   /** Why the record does not validate against its lexicon (flag invalid); null when it does. */
   validationError: string | null
@@ -78,6 +82,10 @@ export interface PromptListItem {
   conversation: ConversationLink
   agent: AgentLink
   recompiles: number
+  /** What the current version changed since the revision before it (as on its revision): template, memory, metadata or other; [] for a first version; null when indexed before this was kept. */
+  changed: (
+    'template' | 'memory' | 'metadata' | 'other' | (string & {}) | null
+  )[]
   indexedAt: string
   validationError: string | null
   provenance: Provenance
@@ -117,6 +125,10 @@ export interface SearchItem {
   conversation: ConversationLink
   agent: AgentLink
   recompiles: number
+  /** What the current version changed since the revision before it (as on its revision): template, memory, metadata or other; [] for a first version; null when indexed before this was kept. */
+  changed: (
+    'template' | 'memory' | 'metadata' | 'other' | (string & {}) | null
+  )[]
   indexedAt: string
   validationError: string | null
   provenance: Provenance
