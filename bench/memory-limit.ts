@@ -1,16 +1,18 @@
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { join } from 'node:path'
 
-// Runs a command under a cgroup v2 memory limit and reports what the limit did to it: the
+// Runs a command under a cgroup memory limit and reports what the limit did to it: the
 // cgroup's peak memory (page cache included, as the kernel counts it against the limit), the
 // process's own peak RSS (VmHWM), and how many OOM kills the cgroup saw. A measurement for a
 // quiet machine, not a test: it prints the figures and exits with the command's status.
 //
 //   node bench/memory-limit.ts [--max 384M] [--seconds N] -- <command> [args...]
 //
-// Needs a writable cgroup v2 hierarchy with the memory controller (root, or a delegated
-// subtree in CGROUP_ROOT); elsewhere it says why and exits 0 without running anything.
+// Needs a writable memory cgroup: v2 (root, or a delegated subtree in CGROUP_ROOT), else
+// v1's memory hierarchy, where the page cache counts against the limit too; elsewhere it
+// says why and exits 0 without running anything.
 
 interface Args {
   max: string
@@ -36,27 +38,62 @@ function parseArgs(argv: string[]): Args {
   }
 }
 
-/** The cgroup v2 mount point whose memory controller can be used, or why there is none. */
-function cgroupRoot(): string | { skip: string } {
-  const root =
-    process.env.CGROUP_ROOT ??
-    readFileSync('/proc/self/mountinfo', 'utf8')
-      .split('\n')
-      .map((l) => l.split(' '))
-      .find((f) => f[f.indexOf('-') + 1] === 'cgroup2')?.[4]
-  if (!root) return { skip: 'no cgroup v2 hierarchy is mounted (cgroup v1 only)' }
+/** A memory cgroup this process can make: v2 (`memory.max`), else a writable v1 hierarchy. */
+interface Hierarchy {
+  version: 1 | 2
+  root: string
+}
+
+function mountOf(type: string, option?: string): string | undefined {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' '))
+    .find((f) => {
+      const dash = f.indexOf('-')
+      return f[dash + 1] === type && (!option || (f[dash + 3] ?? '').split(',').includes(option))
+    })?.[4]
+}
+
+function cgroupV2(): Hierarchy | string {
+  const root = process.env.CGROUP_ROOT ?? mountOf('cgroup2')
+  if (!root) return 'no cgroup v2 hierarchy is mounted'
   const controllers = existsSync(join(root, 'cgroup.controllers'))
     ? readFileSync(join(root, 'cgroup.controllers'), 'utf8')
     : ''
   if (!controllers.split(/\s+/).includes('memory'))
-    return { skip: `the memory controller is not available in ${root} (it is bound to cgroup v1)` }
+    return `the memory controller is not available in ${root} (it is bound to cgroup v1)`
   try {
     writeFileSync(join(root, 'cgroup.subtree_control'), '+memory')
   } catch (err) {
-    return { skip: `cannot enable the memory controller in ${root}: ${(err as Error).message}` }
+    return `cannot enable the memory controller in ${root}: ${(err as Error).message}`
   }
-  return root
+  return { version: 2, root }
 }
+
+/** cgroup v2 where it can be used; else cgroup v1's memory hierarchy; else why neither. */
+function cgroupHierarchy(): Hierarchy | { skip: string } {
+  const v2 = cgroupV2()
+  if (typeof v2 !== 'string') return v2
+  const v1 = mountOf('cgroup', 'memory')
+  if (!v1) return { skip: `${v2}, and no cgroup v1 memory hierarchy either` }
+  return { version: 1, root: v1 }
+}
+
+/** The file names of each version for the same facts. */
+const FILES = {
+  1: {
+    limit: 'memory.limit_in_bytes',
+    current: 'memory.usage_in_bytes',
+    peak: 'memory.max_usage_in_bytes',
+    events: 'memory.oom_control',
+  },
+  2: {
+    limit: 'memory.max',
+    current: 'memory.current',
+    peak: 'memory.peak',
+    events: 'memory.events',
+  },
+} as const
 
 const read = (file: string): string | null => {
   try {
@@ -66,34 +103,59 @@ const read = (file: string): string | null => {
   }
 }
 
-/** The peak RSS of a live process (VmHWM), in bytes. */
-function vmHwm(pid: number): number | null {
-  const m = /VmHWM:\s+(\d+) kB/.exec(read(`/proc/${pid}/status`) ?? '')
-  return m ? Number(m[1]) * 1024 : null
+/** A process's status field in bytes (VmRSS now, VmHWM its peak), or 0 once it is gone. */
+function status(pid: string, field: 'VmRSS' | 'VmHWM'): number {
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(read(`/proc/${pid}/status`) ?? '')
+  return m ? Number(m[1]) * 1024 : 0
+}
+
+/** Samples the group's processes: the largest single peak RSS and the largest summed RSS. */
+class RssSampler {
+  processPeak = 0
+  treePeak = 0
+  private readonly procs: string
+  constructor(procs: string) {
+    this.procs = procs
+  }
+  sample(): void {
+    const pids = (read(this.procs) ?? '').split('\n').filter(Boolean)
+    let sum = 0
+    for (const pid of pids) {
+      sum += status(pid, 'VmRSS')
+      this.processPeak = Math.max(this.processPeak, status(pid, 'VmHWM'))
+    }
+    this.treePeak = Math.max(this.treePeak, sum)
+  }
+}
+
+function makeGroup(h: Hierarchy, max: string): string {
+  const group = join(h.root, `pav-memlimit-${process.pid}`)
+  mkdirSync(group)
+  writeFileSync(join(group, FILES[h.version].limit), max)
+  // Without a memsw limit, v1 could page the group out to swap instead of holding it.
+  if (h.version === 1 && existsSync(join(group, 'memory.memsw.limit_in_bytes')))
+    writeFileSync(join(group, 'memory.memsw.limit_in_bytes'), max)
+  return group
 }
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2))
-  const root = cgroupRoot()
-  if (typeof root !== 'string') {
-    console.log(`memory-limit: skipped: ${root.skip}`)
+  const h = cgroupHierarchy()
+  if ('skip' in h) {
+    console.log(`memory-limit: skipped: ${h.skip}`)
     return 0
   }
-  const group = join(root, `pav-memlimit-${process.pid}`)
-  mkdirSync(group)
-  writeFileSync(join(group, 'memory.max'), args.max)
+  const files = FILES[h.version]
+  const group = makeGroup(h, args.max)
   // The shell joins the cgroup, then execs the command: nothing runs outside the limit.
   const child = spawn(
     'sh',
     ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', group, ...args.command],
     { stdio: 'inherit' },
   )
-  let peakRss = 0
-  let peakCgroup = 0
-  const sample = setInterval(() => {
-    peakRss = Math.max(peakRss, vmHwm(child.pid ?? -1) ?? 0)
-    peakCgroup = Math.max(peakCgroup, Number(read(join(group, 'memory.current')) ?? 0))
-  }, 250)
+  const rss = new RssSampler(join(group, 'cgroup.procs'))
+  const started = Date.now()
+  const sample = setInterval(() => rss.sample(), 250)
   const timer =
     args.seconds === null ? null : setTimeout(() => child.kill('SIGTERM'), args.seconds * 1000)
   const exit = await new Promise<{ code: number | null; signal: string | null }>((resolve) =>
@@ -101,18 +163,20 @@ async function main(): Promise<number> {
   )
   clearInterval(sample)
   if (timer) clearTimeout(timer)
-  const events = read(join(group, 'memory.events')) ?? ''
-  const oomKills = Number(/oom_kill (\d+)/.exec(events)?.[1] ?? 0)
-  const peak = Number(read(join(group, 'memory.peak')) ?? peakCgroup)
+  const oomKills = Number(/oom_kill (\d+)/.exec(read(join(group, files.events)) ?? '')?.[1] ?? 0)
   const mb = (b: number) => `${(b / (1 << 20)).toFixed(0)} MB`
   console.log(
     JSON.stringify({
+      cgroup: `v${h.version}`,
       limit: args.max,
-      cgroupPeak: mb(peak),
-      processPeakRss: mb(peakRss),
+      cgroupPeak: mb(Number(read(join(group, files.peak)) ?? 0)),
+      processPeakRss: mb(rss.processPeak),
+      treePeakRss: mb(rss.treePeak),
+      limitHits: h.version === 1 ? Number(read(join(group, 'memory.failcnt')) ?? 0) : undefined,
       oomKills,
       exit,
-      stoppedAfterSeconds: args.seconds,
+      seconds: Math.round((Date.now() - started) / 1000),
+      loadavg: loadavg().map((x) => x.toFixed(2)),
     }),
   )
   try {
