@@ -184,8 +184,8 @@ export async function getHandles(
 
 /**
  * The names of `agents` (at-uri -> its record's key; at most 200 asked at once), by at-uri:
- * a visible agent record's `name`, trimmed and at most 100 characters; agents without one
- * are absent.
+ * a visible agent record's `name`, trimmed (the UI clips it for display); agents without
+ * one are absent.
  */
 export async function getAgentNames(
   db: Database,
@@ -195,7 +195,7 @@ export async function getAgentNames(
   const names = await readAgentNames(db, [...keys.values()])
   const out = new Map<string, string>()
   for (const [uri, k] of keys) {
-    const name = names.get(`${k.did} ${k.rkey}`)?.trim().slice(0, 100)
+    const name = names.get(`${k.did} ${k.rkey}`)?.trim()
     if (name) out.set(uri, name)
   }
   return out

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import type { Database } from '../../src/db/client.ts'
 import {
   AGENT_RKEY,
@@ -12,7 +12,7 @@ import {
   type Seeded,
   useSeededApp,
 } from '../api/fixtures.ts'
-import { apply, NSIDS } from '../helpers/events.ts'
+import { apply, NSIDS, sha256 } from '../helpers/events.ts'
 
 // The browse UI's pages through Fastify's inject: status codes, headers and what the HTML
 // holds. The same pages in a real browser are in test/ui/browse.test.ts.
@@ -439,6 +439,188 @@ describe('the UI is one client of the API', () => {
       expect(r.status).toBe(200)
       expect(String(r.headers['content-type'])).toContain(type)
     }
+  })
+})
+
+// Agents and conversations in the shapes Letta writes them (examples/sample.ndjson): the
+// agent page shows what the record says and how many of its repo's prompts are current, a
+// prompt page its agent's model and its conversation's state, and records as broken as a
+// user may write them are shown clipped and break nothing.
+describe('Letta-shaped agents and conversations', () => {
+  const LETTA = 'did:plc:lettalettalettalettaxxxx'
+  const OTHER = 'did:plc:otherotherotherotherxxxx'
+  const SYSTEM =
+    'You are Juno-97.\n<base_instructions>\nBe kind.\n</base_instructions>\n{CORE_MEMORY}'
+  const LONG_NAME = `agent ${'n'.repeat(10_000)}`
+  const agentRkey = 'juno'
+  const agentUri = `at://${LETTA}/${NSIDS.agent}/${agentRkey}`
+  const KEYS = ['memStale', 'tmplStale', 'current', 'hidden', 'missing', 'other', 'bad'] as const
+  const k = {} as Record<(typeof KEYS)[number], string>
+  const bad = { system: 'badsystem', tags: 'badtags', long: 'longname' }
+  const memfs = (c: string) => c.repeat(40)
+
+  beforeAll(async () => {
+    const { w, deps } = s
+    const agent = (rkey: string, fields: Record<string, unknown>) =>
+      w.commit({
+        did: LETTA,
+        collection: NSIDS.agent,
+        rkey,
+        record: { $type: NSIDS.agent, ...fields },
+      })
+    for (const key of KEYS) k[key] = w.tid()
+    const prompt = (rkey: string, fields: Record<string, unknown>, did = LETTA) =>
+      w.prompt({
+        did,
+        rkey,
+        fields: {
+          agent: agentUri,
+          rawSystemHash: sha256(SYSTEM),
+          memfsRevision: memfs('a'),
+          ...fields,
+        },
+      })
+    const conversation = (rkey: string, extra: Record<string, unknown> = {}, did = LETTA) =>
+      w.conversation({
+        did,
+        rkey,
+        record: {
+          $type: NSIDS.conversation,
+          agent: agentUri,
+          id: `conv-${rkey}`,
+          agent_id: 'agent-juno',
+          in_context_message_ids: ['message-1', 'message-2'],
+          ...extra,
+        },
+      })
+    await apply(deps, [
+      agent(agentRkey, {
+        id: 'agent-juno',
+        name: 'Juno-97',
+        description: 'Juno-97, a companion that remembers',
+        system: SYSTEM,
+        tags: ['support', 'demo'],
+        model: 'anthropic/claude-sonnet-4-5',
+        model_settings: { provider_type: 'anthropic', max_output_tokens: 4096 },
+      }),
+      // Compiled first from an older memory: a later compile of the agent differs.
+      conversation(k.memStale),
+      prompt(k.memStale, { memfsRevision: memfs('0') }),
+      conversation(k.tmplStale),
+      prompt(k.tmplStale, { rawSystemHash: sha256('an older template') }),
+      conversation(k.current),
+      prompt(k.current, {}),
+      conversation(k.hidden, { hidden: true, tags: ['archived'] }),
+      prompt(k.hidden, {}),
+      prompt(k.missing, {}),
+      // Another repo's prompt naming this agent: counted by flag, not among its repo's.
+      conversation(k.other, {}, OTHER),
+      prompt(k.other, {}, OTHER),
+    ])
+    // The broken agents last, so the overview's recent changes show them.
+    await apply(deps, [
+      agent(bad.system, { name: 'system-is-a-number', system: 42 }),
+      agent(bad.tags, { name: 'tags-is-a-string', system: SYSTEM, tags: 'not-a-list' }),
+      agent(bad.long, { name: LONG_NAME, system: SYSTEM, tags: ['x'] }),
+      conversation(k.bad),
+      prompt(k.bad, { agent: `at://${LETTA}/${NSIDS.agent}/${bad.long}` }),
+    ])
+  })
+
+  const flagsOf = async (did: string, rkey: string) =>
+    (await api(`/v1/prompts/${enc(did)}/${rkey}`)).body.flags as string[]
+  const listOf = (flag?: string) =>
+    `/prompts?${new URLSearchParams({ did: LETTA, agent: agentUri, ...(flag ? { flag } : {}) })}`
+
+  it('the agent page shows its name, description, model, tags, template hash and N of M prompts current', async () => {
+    // What the index decided of each prompt, which the count below is of.
+    expect(await flagsOf(LETTA, k.memStale)).toEqual(['staleMemory'])
+    expect(await flagsOf(LETTA, k.tmplStale)).toEqual(['staleTemplate'])
+    expect(await flagsOf(LETTA, k.current)).toEqual([])
+    expect(await flagsOf(LETTA, k.missing)).toEqual(['orphaned'])
+    const r = await page(`/agents/${enc(LETTA)}/${agentRkey}`)
+    expect(r.status).toBe(200)
+    expect(r.body).toContain('<h1>Agent “Juno-97”</h1>')
+    expect(r.body).toContain('<dt>name</dt><dd>Juno-97</dd>')
+    expect(r.body).toContain('<dt>description</dt><dd>Juno-97, a companion that remembers</dd>')
+    expect(r.body).toContain('<dt>model</dt><dd><code>anthropic/claude-sonnet-4-5</code></dd>')
+    expect(r.body).toContain('<code class="tag">support</code> <code class="tag">demo</code>')
+    expect(r.body).toContain('<dt>Letta id</dt><dd><code>agent-juno</code></dd>')
+    expect(r.body).toContain(
+      `<dt>template hash</dt><dd><code class="hash">${sha256(SYSTEM)}</code></dd>`,
+    )
+    // Of the five in its repo, two are stale; the other repo's prompt is not among them.
+    expect(r.body).toContain(`<a href="${escaped(listOf())}">3 of 5 prompts current</a>`)
+    expect(r.body).toContain(`<a href="${escaped(listOf('staleTemplate'))}">1 staleTemplate</a>`)
+    expect(r.body).toContain(`<a href="${escaped(listOf('staleMemory'))}">1 staleMemory</a>`)
+    expect(r.body).toMatch(/<a href="[^"]+">all<\/a><\/th><td class="num">6<\/td>/)
+    // The links list exactly those prompts.
+    expect(rkeysOf((await page(listOf('staleTemplate'))).body)).toEqual([k.tmplStale])
+    expect(rkeysOf((await page(listOf())).body).sort()).toEqual(
+      [k.memStale, k.tmplStale, k.current, k.hidden, k.missing].sort(),
+    )
+  })
+
+  it('a prompt page shows its agent by name and model, and its conversation as it exists, hidden or missing', async () => {
+    const agentLinkHtml = `<a class="agent-name" href="/agents/${enc(LETTA)}/${agentRkey}" title="${agentUri}">Juno-97</a>`
+    const model = '<span class="model">model <code>anthropic/claude-sonnet-4-5</code></span>'
+    const states: Array<[string, string]> = [
+      [k.current, `">conversation ${k.current}</a> <span class="muted">exists</span>`],
+      [
+        k.hidden,
+        `">conversation ${k.hidden}</a> <span class="warn">hidden (its record says hidden: true)</span>`,
+      ],
+      [k.missing, '<span class="warn">missing: no conversation record in this slot</span>'],
+    ]
+    for (const [rkey, state] of states) {
+      const r = await page(`/prompts/${enc(LETTA)}/${rkey}`)
+      expect(r.status, rkey).toBe(200)
+      expect(r.body, rkey).toContain(`<dt>agent</dt><dd>${agentLinkHtml} ${model}</dd>`)
+      expect(r.body, rkey).toContain(`<dt>conversation</dt><dd>`)
+      expect(r.body, rkey).toContain(state)
+    }
+    // The hidden conversation's own page says so, and names its agent.
+    const c = await page(`/conversations/${enc(LETTA)}/${k.hidden}`)
+    expect(c.status).toBe(200)
+    expect(c.body).toContain(
+      '<dt>hidden</dt><dd><span class="warn">yes (its record says hidden: true)</span></dd>',
+    )
+    expect(c.body).toContain(`<dt>agent</dt><dd>${agentLinkHtml}</dd>`)
+    expect(c.body).toContain('<dt>messages in context</dt><dd>2</dd>')
+  })
+
+  it('agents whose system is not a string, whose tags are not a list, or whose name is 10,000 characters render with names clipped', async () => {
+    const clippedName = `${LONG_NAME.slice(0, 99)}…`
+    const sys = await page(`/agents/${enc(LETTA)}/${bad.system}`)
+    expect(sys.status).toBe(200)
+    expect(sys.body).toContain('no template hash (system is not a string)')
+    expect(sys.body).not.toContain('System template')
+    const tags = await page(`/agents/${enc(LETTA)}/${bad.tags}`)
+    expect(tags.status).toBe(200)
+    expect(tags.body).not.toContain('<dt>tags</dt>')
+    expect(tags.body).toContain(`<code class="hash">${sha256(SYSTEM)}</code>`)
+    const long = await page(`/agents/${enc(LETTA)}/${bad.long}`)
+    expect(long.status).toBe(200)
+    expect(long.body).toContain(`<title>Agent ${clippedName}`)
+    expect(long.body).toContain(`<h1>Agent “${clippedName}”</h1>`)
+    expect(long.body).toContain(
+      `<dt>name</dt><dd>${clippedName} <span class="muted">(10006 characters`,
+    )
+    // The whole name is only in the record's JSON.
+    expect(long.body.split(LONG_NAME)).toHaveLength(2)
+    expect(long.body.indexOf(LONG_NAME)).toBeGreaterThan(long.body.indexOf('Record JSON'))
+    // Lists, the overview's recent changes and the prompt page show it clipped.
+    const link = `href="/agents/${enc(LETTA)}/${bad.long}"`
+    for (const url of [`/prompts?did=${enc(LETTA)}`, '/', `/prompts/${enc(LETTA)}/${k.bad}`]) {
+      const r = await page(url)
+      expect(r.status, url).toBe(200)
+      expect(r.body, url).toContain(link)
+      expect(r.body, url).toContain(clippedName)
+      expect(r.body, url).not.toContain(LONG_NAME.slice(0, 200))
+    }
+    // Its prompts' list filtered on it names it in the caption, clipped.
+    const filtered = await page(`/prompts?agent=${enc(`at://${LETTA}/${NSIDS.agent}/${bad.long}`)}`)
+    expect(filtered.body).toContain(`<caption>Prompts of agent “${clippedName}”`)
   })
 })
 

@@ -43,7 +43,7 @@ export function agentLink(uri: string | null, nsids: Nsids, name?: string): Html
   if (!ref || ref.collection !== nsids.agent) return html`<code class="uri">${uri}</code>`
   const href = agentHref(ref.did, ref.rkey)
   return name
-    ? html`<a class="agent-name" href="${href}" title="${uri}">${name}</a>`
+    ? html`<a class="agent-name" href="${href}" title="${uri}">${clipped(name)}</a>`
     : html`<a href="${href}"><code class="uri">${uri}</code></a>`
 }
 
@@ -100,3 +100,16 @@ export function jsonBlock(value: unknown, label: string): Html {
 }
 
 export const str = (v: unknown): string | null => (typeof v === 'string' ? v : null)
+
+/** Names shown in lists and headings are cut to this many characters. */
+const NAME_MAX = 100
+
+/**
+ * `text` cut to `max` characters with an ellipsis when longer, so a record's 10,000-character
+ * name cannot fill a heading or a table; a cut never splits a surrogate pair.
+ */
+export function clipped(text: string, max = NAME_MAX): string {
+  if (text.length <= max) return text
+  const end = /[\uD800-\uDBFF]/.test(text[max - 2] ?? '') ? max - 2 : max - 1
+  return `${text.slice(0, end)}…`
+}

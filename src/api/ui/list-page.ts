@@ -5,6 +5,7 @@ import { getAgentNames, getHandles } from '../reads.ts'
 import {
   agentLink,
   bytes,
+  clipped,
   flagBadges,
   listHref,
   parseAtUri,
@@ -121,6 +122,12 @@ function pager(
   return html`<nav class="pager" aria-label="Pages">${prev} ${first} ${nxt}</nav>`
 }
 
+/** The agent a list is filtered on: by its name when a listed prompt's agent gives one. */
+function agentName(uri: string, names: Names): string {
+  const name = names.agents.get(uri)
+  return name ? `“${clipped(name)}” (${uri})` : uri
+}
+
 export async function listPage(input: PageInput, ctx: PageContext): Promise<Html> {
   const { q, flag, did, agent, limit, cursor } = input.query
   const trail = parseTrail(input.query.prev)
@@ -134,7 +141,7 @@ export async function listPage(input: PageInput, ctx: PageContext): Promise<Html
     q ? `matching “${q}”` : null,
     flag ? `flagged ${flag}` : null,
     did ? `in repo ${did}` : null,
-    agent ? `of agent ${agent}` : null,
+    agent ? `of agent ${agentName(agent, names)}` : null,
   ].filter((x): x is string => x !== null)
   const caption = `${what.length ? `Prompts ${what.join(', ')}` : 'All visible prompts'}, ${ORDER}`
   return layout(

@@ -3,10 +3,12 @@ import type { PromptAnswer } from '../reads.ts'
 import type { RevisionView } from '../revision-reads.ts'
 import {
   agentLink,
+  clipped,
   conversationHref,
   facts,
   flagBadges,
   jsonBlock,
+  parseAtUri,
   promptHref,
   repoLink,
   seg,
@@ -40,20 +42,57 @@ function provenance(p: PromptAnswer): Html | null {
   return html`${v.source ?? 'unknown source'}, ${verified}${v.commit ? html`, commit <code>${v.commit}</code>` : ''}`
 }
 
-function factsPanel(p: PromptAnswer, ctx: PageContext, names: Names): Html {
+/** The agent and conversation records a prompt's facts describe, when this index shows them. */
+interface Linked {
+  agent: Record<string, unknown> | null
+  conversation: Record<string, unknown> | null
+}
+
+const asRecord = (v: unknown): Record<string, unknown> | null =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null
+
+async function linkedRecords(p: PromptAnswer, input: PageInput, ctx: PageContext): Promise<Linked> {
+  const ref = parseAtUri(p.agent.uri)
+  const [agent, conversation] = await Promise.all([
+    p.agent.exists && ref?.collection === ctx.nsids.agent
+      ? found(input.read(READS.getAgent, { did: ref.did, rkey: ref.rkey }))
+      : null,
+    p.conversation.exists
+      ? found(input.read(READS.getConversation, { did: p.did, rkey: p.rkey }))
+      : null,
+  ])
+  return { agent: asRecord(agent?.agent), conversation: asRecord(conversation?.record) }
+}
+
+/** The conversation in the prompt's slot: exists, hidden (Letta's `hidden: true`) or missing. */
+function conversationState(p: PromptAnswer, rec: Record<string, unknown> | null): Html {
+  if (!p.conversation.exists)
+    return html`<span class="warn">missing: no conversation record in this slot</span>`
+  const link = html`<a href="${conversationHref(p.did, p.rkey)}">conversation ${p.rkey}</a>`
+  return rec?.hidden === true
+    ? html`${link} <span class="warn">hidden (its record says hidden: true)</span>`
+    : html`${link} <span class="muted">exists</span>`
+}
+
+function agentFact(p: PromptAnswer, ctx: PageContext, names: Names, rec: Linked['agent']): Html {
+  const link = agentLink(p.agent.uri, ctx.nsids, names.agents.get(p.agent.uri ?? ''))
+  if (!p.agent.exists) return html`${link} <span class="muted">(not indexed)</span>`
+  if (!rec) return link
+  const model = str(rec.model)
+  return model === null
+    ? html`${link} <span class="muted">(no model given)</span>`
+    : html`${link} <span class="model">model <code>${clipped(model)}</code></span>`
+}
+
+function factsPanel(p: PromptAnswer, ctx: PageContext, names: Names, linked: Linked): Html {
   const rec = (p.record ?? {}) as Record<string, unknown>
-  const conv = p.conversation.exists
-    ? html`<a href="${conversationHref(p.did, p.rkey)}">conversation ${p.rkey}</a>`
-    : html`<span class="warn">no conversation record in this slot</span>`
-  const name = names.agents.get(p.agent.uri ?? '')
-  const agent = html`${agentLink(p.agent.uri, ctx.nsids, name)}${p.agent.exists ? '' : html` <span class="muted">(not indexed)</span>`}`
   return facts([
     ['repo', repoLink(p.did, names.handles)],
     ['at-uri', html`<code class="uri">${p.uri}</code>`],
     ['cid', html`<code>${p.cid}</code>`],
     ['rev', html`<code>${p.rev}</code>`],
-    ['conversation', conv],
-    ['agent', agent],
+    ['conversation', conversationState(p, linked.conversation)],
+    ['agent', agentFact(p, ctx, names, linked.agent)],
     ['compiled at', time(str(rec.compiledAt))],
     ['recompiles', String(p.recompiles)],
     ['last recompile', anatomyLabel(p.changed, null)],
@@ -98,10 +137,11 @@ export async function promptPage(input: PageInput, ctx: PageContext): Promise<Ht
   const { answer, recordJson } = await input.read(READS.getPrompt, params)
   const p: PromptAnswer = { ...answer, record: JSON.parse(recordJson) }
   const { from, to, revcursor } = input.query
-  const [revs, names, diff] = await Promise.all([
+  const [revs, names, diff, linked] = await Promise.all([
     found(input.read(READS.getPromptRevisions, { ...params, limit: '100', cursor: revcursor })),
     namesOf([p], ctx),
     from || to ? diffSection(input, params, { from, to }) : Promise.resolve(null),
+    linkedRecords(p, input, ctx),
   ])
   const rec = (p.record ?? {}) as Record<string, unknown>
   const { content: _c, coreMemory: _m, ...rest } = rec
@@ -114,7 +154,7 @@ export async function promptPage(input: PageInput, ctx: PageContext): Promise<Ht
 <p class="sub">${repoLink(p.did, names.handles)} · ${flagBadges(p.flags)}</p>
 <div class="grid">
 <section aria-labelledby="flags-h" class="panel"><h2 id="flags-h">Flags</h2>${flagsPanel(p)}</section>
-<section aria-labelledby="facts-h" class="panel"><h2 id="facts-h">Record</h2>${factsPanel(p, ctx, names)}${jsonBlock(rest, 'Other record fields (JSON)')}</section>
+<section aria-labelledby="facts-h" class="panel"><h2 id="facts-h">Record</h2>${factsPanel(p, ctx, names, linked)}${jsonBlock(rest, 'Other record fields (JSON)')}</section>
 </div>
 ${diff ?? ''}
 <section aria-labelledby="revs-h"><h2 id="revs-h">Revisions</h2>${revisionsForm(p, revs?.items ?? [], { from, to })}${more}</section>

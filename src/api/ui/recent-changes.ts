@@ -4,6 +4,7 @@ import { roleOf } from '../../model/nsids.ts'
 import { type ChangeRow, getAgentNames, getHandles, recentChanges } from '../reads.ts'
 import {
   agentHref,
+  clipped,
   conversationHref,
   flagBadges,
   promptHref,
@@ -47,12 +48,9 @@ async function namesOf(rows: ChangeRow[], ctx: PageContext): Promise<ChangeNames
 }
 
 function target(c: ChangeRow, ctx: PageContext, names: ChangeNames): Html {
-  const name = names.records
-    .get(keyOf(c.collection, c.did, c.rkey))
-    ?.trim()
-    .slice(0, 100)
+  const name = names.records.get(keyOf(c.collection, c.did, c.rkey))?.trim()
   const label = name
-    ? html`<span class="record-name" title="record key ${c.rkey}">${name}</span>`
+    ? html`<span class="record-name" title="record key ${c.rkey}">${clipped(name)}</span>`
     : html`<code>${c.rkey}</code>`
   if (c.op === 'delete') return label
   const role = roleOf(ctx.nsids, c.collection)
