@@ -231,7 +231,7 @@ export const SETTINGS = [
     'ANALYSIS_THREADS',
     'auto',
     autoOrInt(0, 16),
-    'Worker threads analyzing prompts as they are queued (0: on the main thread; auto: 1 on embedded PGlite with a second core, else 0)',
+    'Worker threads analyzing prompts as they are queued (0: on the main thread; auto: 1 on embedded PGlite with a second core and no memory limit under 1 GiB, else 0)',
   ),
   setting(
     'verifyThreads',

@@ -56,17 +56,23 @@ export interface AnalysisPoolOptions {
  */
 export const ANALYSIS_START_AT = 200
 
+/** Below this memory limit (a cgroup's, as Node reads it) `auto` starts no worker. */
+export const ANALYSIS_MIN_MEMORY = 1 << 30
+
 /**
  * Threads for `ANALYSIS_THREADS` (`auto` by default): one on embedded PGlite, whose database
- * shares the main thread; none on Postgres, where a worker did not pay for its heap.
+ * shares the main thread; none on Postgres, where a worker did not pay for its heap; none
+ * under a memory limit below 1 GiB, where the worker's heap is what an OOM kill would take.
  */
 export function analysisThreadsFor(
   setting: number | 'auto',
   database: 'postgres' | 'pglite',
   cores: number,
+  memoryLimit: number = process.constrainedMemory(),
 ): number {
   if (setting !== 'auto') return setting
-  return database === 'pglite' && cores >= 2 ? 1 : 0
+  const limited = memoryLimit > 0 && memoryLimit < ANALYSIS_MIN_MEMORY
+  return database === 'pglite' && cores >= 2 && !limited ? 1 : 0
 }
 
 const WORKER_URL = new URL('./analysis-worker.ts', import.meta.url)

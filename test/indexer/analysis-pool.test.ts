@@ -254,6 +254,11 @@ describe('ANALYSIS_THREADS=auto', () => {
     expect(analysisThreadsFor('auto', 'pglite', 1)).toBe(0)
     expect(analysisThreadsFor('auto', 'postgres', 2)).toBe(0)
     expect(analysisThreadsFor('auto', 'postgres', 64)).toBe(0)
+    // A small box's memory limit (a cgroup's, as Node reads it): no worker heap to OOM on.
+    expect(analysisThreadsFor('auto', 'pglite', 2, 384 << 20)).toBe(0)
+    expect(analysisThreadsFor('auto', 'pglite', 2, 2 ** 31)).toBe(1)
+    expect(analysisThreadsFor('auto', 'pglite', 2, 0)).toBe(1) // no limit known
+    expect(analysisThreadsFor(1, 'pglite', 2, 384 << 20)).toBe(1) // asked for: given
     // A number is taken as it is.
     expect(analysisThreadsFor(0, 'pglite', 8)).toBe(0)
     expect(analysisThreadsFor(3, 'postgres', 1)).toBe(3)
