@@ -76,7 +76,7 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
   const queries = (): Array<[string, SQL]> => {
     const out: Array<[string, SQL]> = []
     const mid = 40_001
-    const after = { rkey: rkey(mid), did: did(mid) }
+    const after = { rkey: rkey(mid), did: did(mid), key: null }
     for (const flag of [null, ...FILTER_NAMES] as Array<ListFlag | null>) {
       for (const withCursor of [false, true]) {
         for (const filter of ['none', 'did', 'agent', 'did+agent'] as const) {
@@ -87,6 +87,7 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
               flag,
               did: filter.includes('did') ? did(17) : null,
               agent: filter.includes('agent') ? { did: did(17), rkey: 'agent17' } : null,
+              sort: 'created',
               after: withCursor ? after : null,
               take: 51,
             }),
@@ -110,12 +111,12 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
       for (const flag of [null, 'orphaned', 'ok'] as Array<ListFlag | null>) {
         out.push([
           `search ${words.join('+')} flag=${flag ?? '-'}`,
-          searchQuery({ words, flag, did: null, agent: null, after: null, take: 51 }),
+          searchQuery({ words, flag, did: null, agent: null, sort: 'created', after: null, take: 51 }),
         ])
       }
       out.push([
         `search ${words.join('+')} did+cursor`,
-        searchQuery({ words, flag: null, did: did(17), agent: null, after, take: 51 }),
+        searchQuery({ words, flag: null, did: did(17), agent: null, sort: 'created', after, take: 51 }),
       ])
     }
     out.push(['prompt state', promptStateQuery(did(5), rkey(5))])
@@ -179,11 +180,11 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
       invalid: 'prompts_invalid_idx',
     }
     for (const flag of FILTER_NAMES) {
-      const p = await plan(promptListQuery({ flag, did: null, agent: null, after: null, take: 51 }))
+      const p = await plan(promptListQuery({ flag, did: null, agent: null, sort: 'created', after: null, take: 51 }))
       expect(p, p).toContain(`Index Scan using ${INDEX[flag]}`)
     }
     const all = await plan(
-      promptListQuery({ flag: null, did: null, agent: null, after: null, take: 51 }),
+      promptListQuery({ flag: null, did: null, agent: null, sort: 'created', after: null, take: 51 }),
     )
     expect(all, all).toContain('Index Scan using prompts_page_idx')
     if (process.env.SHOW_PLANS) {
@@ -199,6 +200,7 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
         flag: null,
         did: null,
         agent: null,
+        sort: 'created',
         after: null,
         take: 51,
       }),
@@ -210,6 +212,7 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
         flag: null,
         did: null,
         agent: null,
+        sort: 'created',
         after: null,
         take: 51,
       }),
