@@ -127,7 +127,8 @@ const SORT_KEY = /^-?[0-9]{1,19}$/
 // `created` keeps its cursor of before the sorts, [rkey, did], so cursors already handed
 // out still page; the others add their name and key: [rkey, did, sort, key].
 export function encodeCursor(key: PageKey): string {
-  const parts = key.sort === 'created' ? [key.rkey, key.did] : [key.rkey, key.did, key.sort, key.key]
+  const parts =
+    key.sort === 'created' ? [key.rkey, key.did] : [key.rkey, key.did, key.sort, key.key]
   return Buffer.from(JSON.stringify(parts), 'utf8').toString('base64url')
 }
 

@@ -136,9 +136,7 @@ describe('sort', () => {
       expect(await walk(`/v1/prompts?did=bob.test&sort=${sort}`, 4), sort).toEqual(
         ordered(bob, sort),
       )
-      expect(await walk(`/v1/prompts?flag=ok&sort=${sort}`, 2), sort).toEqual(
-        ordered(okRows, sort),
-      )
+      expect(await walk(`/v1/prompts?flag=ok&sort=${sort}`, 2), sort).toEqual(ordered(okRows, sort))
     }
   })
 
@@ -172,7 +170,7 @@ describe('sort', () => {
     }
   })
 
-  it("a cursor of one order used with another is the same 400 by REST and XRPC, naming both", async () => {
+  it('a cursor of one order used with another is the same 400 by REST and XRPC, naming both', async () => {
     const cursorOf = async (sort: ListSort) =>
       (await get(`/v1/prompts?sort=${sort}&limit=2`)).body.cursor as string
     for (const from of LIST_SORTS) {
@@ -207,9 +205,7 @@ describe('sort', () => {
       const rest = await get(`/v1/prompts?sort=size&cursor=${cursor(bad)}`)
       expect(rest.status, JSON.stringify(bad)).toBe(400)
       expect(rest.body.message).toContain('cursor is malformed')
-      expect((await xrpc('listPrompts', `sort=size&cursor=${cursor(bad)}`)).body).toEqual(
-        rest.body,
-      )
+      expect((await xrpc('listPrompts', `sort=size&cursor=${cursor(bad)}`)).body).toEqual(rest.body)
     }
     const ok = await get(`/v1/prompts?sort=size&cursor=${cursor([rkey, DAVE, 'size', '100'])}`)
     expect(ok.status).toBe(200)

@@ -1559,7 +1559,7 @@ export const schemaDict = {
               enum: ['created', 'compiled', 'indexed', 'recompiles', 'size'],
               default: 'created',
               description:
-                'Order of the page, ties broken by did then rkey: created, by rkey descending (a TID rkey is its creation time); compiled, newest compiledAt first (absent or not a datetime last); indexed, the time this index stored the current version, newest first; recompiles, most recompiles first; size, largest content (UTF-8 bytes) first (no content last). A cursor continues the order it was made in.',
+                'Order of the page: created, by rkey descending (a TID rkey is its creation time), then did; the others by their key descending, then did and rkey descending: compiled, newest compiledAt first (absent or not a datetime last); indexed, the time this index stored the current version, newest first; recompiles, most recompiles first; size, largest content (UTF-8 bytes) first (no content last). A cursor continues the order it was made in.',
             },
             limit: {
               type: 'integer',
@@ -1647,7 +1647,7 @@ export const schemaDict = {
               enum: ['created', 'compiled', 'indexed', 'recompiles', 'size'],
               default: 'created',
               description:
-                'Order of the page, ties broken by did then rkey: created, by rkey descending (a TID rkey is its creation time); compiled, newest compiledAt first (absent or not a datetime last); indexed, the time this index stored the current version, newest first; recompiles, most recompiles first; size, largest content (UTF-8 bytes) first (no content last). A cursor continues the order it was made in.',
+                'Order of the page: created, by rkey descending (a TID rkey is its creation time), then did; the others by their key descending, then did and rkey descending: compiled, newest compiledAt first (absent or not a datetime last); indexed, the time this index stored the current version, newest first; recompiles, most recompiles first; size, largest content (UTF-8 bytes) first (no content last). A cursor continues the order it was made in.',
             },
             limit: {
               type: 'integer',

@@ -33,7 +33,8 @@ const keyOf = (sort: KeyedSort): SQL => sql.raw(LIST_SORT_KEYS[sort]('p.'))
 /** The key of the page's last row as a cursor carries it: integer digits for every order. */
 export function sortKeyText(sort: ListSort): SQL {
   if (sort === 'created') return sql.raw('NULL::text')
-  if (sort === 'indexed') return sql.raw('(extract(epoch FROM p.indexed_at) * 1000000)::bigint::text')
+  if (sort === 'indexed')
+    return sql.raw('(extract(epoch FROM p.indexed_at) * 1000000)::bigint::text')
   return sql`(${keyOf(sort)})::text`
 }
 
