@@ -100,7 +100,7 @@ describe('pages', () => {
   it('orders by the selected sort, says which order in the caption, and pages keep it', async () => {
     const plain = await page('/prompts')
     expect(plain.body).toContain('<select id="f-sort" name="sort">')
-    expect(plain.body).toContain('<option value="created" selected>')
+    expect(plain.body).toContain('<option value="" selected>record key (created)</option>')
     expect(plain.body).toContain('by record key, descending')
     for (const sort of ['compiled', 'indexed', 'recompiles', 'size'])
       expect(plain.body).toContain(`<option value="${sort}">`)

@@ -51,8 +51,12 @@ const SORTS: Record<ListSort, { option: string; caption: string }> = {
 type Filters = Partial<Record<'q' | 'flag' | 'did' | 'agent' | 'sort' | 'limit', string>>
 
 function sortSelect(current: string | undefined): Html {
-  const option = (v: ListSort) =>
-    html`<option value="${v}"${(current ?? DEFAULT_SORT) === v ? html` selected` : ''}>${SORTS[v].option}</option>`
+  // The default's value is empty, as `flag`'s "any": a form sent as it came adds nothing.
+  const option = (v: ListSort) => {
+    const value = v === DEFAULT_SORT ? '' : v
+    const on = (current ?? DEFAULT_SORT) === v ? html` selected` : ''
+    return html`<option value="${value}"${on}>${SORTS[v].option}</option>`
+  }
   return html`<div><label for="f-sort">Order</label><select id="f-sort" name="sort">${LIST_SORTS.map(option)}</select></div>`
 }
 
