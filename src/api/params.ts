@@ -1,6 +1,6 @@
 import { isValidDid, isValidHandle, isValidRecordKey } from '@atproto/syntax'
 import type { FILTER_NAMES } from '../model/flags.ts'
-import { LIST_SORTS, type ListSort } from '../model/list-sort.ts'
+import { LIST_SORTS, type ListSort, SORT_KEY_RANGE } from '../model/list-sort.ts'
 import { badRequest, DECIMAL_PATTERN } from './http-errors.ts'
 
 // Every parameter is checked here, before any query runs: a malformed value is a 400
@@ -121,8 +121,16 @@ export interface PageKey {
 }
 
 const BASE64URL = /^[A-Za-z0-9_-]{1,2048}$/
-/** A sort key: an integer of at most 19 digits (a bigint), every order's key being one. */
+/** A sort key: an integer of at most 19 digits, every order's key being one. */
 const SORT_KEY = /^-?[0-9]{1,19}$/
+
+/** Whether `key` is an integer in the range of `sort`'s key. */
+function inRange(sort: Exclude<ListSort, 'created'>, key: unknown): key is string {
+  if (typeof key !== 'string' || !SORT_KEY.test(key)) return false
+  const [min, max] = SORT_KEY_RANGE[sort]
+  const n = BigInt(key)
+  return n >= min && n <= max
+}
 
 // `created` keeps its cursor of before the sorts, [rkey, did], so cursors already handed
 // out still page; the others add their name and key: [rkey, did, sort, key].
@@ -147,7 +155,7 @@ export function decodeCursor(value: string, param = 'cursor'): PageKey {
   if (!isValidRecordKey(rkey) || typeof did !== 'string' || !isValidDid(did)) throw fail()
   if (parsed.length === 2) return { sort: 'created', rkey, did, key: null }
   const named = LIST_SORTS.find((s) => s !== 'created' && s === sort)
-  if (!named || typeof key !== 'string' || !SORT_KEY.test(key)) throw fail()
+  if (!named || !inRange(named, key)) throw fail()
   return { sort: named, rkey, did, key }
 }
 

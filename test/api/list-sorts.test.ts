@@ -198,15 +198,27 @@ describe('sort', () => {
       [rkey, DAVE, 'size', '1.5'],
       [rkey, DAVE, 'size', 12],
       [rkey, DAVE, 'size', "1' OR 1=1"],
+      [rkey, DAVE, 'size', '2147483648'], // beyond the column's integers
+      [rkey, DAVE, 'compiled', '-9999999999999999999'],
+      [rkey, DAVE, 'indexed', '-9000000000000000000'], // before year 1
       [rkey, DAVE, 'bogus', '12'],
       [rkey, DAVE, 'created', '12'],
       [rkey, DAVE, 'size'],
     ]) {
-      const rest = await get(`/v1/prompts?sort=size&cursor=${cursor(bad)}`)
+      const sort = LIST_SORTS.find((x) => x === bad[2]) ?? 'size'
+      const q = `sort=${sort}&cursor=${cursor(bad)}`
+      const rest = await get(`/v1/prompts?${q}`)
       expect(rest.status, JSON.stringify(bad)).toBe(400)
       expect(rest.body.message).toContain('cursor is malformed')
-      expect((await xrpc('listPrompts', `sort=size&cursor=${cursor(bad)}`)).body).toEqual(rest.body)
+      expect((await xrpc('listPrompts', q)).body).toEqual(rest.body)
     }
+    // The ends of a range are keys like any other.
+    const latest = cursor([rkey, DAVE, 'indexed', '253402300799999999'])
+    expect((await get(`/v1/prompts?sort=indexed&cursor=${latest}`)).body.items).toHaveLength(
+      all.length,
+    )
+    const oldest = cursor([rkey, DAVE, 'compiled', '-9223372036854775808'])
+    expect((await get(`/v1/prompts?sort=compiled&cursor=${oldest}`)).status).toBe(200)
     const ok = await get(`/v1/prompts?sort=size&cursor=${cursor([rkey, DAVE, 'size', '100'])}`)
     expect(ok.status).toBe(200)
     expect(ok.body.items.every((i: Item) => (i.contentBytes ?? -1) <= 100)).toBe(true)
