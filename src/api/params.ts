@@ -121,11 +121,13 @@ export interface PageKey {
 }
 
 const BASE64URL = /^[A-Za-z0-9_-]{1,2048}$/
+type KeyedSort = Exclude<ListSort, 'created'>
+
 /** A sort key: an integer of at most 19 digits, every order's key being one. */
 const SORT_KEY = /^-?[0-9]{1,19}$/
 
 /** Whether `key` is an integer in the range of `sort`'s key. */
-function inRange(sort: Exclude<ListSort, 'created'>, key: unknown): key is string {
+function inRange(sort: KeyedSort, key: unknown): key is string {
   if (typeof key !== 'string' || !SORT_KEY.test(key)) return false
   const [min, max] = SORT_KEY_RANGE[sort]
   const n = BigInt(key)
@@ -154,7 +156,7 @@ export function decodeCursor(value: string, param = 'cursor'): PageKey {
   const [rkey, did, sort, key] = parsed as unknown[]
   if (!isValidRecordKey(rkey) || typeof did !== 'string' || !isValidDid(did)) throw fail()
   if (parsed.length === 2) return { sort: 'created', rkey, did, key: null }
-  const named = LIST_SORTS.find((s) => s !== 'created' && s === sort)
+  const named = LIST_SORTS.find((s): s is KeyedSort => s !== 'created' && s === sort)
   if (!named || !inRange(named, key)) throw fail()
   return { sort: named, rkey, did, key }
 }
