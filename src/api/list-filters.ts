@@ -1,7 +1,16 @@
 import type { Database } from '../db/client.ts'
+import type { ListPosition } from '../db/read/list-order.ts'
 import type { PromptListQuery } from '../db/read/prompts.ts'
+import type { ListSort } from '../model/list-sort.ts'
 import type { Nsids } from '../model/nsids.ts'
-import { decodeCursor, type FilterName, parseActor, parseRecordUri } from './params.ts'
+import { badRequest } from './http-errors.ts'
+import {
+  decodeCursor,
+  type FilterName,
+  type PageKey,
+  parseActor,
+  parseRecordUri,
+} from './params.ts'
 import { resolveActor } from './reads.ts'
 
 // The filters and paging that listPrompts and searchPrompts share (SPEC section 6: search
@@ -13,6 +22,8 @@ export interface ListFilterParams {
   flag?: string
   did?: string
   agent?: string
+  /** One of LIST_SORTS (the lexicon's enum); its default, `created`, applied. */
+  sort: string
   limit: number
   cursor?: string
 }
@@ -29,12 +40,22 @@ export async function parseListFilters(
   q: ListFilterParams,
 ): Promise<{ filters: ListFilters; limit: number } | null> {
   const flag = (q.flag ?? null) as FilterName | null
-  const after = q.cursor === undefined ? null : decodeCursor(q.cursor)
+  const sort = q.sort as ListSort
+  const after = q.cursor === undefined ? null : afterOf(decodeCursor(q.cursor), sort)
   const repo = q.did === undefined ? null : parseActor(q.did, 'did')
   const agentRef = q.agent === undefined ? null : parseRecordUri(q.agent, 'agent', [nsids.agent])
   const did = repo ? await resolveActor(db, repo) : null
   const agentDid = agentRef ? await resolveActor(db, agentRef.actor) : null
   if ((repo && did === null) || (agentRef && agentDid === null)) return null
   const agent = agentRef && agentDid ? { did: agentDid, rkey: agentRef.rkey } : null
-  return { filters: { flag, did, agent, after }, limit: q.limit }
+  return { filters: { flag, did, agent, sort, after }, limit: q.limit }
+}
+
+/** A cursor's position, when it was made by a page of the same order (a 400 otherwise). */
+function afterOf(cursor: PageKey, sort: ListSort): ListPosition {
+  if (cursor.sort !== sort)
+    throw badRequest(
+      `cursor belongs to sort=${cursor.sort}, not sort=${sort}: pass back the cursor with the sort of the page that gave it, or leave it out to start over`,
+    )
+  return { rkey: cursor.rkey, did: cursor.did, key: cursor.key }
 }

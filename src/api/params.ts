@@ -1,5 +1,6 @@
 import { isValidDid, isValidHandle, isValidRecordKey } from '@atproto/syntax'
 import type { FILTER_NAMES } from '../model/flags.ts'
+import { LIST_SORTS, type ListSort, SORT_KEY_RANGE } from '../model/list-sort.ts'
 import { badRequest, DECIMAL_PATTERN } from './http-errors.ts'
 
 // Every parameter is checked here, before any query runs: a malformed value is a 400
@@ -107,16 +108,38 @@ export const SINCE: IntegerParam = {
   },
 }
 
-/** Position after the last item of a page: (rkey, did), the list's sort key. */
+/**
+ * Position after the last item of a page, in the order the page was read in: (rkey, did)
+ * for `created`, and the sort key first for the others (db/read/list-order.ts).
+ */
 export interface PageKey {
+  sort: ListSort
   rkey: string
   did: string
+  /** The sort key as integer digits; null for `created`. */
+  key: string | null
 }
 
 const BASE64URL = /^[A-Za-z0-9_-]{1,2048}$/
+type KeyedSort = Exclude<ListSort, 'created'>
 
+/** A sort key: an integer of at most 19 digits, every order's key being one. */
+const SORT_KEY = /^-?[0-9]{1,19}$/
+
+/** Whether `key` is an integer in the range of `sort`'s key. */
+function inRange(sort: KeyedSort, key: unknown): key is string {
+  if (typeof key !== 'string' || !SORT_KEY.test(key)) return false
+  const [min, max] = SORT_KEY_RANGE[sort]
+  const n = BigInt(key)
+  return n >= min && n <= max
+}
+
+// `created` keeps its cursor of before the sorts, [rkey, did], so cursors already handed
+// out still page; the others add their name and key: [rkey, did, sort, key].
 export function encodeCursor(key: PageKey): string {
-  return Buffer.from(JSON.stringify([key.rkey, key.did]), 'utf8').toString('base64url')
+  const parts =
+    key.sort === 'created' ? [key.rkey, key.did] : [key.rkey, key.did, key.sort, key.key]
+  return Buffer.from(JSON.stringify(parts), 'utf8').toString('base64url')
 }
 
 export function decodeCursor(value: string, param = 'cursor'): PageKey {
@@ -129,10 +152,13 @@ export function decodeCursor(value: string, param = 'cursor'): PageKey {
   } catch {
     throw fail()
   }
-  if (!Array.isArray(parsed) || parsed.length !== 2) throw fail()
-  const [rkey, did] = parsed as unknown[]
+  if (!Array.isArray(parsed) || (parsed.length !== 2 && parsed.length !== 4)) throw fail()
+  const [rkey, did, sort, key] = parsed as unknown[]
   if (!isValidRecordKey(rkey) || typeof did !== 'string' || !isValidDid(did)) throw fail()
-  return { rkey, did }
+  if (parsed.length === 2) return { sort: 'created', rkey, did, key: null }
+  const named = LIST_SORTS.find((s): s is KeyedSort => s !== 'created' && s === sort)
+  if (!named || !inRange(named, key)) throw fail()
+  return { sort: named, rkey, did, key }
 }
 
 /** Revision pages continue below the rev of the last revision served. */

@@ -1,5 +1,6 @@
-import type { PromptRow } from '../db/read/prompts.ts'
+import type { PromptListRow, PromptRow } from '../db/read/prompts.ts'
 import { flagsToNames } from '../model/flags.ts'
+import type { ListSort } from '../model/list-sort.ts'
 import type { Nsids } from '../model/nsids.ts'
 import { encodeCursor } from './params.ts'
 
@@ -71,8 +72,9 @@ export function toListItem(row: PromptRow, nsids: Nsids): PromptListItem {
  * A page of `limit` items from `limit + 1` rows: the extra row only says another page
  * follows, and the cursor is the last served row's sort key.
  */
-export function pageOf<R extends PromptRow, T>(
+export function pageOf<R extends PromptListRow, T>(
   rows: R[],
+  sort: ListSort,
   limit: number,
   view: (row: R) => T,
 ): { items: T[]; cursor?: string } {
@@ -80,6 +82,6 @@ export function pageOf<R extends PromptRow, T>(
   const items = page.map(view)
   const last = page.at(-1)
   return rows.length > limit && last
-    ? { items, cursor: encodeCursor({ rkey: last.rkey, did: last.did }) }
+    ? { items, cursor: encodeCursor({ sort, rkey: last.rkey, did: last.did, key: last.sortKey }) }
     : { items }
 }

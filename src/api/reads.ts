@@ -79,7 +79,7 @@ export async function listPrompts(
   limit: number,
 ): Promise<{ items: PromptListItem[]; cursor?: string }> {
   const rows = await readPromptPage(db, { ...q, take: limit + 1 })
-  return pageOf(rows, limit, (r) => toListItem(r, nsids))
+  return pageOf(rows, q.sort, limit, (r) => toListItem(r, nsids))
 }
 
 export interface ConversationView {

@@ -46,7 +46,7 @@ export async function searchPrompts(
   limit: number,
 ): Promise<{ items: SearchItem[]; cursor?: string }> {
   const rows = await readSearchPage(db, { ...q, take: limit + 1 })
-  return pageOf(rows, limit, (r) => ({
+  return pageOf(rows, q.sort, limit, (r) => ({
     ...toListItem(r, nsids),
     snippet: snippetOf(r.snippet ?? '', q.words),
   }))

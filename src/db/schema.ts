@@ -15,6 +15,7 @@ import {
 } from 'drizzle-orm/pg-core'
 import type { CursorKind } from '../model/cursor.ts'
 import { FLAG_BITS, type FlagName } from '../model/flags.ts'
+import type { ListSort } from '../model/list-sort.ts'
 
 // Every record table is keyed (did, rkey) with did first, so the store can be distributed
 // by did and the prompt-conversation join stays local to one shard. A delete keeps the row
@@ -53,6 +54,19 @@ const FLAG_INDEXES: Array<[string, FlagName]> = [
   ['prompts_detached_idx', 'coreMemoryDetached'],
   ['prompts_invalid_idx', 'invalid'],
 ]
+
+/**
+ * The keys of the list orders other than the record key's (model/list-sort.ts), as their
+ * indexes hold them and db/read/list-order.ts compares them, columns prefixed by `t`: never
+ * null, so an absent compiledAt or content ranks last in a descending order and a cursor's
+ * bound stays one range of the index.
+ */
+export const LIST_SORT_KEYS = {
+  compiled: (t = '') => `COALESCE(${t}compiled_us, '-9223372036854775808'::bigint)`,
+  indexed: (t = '') => `${t}indexed_at`,
+  recompiles: (t = '') => `${t}recompiles`,
+  size: (t = '') => `COALESCE(${t}content_bytes, -1)`,
+} satisfies Record<Exclude<ListSort, 'created'>, (t?: string) => string>
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' })
 
@@ -127,6 +141,12 @@ export const prompts = pgTable(
     index('prompts_agent_group_idx').on(t.did, t.agentUri, t.compiledUs),
     // Prompts of any repo naming one agent record: an agent write re-flags them.
     index('prompts_agent_record_idx').on(t.agentDid, t.agentRkey),
+    // Keyset pages of the other list orders: (key, did, rkey), all descending.
+    ...Object.entries(LIST_SORT_KEYS).map(([sort, key]) =>
+      index(`prompts_${sort}_page_idx`)
+        .on(sql.raw(`(${key()}) DESC`), t.did.desc(), t.rkey.desc())
+        .where(sql`NOT deleted AND NOT hidden`),
+    ),
   ],
 )
 

@@ -28,7 +28,14 @@ beforeAll(async () => {
   s = await seed(db)
   // A conversation deleted after its prompt was indexed: the row is still there, deleted.
   await apply(s.deps, [s.w.conversation({ did: BOB, rkey: s.bobRkeys[1], op: 'delete' })])
-  listed = await readPromptPage(db, { flag: null, did: null, agent: null, after: null, take: 500 })
+  listed = await readPromptPage(db, {
+    flag: null,
+    did: null,
+    agent: null,
+    sort: 'created',
+    after: null,
+    take: 500,
+  })
 })
 afterAll(async () => db?.close())
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Database, rows } from '../../src/db/client.ts'
 import { handleQuery } from '../../src/db/read/accounts.ts'
 import { changesQuery } from '../../src/db/read/changes.ts'
+import type { ListPosition } from '../../src/db/read/list-order.ts'
 import { type ListFlag, promptAnswersQuery, promptListQuery } from '../../src/db/read/prompts.ts'
 import {
   agentPromptCountsQuery,
@@ -14,6 +15,7 @@ import { promptStateQuery, revisionsQuery } from '../../src/db/read/revisions.ts
 import { searchQuery } from '../../src/db/read/search.ts'
 import { revisionPairQuery, revisionQuery, textChainsQuery } from '../../src/db/revision-texts.ts'
 import { FILTER_NAMES } from '../../src/model/flags.ts'
+import { LIST_SORTS, type ListSort } from '../../src/model/list-sort.ts'
 import { createTestDatabase, usingPostgres } from '../helpers/db.ts'
 import { NSIDS } from '../helpers/events.ts'
 
@@ -27,6 +29,8 @@ const did = (i: number) => `did:plc:seed${String(i % DIDS).padStart(6, '0')}`
 const rkey = (i: number) => `3l${i.toString(16).padStart(11, '0')}`
 
 let db: Database
+/** The seeded rows' one index time, in µs (they were all written by one statement). */
+let indexedUs: string
 
 describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () => {
   beforeAll(async () => {
@@ -65,6 +69,10 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
     await db.rows(sql`UPDATE prompts SET search_vector =
       array_to_tsvector(array_remove(regexp_split_to_array(lower(record->>'content'), '[^a-z0-9]+'), ''))`)
     await db.rows(sql`ANALYZE`)
+    const [row] = await db.rows<{ us: string }>(
+      sql`SELECT (extract(epoch FROM max(indexed_at)) * 1000000)::bigint::text AS us FROM prompts`,
+    )
+    indexedUs = row!.us
   })
   afterAll(async () => db?.close())
 
@@ -73,27 +81,41 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
   const plan = async (q: SQL): Promise<string> =>
     planText(await db.rows<Record<string, string>>(sql`EXPLAIN ${q}`))
 
+  /** The middle row's position in each order (the seeded rows share their sizes and counts). */
+  const MID = 40_001
+  const positionOf = (sort: ListSort): ListPosition => {
+    const key = {
+      created: null,
+      compiled: String(MID),
+      indexed: indexedUs,
+      recompiles: '0',
+      size: '200',
+    }
+    return { rkey: rkey(MID), did: did(MID), key: key[sort] }
+  }
+
   const queries = (): Array<[string, SQL]> => {
     const out: Array<[string, SQL]> = []
-    const mid = 40_001
-    const after = { rkey: rkey(mid), did: did(mid) }
-    for (const flag of [null, ...FILTER_NAMES] as Array<ListFlag | null>) {
-      for (const withCursor of [false, true]) {
-        for (const filter of ['none', 'did', 'agent', 'did+agent'] as const) {
-          const name = `list flag=${flag ?? '-'} cursor=${withCursor} filter=${filter}`
-          out.push([
-            name,
-            promptListQuery({
-              flag,
-              did: filter.includes('did') ? did(17) : null,
-              agent: filter.includes('agent') ? { did: did(17), rkey: 'agent17' } : null,
-              after: withCursor ? after : null,
-              take: 51,
-            }),
-          ])
+    const after = positionOf('created')
+    for (const sort of LIST_SORTS)
+      for (const flag of [null, ...FILTER_NAMES] as Array<ListFlag | null>) {
+        for (const withCursor of [false, true]) {
+          for (const filter of ['none', 'did', 'agent', 'did+agent'] as const) {
+            const name = `list sort=${sort} flag=${flag ?? '-'} cursor=${withCursor} filter=${filter}`
+            out.push([
+              name,
+              promptListQuery({
+                flag,
+                did: filter.includes('did') ? did(17) : null,
+                agent: filter.includes('agent') ? { did: did(17), rkey: 'agent17' } : null,
+                sort,
+                after: withCursor ? positionOf(sort) : null,
+                take: 51,
+              }),
+            ])
+          }
         }
       }
-    }
     // A lone lookup and a full batch (db/read/prompts.ts, ANSWER_BATCH: 16 keys).
     for (const n of [1, 16]) {
       const ids = Array.from({ length: n }, (_, j) => 1234 + j * 997)
@@ -110,14 +132,43 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
       for (const flag of [null, 'orphaned', 'ok'] as Array<ListFlag | null>) {
         out.push([
           `search ${words.join('+')} flag=${flag ?? '-'}`,
-          searchQuery({ words, flag, did: null, agent: null, after: null, take: 51 }),
+          searchQuery({
+            words,
+            flag,
+            did: null,
+            agent: null,
+            sort: 'created',
+            after: null,
+            take: 51,
+          }),
         ])
       }
       out.push([
         `search ${words.join('+')} did+cursor`,
-        searchQuery({ words, flag: null, did: did(17), agent: null, after, take: 51 }),
+        searchQuery({
+          words,
+          flag: null,
+          did: did(17),
+          agent: null,
+          sort: 'created',
+          after,
+          take: 51,
+        }),
       ])
     }
+    for (const sort of LIST_SORTS)
+      out.push([
+        `search common sort=${sort} cursor`,
+        searchQuery({
+          words: ['common'],
+          flag: null,
+          did: null,
+          agent: null,
+          sort,
+          after: positionOf(sort),
+          take: 51,
+        }),
+      ])
     out.push(['prompt state', promptStateQuery(did(5), rkey(5))])
     out.push(['revisions', revisionsQuery(did(5), rkey(5), null, 51)])
     out.push(['revisions before', revisionsQuery(did(5), rkey(5), rkey(5), 51)])
@@ -179,16 +230,45 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
       invalid: 'prompts_invalid_idx',
     }
     for (const flag of FILTER_NAMES) {
-      const p = await plan(promptListQuery({ flag, did: null, agent: null, after: null, take: 51 }))
+      const p = await plan(
+        promptListQuery({ flag, did: null, agent: null, sort: 'created', after: null, take: 51 }),
+      )
       expect(p, p).toContain(`Index Scan using ${INDEX[flag]}`)
     }
     const all = await plan(
-      promptListQuery({ flag: null, did: null, agent: null, after: null, take: 51 }),
+      promptListQuery({
+        flag: null,
+        did: null,
+        agent: null,
+        sort: 'created',
+        after: null,
+        take: 51,
+      }),
     )
     expect(all, all).toContain('Index Scan using prompts_page_idx')
     if (process.env.SHOW_PLANS) {
       console.log(all)
       console.log(await plan(changesQuery(1000, 500)))
+    }
+  })
+
+  it('every other order pages along its own index, a cursor bounding the scan inside a run of ties', async () => {
+    for (const sort of LIST_SORTS.filter((x) => x !== 'created')) {
+      const q = (after: ListPosition | null) =>
+        promptListQuery({ flag: null, did: null, agent: null, sort, after, take: 51 })
+      const first = await plan(q(null))
+      expect(first, first).toContain(`Index Scan using prompts_${sort}_page_idx`)
+      // Half the rows precede the cursor, most in its run of equal keys: read, they would
+      // show as rows the scan removed; bounded by the row comparison, none are read.
+      const analyzed = planText(
+        await db.rows<Record<string, string>>(
+          sql`EXPLAIN (ANALYZE, COSTS OFF) ${q(positionOf(sort))}`,
+        ),
+      )
+      if (process.env.SHOW_PLANS) console.log(analyzed)
+      expect(analyzed, analyzed).toContain(`Index Scan using prompts_${sort}_page_idx`)
+      expect(analyzed, analyzed).toMatch(/Index Cond: \(ROW\(/)
+      expect(analyzed, analyzed).not.toContain('Rows Removed by Filter')
     }
   })
 
@@ -199,6 +279,7 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
         flag: null,
         did: null,
         agent: null,
+        sort: 'created',
         after: null,
         take: 51,
       }),
@@ -210,6 +291,7 @@ describe.skipIf(!usingPostgres())('query plans on a large table (Postgres)', () 
         flag: null,
         did: null,
         agent: null,
+        sort: 'created',
         after: null,
         take: 51,
       }),

@@ -102,6 +102,9 @@ describe('XRPC queries answer what REST answers', () => {
       { agent: `at://${ALICE}/${A}/${AGENT_RKEY}` },
       { agent: `at://${BOB}/${A}/ghost`, did: BOB },
       { did: 'nobody.test' },
+      { sort: 'recompiles', limit: 3 },
+      { sort: 'size', flag: 'ok' },
+      { sort: 'compiled', did: BOB },
     ]
     for (const q of lists) {
       const qs = new URLSearchParams(q as Record<string, string>).toString()
@@ -280,6 +283,7 @@ describe('XRPC errors', () => {
       [() => xrpc.listPrompts({ limit: 0 }), /limit/],
       [() => xrpc.listPrompts({ limit: 101 }), /limit/],
       [() => xrpc.listPrompts({ flag: 'nope' as 'ok' }), /flag must be one of/],
+      [() => xrpc.listPrompts({ sort: 'newest' as 'size' }), /sort must be one of/],
       [() => xrpc.listPrompts({ cursor: 'garbage!' }), /cursor is malformed/],
       [() => xrpc.listPrompts({ agent: `at://${ALICE}/${P}/x` }), /agent must be an at-uri/],
       [() => xrpc.searchPrompts({ q: '!!!' }), /q has no words/],
@@ -386,7 +390,7 @@ describe('lexicons and SERVICE_DID', () => {
     const doc = (await rest('/openapi.json')).body
     const op = doc.paths['/xrpc/xyz.quasigod.lab.letta.appview.listPrompts'].get
     expect(op.parameters.map((p: { name: string }) => p.name).sort()).toEqual(
-      ['agent', 'cursor', 'did', 'flag', 'limit'].sort(),
+      ['agent', 'cursor', 'did', 'flag', 'limit', 'sort'].sort(),
     )
     expect(doc.paths['/.well-known/did.json']).toBeDefined()
   })

@@ -107,6 +107,28 @@ describe('browsing in a real browser', () => {
     await noJs.context().close()
   })
 
+  it('orders by the selector without JavaScript, and the next page keeps the order', async () => {
+    const noJs = await b.newPage({ javaScript: false })
+    await noJs.goto('/prompts')
+    await noJs.locator('#f-sort').selectOption('size')
+    await noJs.locator('.filters button[type=submit]').click()
+    await noJs.waitForURL(/sort=size/)
+    const answer = await app.inject('/v1/prompts?sort=size&limit=50')
+    const want = (answer.json().items as Array<{ rkey: string; contentBytes: number | null }>).map(
+      (i) => i.rkey,
+    )
+    expect(await rowKeys(noJs)).toEqual(want.slice(0, 25))
+    await expect(noJs.locator('table.prompts caption').textContent()).resolves.toContain(
+      'largest content first',
+    )
+    await noJs.locator('#page-next').click()
+    await noJs.waitForURL(/cursor=/)
+    expect(new URL(noJs.url()).searchParams.get('sort')).toBe('size')
+    expect(await rowKeys(noJs)).toEqual(want.slice(25, 50))
+    await expect(noJs.locator('#f-sort').inputValue()).resolves.toBe('size')
+    await noJs.context().close()
+  })
+
   it('searches prompt text from the search box, with the matches marked', async () => {
     await page.goto('/')
     await page.locator('#site-q').fill('summarize')

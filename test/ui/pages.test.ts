@@ -97,6 +97,34 @@ describe('pages', () => {
     expect(again.body).not.toContain('id="page-prev"')
   })
 
+  it('orders by the selected sort, says which order in the caption, and pages keep it', async () => {
+    const plain = await page('/prompts')
+    expect(plain.body).toContain('<select id="f-sort" name="sort">')
+    expect(plain.body).toContain('<option value="" selected>record key (created)</option>')
+    expect(plain.body).toContain('by record key, descending')
+    for (const sort of ['compiled', 'indexed', 'recompiles', 'size'])
+      expect(plain.body).toContain(`<option value="${sort}">`)
+    const first = await page('/prompts?sort=recompiles&limit=4')
+    expect(first.status).toBe(200)
+    expect(first.body).toContain('<option value="recompiles" selected>')
+    expect(first.body).toContain('All visible prompts, most recompiles first')
+    // The only recompiled prompt comes first; the page is what the API answers.
+    const want = (await api('/v1/prompts?sort=recompiles&limit=100')).body.items.map(
+      (i: { rkey: string }) => i.rkey,
+    )
+    expect(want[0]).toBe(s.alice.recompiled)
+    expect(rkeysOf(first.body)).toEqual(want.slice(0, 4))
+    const next = /id="page-next" href="([^"]+)"/.exec(first.body)?.[1]?.replaceAll('&amp;', '&')
+    expect(next).toMatch(/sort=recompiles/)
+    const second = await page(next!)
+    expect(rkeysOf(second.body)).toEqual(want.slice(4, 8))
+    expect(second.body).toContain('<option value="recompiles" selected>')
+    const back = /id="page-prev" href="([^"]+)"/.exec(second.body)?.[1]?.replaceAll('&amp;', '&')
+    expect(back).toMatch(/sort=recompiles/)
+    const search = await page('/prompts?q=agent&sort=size')
+    expect(search.body).toContain('matching “agent”, largest content first')
+  })
+
   it('shows an agent by the name its record gives (the at-uri its title), else by its at-uri', async () => {
     const named = `at://${ALICE}/${NSIDS.agent}/${AGENT_RKEY}`
     const link = `<a class="agent-name" href="/agents/${enc(ALICE)}/${AGENT_RKEY}" title="${named}">helper</a>`
@@ -255,6 +283,7 @@ describe('bad input gets a friendly page, never a 5xx', () => {
     ['/prompts?bogus=1', 400, 'unknown parameter &quot;bogus&quot;'],
     ['/?x=1', 400, 'unknown parameter &quot;x&quot;'],
     ['/prompts?flag=nope', 400, 'flag must be one of'],
+    ['/prompts?sort=newest', 400, 'sort must be one of'],
     ['/prompts?flag=ok&flag=orphaned', 400, 'flag is given more than once'],
     ['/prompts?limit=0', 400, 'limit'],
     ['/prompts?limit=abc', 400, 'limit'],

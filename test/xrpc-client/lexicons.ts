@@ -1526,7 +1526,7 @@ export const schemaDict = {
       main: {
         type: 'query',
         description:
-          'PROPOSAL, not published by the author of the xyz.quasigod.lab.letta record lexicons. A page of visible prompts, ordered by rkey descending, then did; items leave out content and coreMemory and carry contentBytes. REST: GET /v1/prompts.',
+          'PROPOSAL, not published by the author of the xyz.quasigod.lab.letta record lexicons. A page of visible prompts in the order `sort` names (by default rkey descending, then did); items leave out content and coreMemory and carry contentBytes. REST: GET /v1/prompts.',
         parameters: {
           type: 'params',
           properties: {
@@ -1553,6 +1553,13 @@ export const schemaDict = {
               type: 'string',
               format: 'at-uri',
               description: 'Only prompts naming this agent record.',
+            },
+            sort: {
+              type: 'string',
+              enum: ['created', 'compiled', 'indexed', 'recompiles', 'size'],
+              default: 'created',
+              description:
+                'Order of the page: created, by rkey descending (a TID rkey is its creation time), then did; the others by their key descending, then did and rkey descending: compiled, newest compiledAt first (absent or not a datetime last); indexed, the time this index stored the current version, newest first; recompiles, most recompiles first; size, largest content (UTF-8 bytes) first (no content last). A cursor continues the order it was made in.',
             },
             limit: {
               type: 'integer',
@@ -1599,7 +1606,7 @@ export const schemaDict = {
       main: {
         type: 'query',
         description:
-          'PROPOSAL, not published by the author of the xyz.quasigod.lab.letta record lexicons. Prompts whose content has all the words of q (runs of letters and digits, matched whole and case-insensitively), with the filters, order and paging of listPrompts; each item has a snippet. REST: GET /v1/search.',
+          'PROPOSAL, not published by the author of the xyz.quasigod.lab.letta record lexicons. Prompts whose content has all the words of q (runs of letters and digits, matched whole and case-insensitively), with the filters, orders (sort) and paging of listPrompts; each item has a snippet. REST: GET /v1/search.',
         parameters: {
           type: 'params',
           required: ['q'],
@@ -1634,6 +1641,13 @@ export const schemaDict = {
               type: 'string',
               format: 'at-uri',
               description: 'Only prompts naming this agent record.',
+            },
+            sort: {
+              type: 'string',
+              enum: ['created', 'compiled', 'indexed', 'recompiles', 'size'],
+              default: 'created',
+              description:
+                'Order of the page: created, by rkey descending (a TID rkey is its creation time), then did; the others by their key descending, then did and rkey descending: compiled, newest compiledAt first (absent or not a datetime last); indexed, the time this index stored the current version, newest first; recompiles, most recompiles first; size, largest content (UTF-8 bytes) first (no content last). A cursor continues the order it was made in.',
             },
             limit: {
               type: 'integer',

@@ -1,4 +1,5 @@
 import { FILTER_NAMES } from '../../model/flags.ts'
+import { DEFAULT_SORT, LIST_SORTS, type ListSort } from '../../model/list-sort.ts'
 import { READS } from '../catalog/reads.ts'
 import type { PromptListItem } from '../prompt-views.ts'
 import { getAgentNames, getHandles } from '../reads.ts'
@@ -25,7 +26,7 @@ import { snippetView } from './snippet.ts'
 // routes answer (catalog/reads.ts listPrompts, searchPrompts). Paging is the API's keyset
 // cursor; `prev` carries the way back (page-params.ts).
 
-export const LIST_PARAMS = ['q', 'flag', 'did', 'agent', 'limit', 'cursor', 'prev'] as const
+export const LIST_PARAMS = ['q', 'flag', 'did', 'agent', 'sort', 'limit', 'cursor', 'prev'] as const
 
 /** A list item or a search hit (with its snippet): one table shows both. */
 export type PromptItem = PromptListItem & { snippet?: unknown }
@@ -33,7 +34,32 @@ export type PromptItem = PromptListItem & { snippet?: unknown }
 /** The lists' order as the API gives it, said as it is: a TID key is its creation time. */
 export const ORDER = 'by record key, descending (newest first where keys are TIDs)'
 
-type Filters = Partial<Record<'q' | 'flag' | 'did' | 'agent' | 'limit', string>>
+/** Each order of the API's `sort`: its name in the selector, and what a caption says of it. */
+const SORTS: Record<ListSort, { option: string; caption: string }> = {
+  created: { option: 'record key (created)', caption: ORDER },
+  compiled: {
+    option: 'newest compile',
+    caption: 'newest compile first (by compiledAt; none or not a datetime last)',
+  },
+  indexed: {
+    option: 'recently indexed',
+    caption: 'most recently indexed first (when this index stored the current version)',
+  },
+  recompiles: { option: 'most recompiles', caption: 'most recompiles first' },
+  size: { option: 'largest', caption: 'largest content first (no content last)' },
+}
+
+type Filters = Partial<Record<'q' | 'flag' | 'did' | 'agent' | 'sort' | 'limit', string>>
+
+function sortSelect(current: string | undefined): Html {
+  // The default's value is empty, as `flag`'s "any": a form sent as it came adds nothing.
+  const option = (v: ListSort) => {
+    const value = v === DEFAULT_SORT ? '' : v
+    const on = (current ?? DEFAULT_SORT) === v ? html` selected` : ''
+    return html`<option value="${value}"${on}>${SORTS[v].option}</option>`
+  }
+  return html`<div><label for="f-sort">Order</label><select id="f-sort" name="sort">${LIST_SORTS.map(option)}</select></div>`
+}
 
 function filterForm(f: Filters): Html {
   const option = (v: string, label: string) =>
@@ -43,6 +69,7 @@ function filterForm(f: Filters): Html {
 <div><label for="f-flag">Flag</label><select id="f-flag" name="flag">${option('', 'any')}${FILTER_NAMES.map((n) => option(n, n))}</select></div>
 <div><label for="f-did">Repo (DID or handle)</label><input id="f-did" name="did" value="${f.did ?? ''}" autocomplete="off"></div>
 <div><label for="f-agent">Agent (at-uri)</label><input id="f-agent" name="agent" value="${f.agent ?? ''}" autocomplete="off"></div>
+${sortSelect(f.sort)}
 ${f.limit ? html`<input type="hidden" name="limit" value="${f.limit}">` : ''}
 <div class="actions"><button type="submit">Apply</button> <a href="/prompts">Clear</a></div>
 </form>`
@@ -129,10 +156,10 @@ function agentName(uri: string, names: Names): string {
 }
 
 export async function listPage(input: PageInput, ctx: PageContext): Promise<Html> {
-  const { q, flag, did, agent, limit, cursor } = input.query
+  const { q, flag, did, agent, sort, limit, cursor } = input.query
   const trail = parseTrail(input.query.prev)
-  const filters: Filters = { q, flag, did, agent, limit }
-  const query = { flag, did, agent, limit: limit ?? '25', cursor }
+  const filters: Filters = { q, flag, did, agent, sort, limit }
+  const query = { flag, did, agent, sort, limit: limit ?? '25', cursor }
   const answer: { items: PromptItem[]; cursor?: string } = q
     ? await input.read(READS.searchPrompts, { q, ...query })
     : await input.read(READS.listPrompts, query)
@@ -143,7 +170,9 @@ export async function listPage(input: PageInput, ctx: PageContext): Promise<Html
     did ? `in repo ${did}` : null,
     agent ? `of agent ${agentName(agent, names)}` : null,
   ].filter((x): x is string => x !== null)
-  const caption = `${what.length ? `Prompts ${what.join(', ')}` : 'All visible prompts'}, ${ORDER}`
+  // The read refused any sort but the lexicon's, so this names the order the page is in.
+  const order = SORTS[(sort ?? DEFAULT_SORT) as ListSort].caption
+  const caption = `${what.length ? `Prompts ${what.join(', ')}` : 'All visible prompts'}, ${order}`
   return layout(
     { title: q ? `Search: ${q}` : 'Prompts', nav: 'prompts', q },
     html`<h1>${q ? 'Search prompts' : 'Prompts'}</h1>

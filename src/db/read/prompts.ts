@@ -1,15 +1,17 @@
 import { type Placeholder, type SQL, sql } from 'drizzle-orm'
 import { FLAG_BITS, FLAG_NAMES, type FlagName } from '../../model/flags.ts'
+import type { ListSort } from '../../model/list-sort.ts'
 import type { Database } from '../client.ts'
 import { evidenceColumns, evidenceJoins, type FlagEvidenceRow } from '../flag-evidence.ts'
 import { prompts } from '../schema.ts'
 import { type BatchOptions, batchedReader } from './batch.ts'
 import { columnsOf, type RawRow } from './columns.ts'
+import { afterPosition, type ListPosition, listOrder, sortKeyText } from './list-order.ts'
 
 // Prompts: one by key, a filtered page, and flag counts. Raw `sql` throughout, because:
 // flag predicates are spelled exactly like the partial indexes' (`(flags & 1) <> 0`,
 // `flags = 0`, literal bits, no parameters) so the planner can prove they apply; pages
-// sort `rkey DESC NULLS LAST, did`, the indexes' own order, cut in a subquery first; and
+// sort in their indexes' own order (list-order.ts), cut in a subquery first; and
 // the hot statements run prepared (db.read), which takes fixed-text SQL. "Visible" is
 // always NOT deleted AND NOT hidden: hidden accounts never leak into an answer or a count.
 
@@ -19,8 +21,9 @@ export interface PromptListQuery {
   flag: ListFlag | null
   did: string | null
   agent: { did: string; rkey: string } | null
-  /** Continue after this (rkey, did). */
-  after: { rkey: string; did: string } | null
+  sort: ListSort
+  /** Continue after this position in `sort`'s order. */
+  after: ListPosition | null
   /** Rows to fetch: the page size plus one, to know whether another page follows. */
   take: number
 }
@@ -49,6 +52,9 @@ export type PromptRow = RawRow<Pick<typeof prompts.$inferSelect, (typeof VIEW_KE
   agentExists: boolean
 }
 
+/** A list page's row: its sort key as text too, for the next page's cursor (null: created). */
+export type PromptListRow = PromptRow & { sortKey: string | null }
+
 export const VISIBLE = sql.raw('NOT p.deleted AND NOT p.hidden')
 
 // Lists leave out the bulky fields: the stored cut form (see schema.ts, prompts.listRecord).
@@ -74,11 +80,7 @@ export function listWhere(q: Omit<PromptListQuery, 'take'>): SQL[] {
   if (q.flag) where.push(flagPredicate(q.flag))
   if (q.did) where.push(sql`p.did = ${q.did}`)
   if (q.agent) where.push(sql`p.agent_did = ${q.agent.did} AND p.agent_rkey = ${q.agent.rkey}`)
-  if (q.after) {
-    // Mixed directions rule out a row comparison; the leading `rkey <=` is the index bound.
-    const { rkey, did } = q.after
-    where.push(sql`p.rkey <= ${rkey} AND (p.rkey < ${rkey} OR p.did > ${did})`)
-  }
+  if (q.after) where.push(afterPosition(q.sort, q.after))
   return where
 }
 
@@ -163,17 +165,18 @@ export function promptListQuery(q: PromptListQuery): SQL {
   // The page is cut first and the existence checks run on its rows only: left in the
   // outer query, the planner costs them for every row the scan might visit and hashes
   // the whole conversations and agents tables instead.
-  return sql`SELECT ${promptListSelect} FROM (
+  const order = listOrder(q.sort)
+  return sql`SELECT ${promptListSelect}, ${sortKeyText(q.sort)} AS "sortKey" FROM (
       SELECT * FROM prompts p
       WHERE ${sql.join(listWhere(q), sql` AND `)}
-      ORDER BY p.rkey DESC NULLS LAST, p.did ASC
+      ORDER BY ${order}
       LIMIT ${q.take}
     ) p
-    ORDER BY p.rkey DESC NULLS LAST, p.did ASC`
+    ORDER BY ${order}`
 }
 
-export function readPromptPage(db: Database, q: PromptListQuery): Promise<PromptRow[]> {
-  return db.read<PromptRow>(promptListQuery(q))
+export function readPromptPage(db: Database, q: PromptListQuery): Promise<PromptListRow[]> {
+  return db.read<PromptListRow>(promptListQuery(q))
 }
 
 export type FlagCounts = Record<ListFlag, number>

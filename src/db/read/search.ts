@@ -1,10 +1,11 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Database } from '../client.ts'
-import { listWhere, type PromptListQuery, type PromptRow, promptListSelect } from './prompts.ts'
+import { listOrder, sortKeyText } from './list-order.ts'
+import { listWhere, type PromptListQuery, type PromptListRow, promptListSelect } from './prompts.ts'
 
 // /v1/search: the list query of prompts.ts with one more predicate, the words of the
 // query against prompts.search_vector (GIN, prompts_search_idx), and a snippet cut from
-// content for the page's rows only. Same visibility, filters and keyset order as lists.
+// content for the page's rows only. Same visibility, filters, orders and keyset bounds as lists.
 // Raw `sql`: tsquery, LATERAL and regexp_instr are beyond the builder.
 
 export interface SearchQuery extends PromptListQuery {
@@ -12,7 +13,7 @@ export interface SearchQuery extends PromptListQuery {
   words: string[]
 }
 
-export type SearchRow = PromptRow & { snippet: string | null }
+export type SearchRow = PromptListRow & { snippet: string | null }
 
 /** Characters of content shown before the first match, and in all. */
 const SNIPPET_LEAD = 80
@@ -27,19 +28,20 @@ export function searchQuery(q: SearchQuery): SQL {
   const pattern = `\\m(${q.words.join('|')})\\M`
   // As in promptListQuery, the page is cut first; the snippet and existence checks run on
   // its rows only.
-  return sql`SELECT ${promptListSelect}, s.start AS snippet_start,
+  const order = listOrder(q.sort)
+  return sql`SELECT ${promptListSelect}, ${sortKeyText(q.sort)} AS "sortKey", s.start AS snippet_start,
       substr(c.content, s.start, ${SNIPPET_CHARS}) AS snippet
     FROM (
       SELECT * FROM prompts p
       WHERE ${sql.join(where, sql` AND `)}
-      ORDER BY p.rkey DESC NULLS LAST, p.did ASC
+      ORDER BY ${order}
       LIMIT ${q.take}
     ) p
     CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(p.record->'content') = 'string'
       THEN p.record->>'content' ELSE '' END AS content) c
     CROSS JOIN LATERAL (SELECT greatest(1,
       coalesce(regexp_instr(c.content, ${pattern}, 1, 1, 0, 'i'), 0) - ${SNIPPET_LEAD}) AS start) s
-    ORDER BY p.rkey DESC NULLS LAST, p.did ASC`
+    ORDER BY ${order}`
 }
 
 export function readSearchPage(db: Database, q: SearchQuery): Promise<SearchRow[]> {

@@ -30,6 +30,8 @@ export type QueryParams = {
   did?: string
   /** Only prompts naming this agent record. */
   agent?: string
+  /** Order of the page: created, by rkey descending (a TID rkey is its creation time), then did; the others by their key descending, then did and rkey descending: compiled, newest compiledAt first (absent or not a datetime last); indexed, the time this index stored the current version, newest first; recompiles, most recompiles first; size, largest content (UTF-8 bytes) first (no content last). A cursor continues the order it was made in. */
+  sort?: 'created' | 'compiled' | 'indexed' | 'recompiles' | 'size'
   /** Page size. */
   limit?: number
   /** Opaque cursor of the previous page. */

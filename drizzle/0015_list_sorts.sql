@@ -1,0 +1,4 @@
+CREATE INDEX "prompts_compiled_page_idx" ON "prompts" USING btree ((COALESCE(compiled_us, '-9223372036854775808'::bigint)) DESC,"did" DESC NULLS LAST,"rkey" DESC NULLS LAST) WHERE NOT deleted AND NOT hidden;--> statement-breakpoint
+CREATE INDEX "prompts_indexed_page_idx" ON "prompts" USING btree ((indexed_at) DESC,"did" DESC NULLS LAST,"rkey" DESC NULLS LAST) WHERE NOT deleted AND NOT hidden;--> statement-breakpoint
+CREATE INDEX "prompts_recompiles_page_idx" ON "prompts" USING btree ((recompiles) DESC,"did" DESC NULLS LAST,"rkey" DESC NULLS LAST) WHERE NOT deleted AND NOT hidden;--> statement-breakpoint
+CREATE INDEX "prompts_size_page_idx" ON "prompts" USING btree ((COALESCE(content_bytes, -1)) DESC,"did" DESC NULLS LAST,"rkey" DESC NULLS LAST) WHERE NOT deleted AND NOT hidden;
