@@ -7,6 +7,7 @@ import { driverDependentTests } from '../helpers/driver-dependent.ts'
 
 // The Postgres run's choice of files: those that reach the database through a helper, less
 // the ones that say on a line of their own that nothing they check is the driver's.
+// driver-independent: it reads test files, never a database (its helper only names the variable).
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const tmp = mkdtempSync(join(tmpdir(), 'pa-driver-dep-'))
