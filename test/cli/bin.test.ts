@@ -29,7 +29,8 @@ async function outcome(file: string, args: string[], env: Record<string, string>
   }
 }
 
-describe('bin/prompt-appview.js', () => {
+// Each test runs a process of its own on a directory of its own: they run side by side.
+describe.concurrent('bin/prompt-appview.js', () => {
   const bin = join(ROOT, pkg.bin['prompt-appview'])
 
   it('is the package bin, executable', () => {

@@ -3,9 +3,12 @@ import { dirname, join, normalize, relative } from 'node:path'
 
 // The test files whose database TEST_DATABASE_URL decides: those that reach it, directly or
 // through the helpers they import. The others run the same whatever it says, so the second
-// run of the suite (on Postgres) leaves them out.
+// run of the suite (on Postgres) leaves them out. A test file that reaches the database but
+// checks nothing the driver decides says so on a line of its own, `// driver-independent:`
+// followed by why; the Postgres run leaves it out too.
 
 const USES_DRIVER = /TEST_DATABASE_URL|createTestDatabase|usingPostgres/
+const OPTED_OUT = /^\/\/ driver-independent: \S/m
 
 function testFiles(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: 'utf8' })
@@ -32,6 +35,6 @@ export function driverDependentTests(root: string): string[] {
   }
   return ['test', 'bench/test']
     .flatMap((dir) => testFiles(join(root, dir)))
-    .filter(reaches)
+    .filter((f) => !OPTED_OUT.test(readFileSync(f, 'utf8')) && reaches(f))
     .map((f) => relative(root, f))
 }

@@ -280,7 +280,7 @@ describe('ANALYSIS_THREADS=1, through the runtime', () => {
   it('ends where the main thread alone ends', async () => {
     const file = join(dir, 'traffic.ndjson')
     const lines = testTraffic({ seed: 41, dids: 5 })
-      .generate(600)
+      .generate(300)
       .map((e) => JSON.stringify(e))
     await writeFile(file, `${lines.join('\n')}\n`)
     const digests = []

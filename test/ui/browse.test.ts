@@ -18,6 +18,8 @@ declare const window: { innerWidth: number; scrollTo(x: number, y: number): void
 // traffic: overview, a flag filter, paging both ways, a prompt, a diff between two of its
 // revisions, its conversation, agent and repo. axe checks every page on the way; its
 // screenshots go to a temporary directory (docs/screenshots is made by npm run screenshots).
+// driver-independent: what Chromium gets from the pages (markup, layout, keyboard, axe) is
+// the same on either driver; pages.test.ts and the API tests read each page's data on Postgres.
 
 const SHOTS = mkdtempSync(join(tmpdir(), 'pa-browse-shots-'))
 

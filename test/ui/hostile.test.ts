@@ -21,6 +21,8 @@ declare function getComputedStyle(el: PageElement): { display: string }
 // javascript: URLs and CSS injections are rendered in Chromium: every one must show as
 // text, run nothing (no dialog), load nothing from another origin (127.0.0.2 stands for
 // one; nothing listens there), and add no element. Also: a 200,000-byte prompt renders.
+// driver-independent: escaping is the renderer's, whichever driver stored the text; the API
+// tests store and read hostile and 200,000-byte text on Postgres.
 
 const { conversation: C, agent: A } = NSIDS
 const EVIL = 'did:plc:evilevilevilevilevilevil'

@@ -16,6 +16,8 @@ declare const window: { innerWidth: number }
 // the metadata part once each, never the same change twice. And an agent record as broken
 // as Letta's users may write one (a 10,000-character name, `system` not a string, `tags`
 // not an array) is shown truncated in lists and breaks no page.
+// driver-independent: what Chromium shows of the diffs and clipped names is the renderer's;
+// revisions.test.ts and pages.test.ts read the same recompiles and broken agents on Postgres.
 
 const DID = 'did:plc:lettaaaaaaaaaaaaaaaaaaaa'
 const LONG_NAME = `agent ${'n'.repeat(10_000)}`
