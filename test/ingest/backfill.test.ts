@@ -9,6 +9,7 @@ import { createDidResolver, type DidResolver } from '../../src/ingest/did-resolv
 import type { RepoSnapshotEvent } from '../../src/model/events.ts'
 import {
   AGENT,
+  captureLogger,
   COLLECTIONS,
   CONVERSATION,
   counterValue,
@@ -194,6 +195,30 @@ describe('backfill against the reference PDS', () => {
         outcome: 'error',
       }),
     ).toBe(2)
+  })
+
+  it('records its progress at the start and finished at the end; a failed write is logged, not fatal', async () => {
+    const writes: Array<{ done: number; listingDone: boolean; finished: boolean }> = []
+    const ok = await backfill({
+      recordProgress: async (p, finished) => {
+        writes.push({ done: p.done, listingDone: p.listingDone, finished })
+      },
+    }).summary
+    expect(writes[0]).toEqual({ done: 0, listingDone: false, finished: false })
+    expect(writes.at(-1)).toEqual({ done: ok.done, listingDone: true, finished: true })
+    expect(writes.filter((w) => w.finished)).toHaveLength(1)
+
+    const { logger, logs } = captureLogger()
+    const failing = await backfill({
+      logger,
+      recordProgress: async () => {
+        throw new Error('store down')
+      },
+    }).summary
+    expect(failing).toMatchObject({ done: ok.done, failed: 0 })
+    const warned = logs.filter((l) => String(l.msg).includes('progress'))
+    expect(warned.length).toBeGreaterThanOrEqual(2)
+    expect(warned.at(-1)).toMatchObject({ failures: warned.length - 1 })
   })
 
   it('refuses a repo whose commit is not signed by the DID key', async () => {
