@@ -9,9 +9,9 @@ import { createDidResolver, type DidResolver } from '../../src/ingest/did-resolv
 import type { RepoSnapshotEvent } from '../../src/model/events.ts'
 import {
   AGENT,
-  captureLogger,
   COLLECTIONS,
   CONVERSATION,
+  captureLogger,
   counterValue,
   PROMPT,
   silentLogger,

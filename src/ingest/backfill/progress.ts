@@ -79,7 +79,10 @@ export function createProgressRecorder(opts: {
       .then(() => opts.write(p, finished))
       .catch((err: unknown) => {
         failures++
-        opts.logger.warn({ err, failures }, 'backfill: writing its progress for the overview failed')
+        opts.logger.warn(
+          { err, failures },
+          'backfill: writing its progress for the overview failed',
+        )
       })
       .finally(() => {
         busy = false
