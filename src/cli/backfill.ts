@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { Config } from '../config/config.ts'
 import { collectionsOf } from '../config/config.ts'
 import {
@@ -5,6 +6,7 @@ import {
   isRepoBackfilled,
   markRepoBackfilled,
 } from '../db/backfill-repos.ts'
+import { recordBackfillRun } from '../db/backfill-runs.ts'
 import { retryWhileDbDown } from '../db/retry.ts'
 import { runBackfill } from '../ingest/backfill/backfill.ts'
 import { resolverFor } from '../ingest/did-resolver.ts'
@@ -30,6 +32,7 @@ export async function backfillCommand(
     retryWhileDbDown(fn, { logger: ctx.logger, what: `backfill: ${what}`, signal: abort.signal })
   try {
     if (opts.reset) await forgetBackfilledRepos(ctx.db)
+    const runId = randomUUID()
     const run = runBackfill({
       logger: ctx.logger,
       metrics: ctx.metrics,
@@ -44,6 +47,8 @@ export async function backfillCommand(
       // Each repo in its own transaction, beside live ingestion if it runs.
       emit: (snapshot) => store('indexing a repo', () => indexSnapshot(rt, snapshot)),
       signal: abort.signal,
+      // Not through `store`: the overview's notice never holds the backfill up.
+      recordProgress: (p, finished) => recordBackfillRun(ctx.db, runId, p, finished),
       allowPrivateNetwork: config.allowPrivateNetwork,
     })
     // A signal stops listing and fetching, and the database closes only once the repo in

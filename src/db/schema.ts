@@ -296,6 +296,23 @@ export const backfillRepos = pgTable('backfill_repos', {
 })
 
 /**
+ * The progress of each backfill run (db/backfill-runs.ts), so the overview of any process on
+ * this database can say one is under way; the last few runs are kept, older ones deleted.
+ */
+export const backfillRuns = pgTable('backfill_runs', {
+  id: text('id').primaryKey(),
+  startedAt: timestamp('started_at', { withTimezone: true, mode: 'date' }).notNull(),
+  updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
+  listed: integer('listed').notNull(),
+  listingDone: boolean('listing_done').notNull(),
+  done: integer('done').notNull(),
+  skipped: integer('skipped').notNull(),
+  failed: integer('failed').notNull(),
+  records: bigint('records', { mode: 'number' }).notNull(),
+  finishedAt: timestamp('finished_at', { withTimezone: true, mode: 'date' }),
+})
+
+/**
  * Sync 1.1 chain state of each tracked repo (SPEC 4), written in the same transaction as the
  * records it covers: the rev and MST root (`data`) of the last accepted commit, and whether
  * the stored records still follow the repo's chain. The upstream account status is

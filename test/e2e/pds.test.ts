@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Database } from '../../src/db/client.ts'
+import { type Database, openDatabase } from '../../src/db/client.ts'
+import { readBackfillActivity } from '../../src/db/read/ingest-activity.ts'
 import { getCursor } from '../../src/db/read/stats.ts'
 import { applyBatch } from '../../src/indexer/apply.ts'
 import { countOutcomes } from '../../src/indexer/pipeline.ts'
@@ -253,9 +254,25 @@ describe('prompt-appview backfill (the command)', () => {
       expect(first.output()).toMatch(
         /backfill: \d+ repos listed, 1 done, 0 already done, 0 failed, 7 records/,
       )
+      const listed = Number(/backfill: (\d+) repos listed/.exec(first.output())![1])
       const second = startCli(['backfill'], env)
       expect(await second.exited).toBe(0)
       expect(second.output()).toMatch(/0 done, 1 already done, 0 failed/)
+      // Each run's progress, as the overview of a process on this database reads it: over.
+      const store = await openDatabase({ url: null, dataDir: dir })
+      try {
+        expect(
+          await store.rows(sql`SELECT listed, listing_done AS "listingDone", done, skipped, failed,
+            records::int AS records, finished_at IS NOT NULL AS finished
+            FROM backfill_runs ORDER BY started_at`),
+        ).toEqual([
+          { listed, listingDone: true, done: 1, skipped: 0, failed: 0, records: 7, finished: true },
+          { listed, listingDone: true, done: 0, skipped: 1, failed: 0, records: 0, finished: true },
+        ])
+        expect(await readBackfillActivity(store, 15)).toBeNull()
+      } finally {
+        await store.close()
+      }
       // The operator's resync re-fetches one repo through the same path.
       const serve = await startServing(['serve'], { ...env, ADMIN_TOKEN: 'secret' })
       try {

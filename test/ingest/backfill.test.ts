@@ -4,13 +4,14 @@ import { TID } from '@atproto/common'
 import { Secp256k1Keypair } from '@atproto/crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type BackfillOptions, httpBase, runBackfill } from '../../src/ingest/backfill/backfill.ts'
-import { renderBar } from '../../src/ingest/backfill/progress.ts'
+import { createProgressRecorder, renderBar } from '../../src/ingest/backfill/progress.ts'
 import { createDidResolver, type DidResolver } from '../../src/ingest/did-resolver.ts'
 import type { RepoSnapshotEvent } from '../../src/model/events.ts'
 import {
   AGENT,
   COLLECTIONS,
   CONVERSATION,
+  captureLogger,
   counterValue,
   PROMPT,
   silentLogger,
@@ -196,6 +197,30 @@ describe('backfill against the reference PDS', () => {
     ).toBe(2)
   })
 
+  it('records its progress at the start and finished at the end; a failed write is logged, not fatal', async () => {
+    const writes: Array<{ done: number; listingDone: boolean; finished: boolean }> = []
+    const ok = await backfill({
+      recordProgress: async (p, finished) => {
+        writes.push({ done: p.done, listingDone: p.listingDone, finished })
+      },
+    }).summary
+    expect(writes[0]).toEqual({ done: 0, listingDone: false, finished: false })
+    expect(writes.at(-1)).toEqual({ done: ok.done, listingDone: true, finished: true })
+    expect(writes.filter((w) => w.finished)).toHaveLength(1)
+
+    const { logger, logs } = captureLogger()
+    const failing = await backfill({
+      logger,
+      recordProgress: async () => {
+        throw new Error('store down')
+      },
+    }).summary
+    expect(failing).toMatchObject({ done: ok.done, failed: 0 })
+    const warned = logs.filter((l) => String(l.msg).includes('progress'))
+    expect(warned.length).toBeGreaterThanOrEqual(2)
+    expect(warned.at(-1)).toMatchObject({ failures: warned.length - 1 })
+  })
+
   it('refuses a repo whose commit is not signed by the DID key', async () => {
     const wrongKey = (await Secp256k1Keypair.create()).did()
     const lying: DidResolver = { ...resolver, resolveKey: async () => wrongKey }
@@ -224,6 +249,42 @@ describe('backfill against the reference PDS', () => {
     } finally {
       await new Promise((r) => relay.server.close(r))
     }
+  })
+
+  it('records progress at most once per interval, and never while a write is in flight', async () => {
+    const p = {
+      listed: 1,
+      listingDone: false,
+      done: 0,
+      skipped: 0,
+      failed: 0,
+      records: 0,
+      elapsedMs: 0,
+    }
+    const writes: Array<[number, boolean]> = []
+    let release = () => {}
+    const recorder = createProgressRecorder({
+      logger: silentLogger(),
+      intervalMs: 50,
+      write: async (q, finished) => {
+        writes.push([q.done, finished])
+        if (writes.length === 2) await new Promise<void>((r) => (release = r))
+      },
+    })
+    for (let i = 0; i < 100; i++) recorder.update({ ...p, done: i })
+    await new Promise((r) => setTimeout(r, 60))
+    expect(writes).toEqual([[0, false]])
+    recorder.update({ ...p, done: 100 })
+    await new Promise((r) => setTimeout(r, 60))
+    recorder.update({ ...p, done: 101 }) // the write before it still runs
+    const finished = recorder.finish({ ...p, done: 102 })
+    release()
+    await finished
+    expect(writes).toEqual([
+      [0, false],
+      [100, false],
+      [102, true],
+    ])
   })
 
   it('draws a progress bar', () => {

@@ -278,6 +278,63 @@ describe('indexing under way', () => {
   })
 })
 
+describe('a backfill under way', () => {
+  const notice = async () => {
+    const body = (await page('/')).body
+    const at = body.indexOf('id="progress-panel"')
+    return at < 0 ? null : body.slice(at, body.indexOf('</section>', at))
+  }
+  const run = (id: string, listingDone: boolean, idleSeconds: number, finished: boolean) =>
+    db.rows(sql`INSERT INTO backfill_runs
+      (id, started_at, updated_at, listed, listing_done, done, skipped, failed, records, finished_at)
+      VALUES (${id}, now() - interval '1 minute', now() - make_interval(secs => ${idleSeconds}),
+        120, ${listingDone}, 40, 7, 2, 1234, ${finished ? sql`now()` : null})`)
+
+  it('shows its counts while its run is written, "M+" while it still lists', async () => {
+    try {
+      await run('listing', false, 0, false)
+      const shown = await notice()
+      expect(shown).toContain(
+        '<strong>A backfill is under way:</strong> 40 of 120+ repos (7 skipped, 2 failed), 1234 records so far.',
+      )
+      // In the replay notice's panel, which live.js polls while it shows.
+      expect((await page('/')).body).toContain(
+        '<section class="panel wide progress" id="progress-panel"',
+      )
+      await db.rows(sql`UPDATE backfill_runs SET listing_done = true`)
+      expect(await notice()).toContain('40 of 120 repos (7 skipped, 2 failed), 1234 records so far')
+    } finally {
+      await db.rows(sql`DELETE FROM backfill_runs`)
+    }
+  })
+
+  it('shows nothing once the run is finished, or no longer written', async () => {
+    try {
+      await run('finished', true, 0, true)
+      await run('stale', true, 60, false)
+      expect(await notice()).toBeNull()
+    } finally {
+      await db.rows(sql`DELETE FROM backfill_runs`)
+    }
+  })
+
+  it('shares the one panel with a replay under way', async () => {
+    try {
+      await run('beside', true, 0, false)
+      await db.rows(sql`INSERT INTO ingest_cursors (source, key, kind, cursor, last_event_us, updated_at)
+        VALUES ('replay', 'test-key', 'time_us', 1, 1, now())`)
+      const body = (await page('/')).body
+      expect(body.split('id="progress-panel"').length).toBe(2)
+      const shown = await notice()
+      expect(shown).toContain('A replay is under way')
+      expect(shown).toContain('A backfill is under way')
+    } finally {
+      await db.rows(sql`DELETE FROM backfill_runs`)
+      await db.rows(sql`DELETE FROM ingest_cursors WHERE key = 'test-key'`)
+    }
+  })
+})
+
 describe('bad input gets a friendly page, never a 5xx', () => {
   const cases: Array<[string, number, string]> = [
     ['/prompts?bogus=1', 400, 'unknown parameter &quot;bogus&quot;'],

@@ -4,7 +4,8 @@ import { readAgainIfConnectionLost } from '../retry.ts'
 
 // Whether an ingest is writing its cursor now, and how far behind the present its newest
 // event is: what the overview needs to say that a replay or a catch-up is under way. Both
-// ages are taken on the database's clock, which is the one that stamped `updated_at`.
+// ages are taken on the database's clock, which is the one that stamped `updated_at`. And
+// whether a backfill run is under way, with its counts, for the same overview.
 
 export interface IngestActivity {
   source: string
@@ -49,4 +50,37 @@ export async function readIngestActivity(
     behindSeconds: r.behind == null ? null : Math.max(0, Number(r.behind)),
     lastEventAt: lastUs == null ? null : new Date(lastUs / 1000).toISOString(),
   }
+}
+
+export interface BackfillActivity {
+  /** Repos found so far; final once `listingDone`. */
+  listed: number
+  listingDone: boolean
+  done: number
+  skipped: number
+  failed: number
+  records: number
+}
+
+type RunRow = Omit<BackfillActivity, 'records'> & { records: string | number }
+
+/**
+ * The newest backfill run (db/backfill-runs.ts) not finished and written in the last
+ * `activeSeconds`, or null: a run whose process died stops being written and drops out.
+ */
+export async function readBackfillActivity(
+  db: Database,
+  activeSeconds: number,
+): Promise<BackfillActivity | null> {
+  const [r] = await readAgainIfConnectionLost(() =>
+    rows<RunRow>(
+      db.orm,
+      sql`SELECT listed, listing_done AS "listingDone", done, skipped, failed, records
+        FROM backfill_runs
+        WHERE finished_at IS NULL AND updated_at > now() - make_interval(secs => ${activeSeconds})
+        ORDER BY updated_at DESC LIMIT 1`,
+    ),
+  )
+  if (!r) return null
+  return { ...r, records: Number(r.records) }
 }

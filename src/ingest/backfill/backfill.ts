@@ -6,7 +6,11 @@ import type { RepoSnapshotEvent } from '../../model/events.ts'
 import type { Metrics } from '../../observe/metrics.ts'
 import type { DidResolver } from '../did-resolver.ts'
 import type { CarStreamLimits } from './car-stream.ts'
-import { type BackfillProgress, createProgressReporter } from './progress.ts'
+import {
+  type BackfillProgress,
+  createProgressRecorder,
+  createProgressReporter,
+} from './progress.ts'
 import { fetchRepoSnapshot, withRetries } from './repo-snapshot.ts'
 import { sharedUpstreamLimiter, type UpstreamLimiter } from './upstream-limiter.ts'
 
@@ -30,6 +34,11 @@ export interface BackfillOptions {
   emit(snapshot: RepoSnapshotEvent): Promise<void>
   signal: AbortSignal
   onProgress?: (p: BackfillProgress) => void
+  /**
+   * Stores the progress for other processes (the overview): at the start, now and then, and
+   * `finished` at the end. A rejection is logged, never the backfill's failure.
+   */
+  recordProgress?: (p: BackfillProgress, finished: boolean) => Promise<void>
   /** Tries per repo for transient failures (network, 429, 5xx). Default 3. */
   attempts?: number
   /** Default: a bar on a terminal stderr, log lines otherwise; false for none. */
@@ -70,12 +79,17 @@ export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummar
     opts.progress === false
       ? null
       : createProgressReporter({ logger: opts.logger, stream: opts.progressStream })
+  const recorder = opts.recordProgress
+    ? createProgressRecorder({ write: opts.recordProgress, logger: opts.logger })
+    : null
   const snapshotOf = (): BackfillProgress => ({ ...state, elapsedMs: Date.now() - started })
   const report = () => {
     const p = snapshotOf()
     reporter?.update(p)
+    recorder?.update(p)
     opts.onProgress?.(p)
   }
+  recorder?.update(snapshotOf())
   const queue = counted(opts.dids ? fromList(opts.dids) : listRepos(opts), state)
   const one = (did: string) => backfillRepo(opts, did, state, failures)
   try {
@@ -86,6 +100,7 @@ export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummar
   } finally {
     reporter?.finish(snapshotOf())
     opts.onProgress?.(snapshotOf())
+    await recorder?.finish(snapshotOf())
   }
   const { listed, done, skipped, failed, records } = state
   return { repos: listed, done, skipped, failed, records, failures }

@@ -51,6 +51,59 @@ export function createProgressReporter(opts: {
   }
 }
 
+/** Writes the progress where other processes read it (the database, for the overview). */
+export interface ProgressRecorder {
+  update(p: BackfillProgress): void
+  /** The last write, once those before it are done. */
+  finish(p: BackfillProgress): Promise<void>
+}
+
+/**
+ * Writes at the start, at most every `intervalMs` while running (skipped while a write is
+ * in flight, so a slow store never queues them), and at the end, one at a time so the end is
+ * the last word. A failed write is logged and counted: the overview is not worth the run.
+ */
+export function createProgressRecorder(opts: {
+  write: (p: BackfillProgress, finished: boolean) => Promise<void>
+  logger: Logger
+  intervalMs?: number
+}): ProgressRecorder {
+  const every = opts.intervalMs ?? 2000
+  let last = Number.NEGATIVE_INFINITY
+  let inFlight: Promise<void> = Promise.resolve()
+  let busy = false
+  let failures = 0
+  const send = (p: BackfillProgress, finished: boolean) => {
+    busy = true
+    inFlight = inFlight
+      .then(() => opts.write(p, finished))
+      .catch((err: unknown) => {
+        failures++
+        opts.logger.warn(
+          { err, failures },
+          'backfill: writing its progress for the overview failed',
+        )
+      })
+      .finally(() => {
+        busy = false
+      })
+    return inFlight
+  }
+  return {
+    update(p) {
+      const now = Date.now()
+      if (busy || now - last < every) return
+      last = now
+      void send(p, false)
+    },
+    async finish(p) {
+      await send(p, true)
+      if (failures > 0)
+        opts.logger.warn({ failures }, 'backfill: some progress writes failed; the run went on')
+    },
+  }
+}
+
 export function renderBar(p: BackfillProgress, columns: number): string {
   const finished = p.done + p.skipped + p.failed
   const rate = p.elapsedMs > 0 ? (finished * 1000) / p.elapsedMs : 0

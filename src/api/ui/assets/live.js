@@ -110,7 +110,7 @@ function stopPolling() {
   live.pollTimer = null
 }
 
-/** Polls while not live, and while a replay or catch-up shows progress that moves between changes. */
+/** Polls while not live, and while a replay, catch-up or backfill shows progress that moves between changes. */
 function pollIfNeeded() {
   if (live.state !== 'live' || document.getElementById('progress-panel')) startPolling()
   else stopPolling()
