@@ -1,5 +1,6 @@
 import type { Scenario } from '../lib/scenario.ts'
 import { batchingScenario } from './batching.ts'
+import { clockJumpScenario } from './clock-jump.ts'
 import { diskFullScenario } from './disk-full.ts'
 import { firehoseCutsScenario } from './firehose-cuts.ts'
 import { hostileReplayScenario } from './hostile-replay.ts'
@@ -18,6 +19,7 @@ export function allScenarios(): Scenario[] {
     pgOutageScenario,
     diskFullScenario,
     slowDbScenario,
+    clockJumpScenario,
     hostileReplayScenario('pglite'),
     hostileReplayScenario('postgres'),
     jetstreamCutsScenario('pglite'),
