@@ -3,7 +3,8 @@
 // time compared with a source's times (a future-time guard, an event's own time) needs the
 // wall clock; `steadyNowMs` is the wall clock as this process trusts it: it follows the
 // system clock forward, and ignores a step back until the system clock catches up, so a
-// time the source sent before the step is not refused as future after it.
+// time the source sent before the step is not refused as future after it. Across restarts
+// the same holds by `steadyNotBefore`: the clock never runs behind a time the store holds.
 
 let anchorWall = Date.now()
 let anchorMono = performance.now()
@@ -17,4 +18,11 @@ export function steadyNowMs(): number {
   anchorWall = wall
   anchorMono = mono
   return wall
+}
+
+/** From now on the clock reads at least `ms` (a time this process or an earlier one wrote). */
+export function steadyNotBefore(ms: number): void {
+  if (ms <= steadyNowMs()) return
+  anchorWall = ms
+  anchorMono = performance.now()
 }

@@ -3,7 +3,6 @@ import { TID } from '@atproto/common'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { WebSocketServer } from 'ws'
 import { backgroundCount } from '../../src/cli/background-count.ts'
-import { trustedStartCursor } from '../../src/cli/start-cursor.ts'
 import type { Database } from '../../src/db/client.ts'
 import { readStoredCursor, saveCursor } from '../../src/db/writes.ts'
 import { createProgressReporter } from '../../src/ingest/backfill/progress.ts'
@@ -83,7 +82,7 @@ describe('times compared with now, after the clock is set back 10 min', () => {
     })
   })
 
-  it('a stored cursor of now is resumed after a restart with the clock 10 min back', async () => {
+  it('after a restart with the clock 10 min back, the stored cursor and the next frames are not future', async () => {
     const clock = steppableClock()
     const nowUs = Date.now() * 1000
     const source = {
@@ -98,12 +97,25 @@ describe('times compared with now, after the clock is set back 10 min', () => {
       new Date(),
     )
     clock.shift = -TEN_MINUTES
+    // A new process: its modules (and so its clock) start after the step.
+    vi.resetModules()
+    const restarted = await import('../../src/cli/start-cursor.ts')
+    const { V2Cursor: FreshCursor } = await import('../../src/ingest/jetstream/v2-cursor.ts')
     const ctx = testContext(db)
-    expect(await trustedStartCursor(ctx, source, 'clock')).toEqual(cursor)
+    expect(await restarted.trustedStartCursor(ctx, source, 'clock')).toEqual(cursor)
     expect(await readStoredCursor(db, 'jetstream', 'clock')).toMatchObject({
       cursor,
       lastEventUs: nowUs,
     })
+    const refused: string[] = []
+    const next = new FreshCursor({
+      refused: (r) => refused.push(r),
+      fault: () => {},
+      logger: silentLogger(),
+    })
+    next.start(null)
+    expect(next.position(2, nowUs + 1_000_000)).toEqual({ cursor: 2, timeUs: nowUs + 1_000_000 })
+    expect(refused).toEqual([])
     expect(await counted(ctx.metrics.cursorRefusedTotal, { reason: 'stored_cursor' })).toBe(0)
   })
 })
