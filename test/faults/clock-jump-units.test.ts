@@ -2,6 +2,9 @@ import type { AddressInfo } from 'node:net'
 import { TID } from '@atproto/common'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { WebSocketServer } from 'ws'
+import { AnswerCache } from '../../src/api/answer-cache.ts'
+import { AnswerCacheKeeper, CACHE_TRUST_MS } from '../../src/api/changes/cache-keeper.ts'
+import { ChangeTail } from '../../src/api/changes/tail.ts'
 import { backgroundCount } from '../../src/cli/background-count.ts'
 import type { Database } from '../../src/db/client.ts'
 import { readStoredCursor, saveCursor } from '../../src/db/writes.ts'
@@ -252,6 +255,21 @@ describe('waits across a 10-minute step of the wall clock', () => {
       }
     })
   }
+
+  it('the answer cache stops vouching 750 ms after the last poll, when the clock is set back', async () => {
+    const clock = steppableClock()
+    const cache = new AnswerCache({ maxBytes: 1 << 20, ttlMs: 60_000 })
+    const tail = new ChangeTail(db, silentLogger())
+    tail.add(new AnswerCacheKeeper(cache))
+    // One poll and no more: the database stopped answering, as far as the cache knows.
+    await tail.poll()
+    cache.set('k', 'answer', ['did:plc:a'], cache.generation)
+    expect(cache.get('k')?.body).toBe('answer')
+    clock.shift = -TEN_MINUTES
+    await sleep(CACHE_TRUST_MS + 100)
+    expect(cache.get('k'), 'a stale answer served past the trust bound').toBeUndefined()
+    tail.close()
+  })
 
   it('a background count runs again after its interval when the clock is set back', async () => {
     const clock = steppableClock()
