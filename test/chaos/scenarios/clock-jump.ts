@@ -43,28 +43,11 @@ export const clockJumpScenario: Scenario = {
   async run(ctx, shared) {
     const lib = LIBFAKETIME.find((f) => existsSync(f))
     if (!lib)
-      return {
-        failures: [],
-        figures: 'skipped',
-        skipped:
-          'libfaketime is not installed (Debian package faketime, scripts/ci-system-deps.sh)',
-      }
+      return skip('libfaketime is not installed (Debian faketime, scripts/ci-system-deps.sh)')
     const base = await shared.baseline('pglite')
     const db = await freshDb(ctx, 'pglite')
-    const offsetFile = join(ctx.tempDir('faketime'), 'offset')
-    // Seconds from the real clock to a minute after the last event.
-    const start = Math.round(base.set.lastTimeUs / 1e6 + 60 - Date.now() / 1000)
-    const setOffset = (s: number) => writeFileSync(offsetFile, `${s >= 0 ? '+' : ''}${s}\n`)
-    setOffset(start)
-    const env = {
-      ...COMMON_ENV,
-      ...db.env,
-      BATCH_SIZE: '25',
-      LD_PRELOAD: lib,
-      FAKETIME_TIMESTAMP_FILE: offsetFile,
-      FAKETIME_NO_CACHE: '1',
-      FAKETIME_DONT_FAKE_MONOTONIC: '1',
-    }
+    const { file, start, setOffset } = offsetControl(ctx, base.set.lastTimeUs)
+    const env = { ...COMMON_ENV, ...db.env, BATCH_SIZE: '25', ...fakeClockEnv(lib, file) }
     const procs: CliProc[] = []
     const launch = async () => {
       const p = startCli(replayArgs(base.file), env)
@@ -77,7 +60,7 @@ export const clockJumpScenario: Scenario = {
     const moved = clockMoved(p, start)
     if (moved !== null) {
       p.kill9()
-      return { failures: [], figures: 'skipped', skipped: moved }
+      return skip(moved)
     }
     const watch = watchRun(() => p, ctx)
     const first = base.set.events[0].time_us
@@ -108,13 +91,7 @@ export const clockJumpScenario: Scenario = {
     const failures: string[] = []
     const w = watch.figures()
     failures.push(...w.backwards, ...w.fiveXx)
-    for (const bad of [
-      'position refused for the cursor',
-      'stored cursor is a future time',
-      'stored time of the newest event is in the future',
-    ])
-      for (const q of procs)
-        if (q.output().includes(bad)) failures.push(`the log says "${bad}" after a clock step`)
+    failures.push(...procs.flatMap(refusalsLogged))
     const got = await readDigest(p.url()!, base.fine.records.keys())
     if (got.cursor !== base.set.lastTimeUs)
       failures.push(`cursor ${got.cursor}, expected ${base.set.lastTimeUs}`)
@@ -128,6 +105,41 @@ export const clockJumpScenario: Scenario = {
       figures: `${steps.length} steps, ${w.requests} requests, ${w.fiveXx.length} 5xx, digest ${got.hash}`,
     }
   },
+}
+
+const skip = (why: string) => ({ failures: [], figures: 'skipped', skipped: why })
+
+/** The file libfaketime reads its offset from, set to a minute after the replay's last event. */
+function offsetControl(ctx: ChaosContext, lastTimeUs: number) {
+  const file = join(ctx.tempDir('faketime'), 'offset')
+  const start = Math.round(lastTimeUs / 1e6 + 60 - Date.now() / 1000)
+  const setOffset = (s: number) => writeFileSync(file, `${s >= 0 ? '+' : ''}${s}\n`)
+  setOffset(start)
+  return { file, start, setOffset }
+}
+
+/**
+ * libfaketime preloaded, reading its offset from `offsetFile` on every call; the monotonic
+ * clock is left alone, as a step of the system clock leaves it.
+ */
+function fakeClockEnv(lib: string, offsetFile: string): Record<string, string> {
+  return {
+    LD_PRELOAD: lib,
+    FAKETIME_TIMESTAMP_FILE: offsetFile,
+    FAKETIME_NO_CACHE: '1',
+    FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  }
+}
+
+/** What a product process logged that a clock step must not cause. */
+function refusalsLogged(p: CliProc): string[] {
+  return [
+    'position refused for the cursor',
+    'stored cursor is a future time',
+    'stored time of the newest event is in the future',
+  ]
+    .filter((bad) => p.output().includes(bad))
+    .map((bad) => `the log says "${bad}" after a clock step`)
 }
 
 /** Null when the product's log times follow the offset; else why the scenario cannot run. */
