@@ -2,7 +2,9 @@
 # Installs the system packages the test suite needs beyond node_modules:
 # Debian's `prometheus` package (provides `prometheus` and `promtool`), used by
 # test/infra/*.test.ts, and Debian's `chromium` (with a font for its screenshots), which
-# test/ui/*.test.ts drive through playwright-core (never `playwright install`).
+# test/ui/*.test.ts drive through playwright-core (never `playwright install`), and Debian's
+# `faketime` (libfaketime), which the chaos scenario clock-jump preloads into the product to
+# step its wall clock.
 # Idempotent: installs only what is missing.
 # The tests start their own Prometheus on a random loopback port, so any system
 # service the package starts is stopped and kept from listening on :9090.
@@ -44,12 +46,15 @@ stop_system_prometheus() {
 
 have_chromium() { [ -x /usr/bin/chromium ]; }
 
+have_faketime() { [ -n "$(dpkg -L libfaketime 2>/dev/null | grep -m1 '/libfaketime\.so\.1$')" ]; }
+
 missing=()
 have_prometheus || missing+=(prometheus)
 have_chromium || missing+=(chromium fonts-dejavu-core)
+have_faketime || missing+=(faketime)
 
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "ci-system-deps: prometheus and chromium already installed"
+  echo "ci-system-deps: prometheus, chromium and faketime already installed"
 else
   need_root "${missing[*]}"
   # Keep the package's init scripts from starting a daemon during install.
@@ -79,3 +84,8 @@ if ! have_chromium; then
   exit 1
 fi
 /usr/bin/chromium --version 2>/dev/null | head -n 1 || true
+if ! have_faketime; then
+  echo 'ci-system-deps: libfaketime still missing after install' >&2
+  exit 1
+fi
+echo "libfaketime: $(dpkg-query -W -f='${Version}' libfaketime)"

@@ -71,7 +71,7 @@ export class AnswerCache {
 
   constructor(opts: AnswerCacheOptions) {
     this.#opts = opts
-    this.#now = opts.now ?? Date.now
+    this.#now = opts.now ?? (() => performance.now())
     this.#random = opts.random ?? Math.random
     this.#entries = new LRUCache<string, Entry>({
       maxSize: opts.maxBytes,

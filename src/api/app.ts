@@ -17,6 +17,7 @@ import { ChangeHub, SUBSCRIBE_DEFAULTS, type SubscribeOptions } from './changes/
 import { ChangeTail, TAIL_DEFAULTS } from './changes/tail.ts'
 import { addCacheHeaders } from './http-cache.ts'
 import { errorAnswer, errorNameOf } from './http-errors.ts'
+import { MonotonicRateLimitStore } from './rate-limit-store.ts'
 import { adminRoutes } from './routes/admin.ts'
 import { changesRoutes } from './routes/changes.ts'
 import { registerDocs } from './routes/docs.ts'
@@ -155,7 +156,11 @@ async function registerPlugins(
     brotliOptions: { params: { [zlib.BROTLI_PARAM_QUALITY]: 4 } },
   })
   // Keyed by request.ip, which honours TRUST_PROXY (Fastify's trustProxy above).
-  await app.register(rateLimit, { max: ctx.config.rateLimitPerMinute, timeWindow: 60_000 })
+  await app.register(rateLimit, {
+    max: ctx.config.rateLimitPerMinute,
+    timeWindow: 60_000,
+    store: MonotonicRateLimitStore,
+  })
   if (readApi) await registerDocs(app)
   await app.register(websocket, websocketOptions)
 }

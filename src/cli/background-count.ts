@@ -14,12 +14,12 @@ export function backgroundCount(
   let at = Number.NEGATIVE_INFINITY
   let counting = false
   return async () => {
-    if (!counting && Date.now() - at >= o.minIntervalMs) {
+    if (!counting && performance.now() - at >= o.minIntervalMs) {
       counting = true
       count()
         .then((c) => {
           last = c
-          at = Date.now()
+          at = performance.now()
         })
         .catch((err) => o.logger.warn({ err }, `counting ${o.what} for the gauge failed`))
         .finally(() => {

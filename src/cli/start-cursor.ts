@@ -3,6 +3,7 @@ import { clearLastEventUs, deleteCursor, readStoredCursor } from '../db/writes.t
 import { checkSourceTime } from '../ingest/cursor-guard.ts'
 import type { Source } from '../ingest/source.ts'
 import type { SourceCursor } from '../model/cursor.ts'
+import { steadyNotBefore, steadyNowMs } from '../observe/clock.ts'
 
 /**
  * The stored cursor to start from, or null. Two kinds of stored position are refused, counted
@@ -13,6 +14,9 @@ import type { SourceCursor } from '../model/cursor.ts'
  *   replay at random;
  * - a `time_us` in the future, stored by an earlier version (which took any line's time_us):
  *   it would skip every later event and blind the lag.
+ * "Future" is judged by a clock that is not behind the row's own write time: the guard
+ * checked the cursor against the clock when it was stored, so a clock set back since then
+ * makes neither the cursor nor the source's next events future.
  */
 export async function trustedStartCursor(
   ctx: AppContext,
@@ -22,7 +26,8 @@ export async function trustedStartCursor(
   const stored = await readStoredCursor(ctx.db, source.name, key)
   if (!stored) return null
   const { cursor } = stored
-  const nowUs = Date.now() * 1000
+  steadyNotBefore(stored.savedAtMs)
+  const nowUs = steadyNowMs() * 1000
   const foreign = !source.resumesFrom.includes(cursor.kind)
   const refusal = cursor.kind === 'time_us' ? checkSourceTime(cursor.value, nowUs) : null
   const lastRefused = stored.lastEventUs !== null && checkSourceTime(stored.lastEventUs, nowUs)

@@ -401,12 +401,13 @@ export async function readStoredCursor(
   db: Database,
   source: string,
   key: string,
-): Promise<{ cursor: SourceCursor; lastEventUs: number | null } | null> {
+): Promise<{ cursor: SourceCursor; lastEventUs: number | null; savedAtMs: number } | null> {
   const [r] = await db.orm
     .select({
       kind: ingestCursors.kind,
       value: ingestCursors.cursor,
       lastEventUs: ingestCursors.lastEventUs,
+      savedAt: ingestCursors.updatedAt,
     })
     .from(ingestCursors)
     .where(cursorOf(source, key))
@@ -414,6 +415,7 @@ export async function readStoredCursor(
   return {
     cursor: { kind: r.kind, value: Number(r.value) },
     lastEventUs: r.lastEventUs == null ? null : Number(r.lastEventUs),
+    savedAtMs: r.savedAt.getTime(),
   }
 }
 

@@ -21,6 +21,7 @@ import type { CursorPosition } from '../model/events.ts'
 import { type Nsids, ROLES, type Role, roleOf } from '../model/nsids.ts'
 import type { RecompileKind } from '../model/recompile-anatomy.ts'
 import { isVisible, keyOf, type PreviousText, splitKey, type TextRow } from '../model/rows.ts'
+import { steadyNowMs } from '../observe/clock.ts'
 import { planBatch } from './merge.ts'
 import type { BatchEvent, BatchPlan, LoadedState, OutcomeCount } from './plan.ts'
 import { planRevisionTexts, type RevisionTextRefs } from './revision-texts.ts'
@@ -206,7 +207,7 @@ export async function applyBatch(
 ): Promise<BatchResult> {
   return deps.db.transaction(async (tx) => {
     await beginWriterTransaction(tx)
-    const now = new Date()
+    const now = new Date(steadyNowMs())
     const loaded = await load(tx, events, deps.nsids)
     const planned = await plan(deps, events, loaded)
     await writePlan(tx, planned, loaded.state, now)

@@ -1,5 +1,6 @@
 import type { AppContext } from '../context/context.ts'
 import type { HandleVerifier } from '../model/handles.ts'
+import { steadyNowMs } from '../observe/clock.ts'
 import { applyBatch, type IndexerDeps } from './apply.ts'
 
 // A repo seen for the first time has no handle until its next #identity event, which may
@@ -79,7 +80,7 @@ export class HandleLookups {
       // Applied like an #identity event, timed now: an older upstream event cannot undo it.
       await applyBatch(
         this.#ctx,
-        [{ kind: 'identity', did, handle, seq: null, timeUs: Date.now() * 1000 }],
+        [{ kind: 'identity', did, handle, seq: null, timeUs: steadyNowMs() * 1000 }],
         null,
       )
     } catch (err) {

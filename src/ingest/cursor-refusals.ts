@@ -18,7 +18,7 @@ export interface RefusalReporterOptions {
 export function createRefusalReporter(opts: RefusalReporterOptions): RefusalReporter {
   const burst = opts.burst ?? 10
   const windowMs = opts.windowMs ?? 60_000
-  const now = opts.now ?? Date.now
+  const now = opts.now ?? (() => performance.now())
   let windowStart = Number.NEGATIVE_INFINITY
   let logged = 0
   let suppressed = 0

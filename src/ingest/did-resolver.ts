@@ -107,7 +107,7 @@ class CachingDidResolver implements DidResolver {
     this.maxStaleMs = opts.maxStaleMs ?? 24 * 60 * 60_000
     this.negativeTtlMs = opts.negativeTtlMs ?? 60_000
     this.minRefreshMs = opts.minRefreshMs ?? 5_000
-    this.now = opts.now ?? Date.now
+    this.now = opts.now ?? (() => performance.now())
     this.plc = new DidPlcResolver(opts.plcUrl, timeoutMs, undefined, globalThis.fetch)
     this.web = new DidWebResolver(timeoutMs, undefined, opts.webFetch)
     this.cache = new LRUCache({ max: opts.cacheSize ?? 100_000 })

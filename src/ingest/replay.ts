@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline'
 import type { Logger } from 'pino'
 import { type SourceCursor, startValueOf, timeCursor } from '../model/cursor.ts'
 import type { Sink, SourceItem } from '../model/events.ts'
+import { steadyNowMs } from '../observe/clock.ts'
 import type { Metrics } from '../observe/metrics.ts'
 import { pushUnlessAborted } from './abortable.ts'
 import { advanceTimeCursor } from './cursor-guard.ts'
@@ -124,7 +125,7 @@ function readLine(
   }
   // Without a readable envelope the line is not an event of the stream: nothing to push.
   if (typeof timeUs !== 'number') return null
-  const at = advanceTimeCursor(highWater, timeUs, Date.now() * 1000)
+  const at = advanceTimeCursor(highWater, timeUs, steadyNowMs() * 1000)
   if (at.refusal) r.refused(at.refusal, { line: lineNo, timeUs })
   const event = res.ok ? res.item.event : null
   const cursor = at.cursor === null ? null : timeCursor(at.cursor)

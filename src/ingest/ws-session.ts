@@ -60,7 +60,7 @@ export class WsSession<T> {
   #paused = false
   #closed = false
   #alive = true
-  #lastMessage = Date.now()
+  #lastMessage = performance.now()
   #stopped: string | null = null
   #error: string | null = null
 
@@ -109,7 +109,7 @@ export class WsSession<T> {
         yield next
         this.#busy = false
         // A consumer that held a frame for long made the silence itself.
-        this.#lastMessage = Date.now()
+        this.#lastMessage = performance.now()
       }
     } finally {
       this.#busy = false
@@ -149,7 +149,7 @@ export class WsSession<T> {
     ws.on('ping', heard)
     ws.on('message', (data, binary) => {
       heard()
-      this.#lastMessage = Date.now()
+      this.#lastMessage = performance.now()
       const item = this.#o.accept(toBuffer(data), binary)
       if (item === null) return
       this.#received++
@@ -186,7 +186,7 @@ export class WsSession<T> {
   // A paused socket cannot answer pings, and a slow sink is not a dead upstream; a socket
   // that answers pings but sends nothing for idleTimeoutMs has stalled all the same.
   #beat(): void {
-    const now = Date.now()
+    const now = performance.now()
     if (this.#ws.readyState !== WebSocket.OPEN || this.#paused) {
       this.#alive = true
       this.#lastMessage = now

@@ -12,6 +12,7 @@ import {
   type MetricKit,
   metricKit,
 } from './chain-metrics.ts'
+import { steadyNowMs } from './clock.ts'
 import { createStoreHealth, type StoreHealth } from './store-health.ts'
 
 // Metric names are part of the product contract (SPEC section 7): dashboards and alerts
@@ -149,7 +150,7 @@ function ingestMetrics(
     [],
     function collect() {
       const us = newestEventUs()
-      if (us !== null) this.set(Math.max(0, Date.now() / 1000 - us / 1e6))
+      if (us !== null) this.set(Math.max(0, steadyNowMs() / 1000 - us / 1e6))
     },
   )
   const ingestCursor = m.gauge('ingest_cursor', 'The committed source cursor (time_us or seq)')

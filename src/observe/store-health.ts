@@ -38,7 +38,7 @@ export interface StoreHealth {
   slowness(): DbSlowness | null
 }
 
-export function createStoreHealth(m: MetricKit, now: () => number = Date.now): StoreHealth {
+export function createStoreHealth(m: MetricKit): StoreHealth {
   const paused = m.gauge(
     'ingest_paused',
     'Ingestion paused by a fault of the store (1 while paused), by reason: disk_full, database',
@@ -49,9 +49,12 @@ export function createStoreHealth(m: MetricKit, now: () => number = Date.now): S
     'db_statement_timeouts_total',
     'Reads cancelled at the read timeout (READ_TIMEOUT_MS) and answered 503',
   )
+  // The window is on the monotonic clock (a step of the wall clock neither stretches nor
+  // empties it); the time shown is the wall clock's.
   let recent: number[] = []
+  let lastAt = ''
   const prune = () => {
-    const from = now() - SLOW_WINDOW_MS
+    const from = performance.now() - SLOW_WINDOW_MS
     recent = recent.filter((t) => t >= from)
   }
   m.gauge(
@@ -68,7 +71,7 @@ export function createStoreHealth(m: MetricKit, now: () => number = Date.now): S
     notePaused(reason, error) {
       if (current?.reason !== reason) {
         if (current) paused.set({ reason: current.reason }, 0)
-        current = { reason, since: new Date(now()).toISOString(), error }
+        current = { reason, since: new Date().toISOString(), error }
       } else current = { ...current, error }
       paused.set({ reason }, 1)
     },
@@ -79,16 +82,14 @@ export function createStoreHealth(m: MetricKit, now: () => number = Date.now): S
     pause: () => current,
     noteStatementTimeout() {
       timeouts.inc()
-      recent.push(now())
+      recent.push(performance.now())
+      lastAt = new Date().toISOString()
       // Bounded: a storm of timeouts keeps the last minute's times only.
       if (recent.length > 1000) recent = recent.slice(-1000)
     },
     slowness() {
       prune()
-      const last = recent.at(-1)
-      return last === undefined
-        ? null
-        : { recentTimeouts: recent.length, lastAt: new Date(last).toISOString() }
+      return recent.length === 0 ? null : { recentTimeouts: recent.length, lastAt }
     },
   }
 }

@@ -86,7 +86,7 @@ describe('migration 0012: bare stored cursors get their kind', () => {
           timeCursor(12),
           timeCursor(T0),
           seqCursor(9_876_543),
-        ].map((cursor) => ({ cursor, lastEventUs: T0 })),
+        ].map((cursor) => ({ cursor, lastEventUs: T0, savedAtMs: expect.any(Number) })),
       )
       // From now on every row states its kind, one of the two.
       const insert = (kind: string | null) =>

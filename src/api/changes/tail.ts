@@ -128,7 +128,7 @@ export class ChangeTail {
 
   async #pollOnce(): Promise<void> {
     this.#signalled = false
-    const startedAt = Date.now()
+    const startedAt = performance.now()
     if (this.#seq === null) await this.#skipToHead()
     else await this.#readOn(this.#seq)
     if (this.#closed) return

@@ -72,7 +72,7 @@ const NOT_IMPLEMENTED = new Set([401, 403, 404, 405, 501])
 type Counts = Omit<BackfillProgress, 'elapsedMs'>
 
 export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummary> {
-  const started = Date.now()
+  const started = performance.now()
   const state = { listed: 0, listingDone: false, done: 0, skipped: 0, failed: 0, records: 0 }
   const failures: BackfillSummary['failures'] = []
   const reporter =
@@ -82,7 +82,10 @@ export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummar
   const recorder = opts.recordProgress
     ? createProgressRecorder({ write: opts.recordProgress, logger: opts.logger })
     : null
-  const snapshotOf = (): BackfillProgress => ({ ...state, elapsedMs: Date.now() - started })
+  const snapshotOf = (): BackfillProgress => ({
+    ...state,
+    elapsedMs: Math.round(performance.now() - started),
+  })
   const report = () => {
     const p = snapshotOf()
     reporter?.update(p)

@@ -31,10 +31,10 @@ export function createProgressReporter(opts: {
   const tty = stream.isTTY === true
   const logEvery = opts.logIntervalMs ?? 10_000
   let lastDraw = 0
-  let lastLog = Date.now()
+  let lastLog = performance.now()
   return {
     update(p) {
-      const now = Date.now()
+      const now = performance.now()
       if (tty) {
         if (now - lastDraw < 100) return
         lastDraw = now
@@ -91,7 +91,7 @@ export function createProgressRecorder(opts: {
   }
   return {
     update(p) {
-      const now = Date.now()
+      const now = performance.now()
       if (busy || now - last < every) return
       last = now
       void send(p, false)

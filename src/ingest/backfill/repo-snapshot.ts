@@ -2,6 +2,7 @@ import { type Commit, RepoVerificationError, verifyCommitSig } from '@atproto/re
 import { backoffMs } from '../../faults/backoff.ts'
 import { isRetryable, UpstreamError } from '../../faults/errors.ts'
 import type { RepoSnapshotEvent } from '../../model/events.ts'
+import { steadyNowMs } from '../../observe/clock.ts'
 import type { Metrics } from '../../observe/metrics.ts'
 import { sleepUnlessAborted } from '../abortable.ts'
 import type { DidResolver } from '../did-resolver.ts'
@@ -110,7 +111,7 @@ async function fetchVerified(did: string, opts: RepoFetchOptions): Promise<RepoS
     did,
     rev: verified.rev,
     records: verified.records,
-    timeUs: Date.now() * 1000,
+    timeUs: steadyNowMs() * 1000,
     commit: verified.commit,
     provenance: { source: 'backfill', verified: true, commit: verified.commit.cid },
   }

@@ -30,6 +30,7 @@ export interface UpstreamRequest {
 
 interface Host {
   active: number
+  /** On the monotonic clock: a step of the wall clock neither lengthens nor skips a wait. */
   blockedUntil: number
   queue: Array<() => void>
 }
@@ -81,7 +82,7 @@ export class UpstreamLimiter {
         )
           host.blockedUntil = Math.max(
             host.blockedUntil,
-            Date.now() + Math.min(wait, this.#o.maxWaitMs),
+            performance.now() + Math.min(wait, this.#o.maxWaitMs),
           )
         if (res.status !== 429) return await consume(res)
         await res.body?.cancel().catch(() => {})
@@ -91,7 +92,7 @@ export class UpstreamLimiter {
             `${endpoint} ${url.host}: still HTTP 429 after ${waits + 1} tries (asked to wait ${Math.round(ask)} ms)`,
             { retryable: true, reason: 'rate_limited', retryAfterMs: ask },
           )
-        host.blockedUntil = Math.max(host.blockedUntil, Date.now() + ask)
+        host.blockedUntil = Math.max(host.blockedUntil, performance.now() + ask)
       }
     } finally {
       this.#release(url.host, host)
@@ -99,8 +100,8 @@ export class UpstreamLimiter {
   }
 
   async #waitUnblocked(host: Host, signal: AbortSignal | undefined): Promise<void> {
-    while (host.blockedUntil > Date.now()) {
-      const ms = host.blockedUntil - Date.now()
+    while (host.blockedUntil > performance.now()) {
+      const ms = host.blockedUntil - performance.now()
       await sleepUnlessAborted(ms, signal)
       signal?.throwIfAborted()
     }
@@ -136,7 +137,7 @@ export class UpstreamLimiter {
     host.active--
     const next = host.queue.shift()
     if (next) next()
-    else if (host.active === 0 && host.blockedUntil <= Date.now()) this.#hosts.delete(name)
+    else if (host.active === 0 && host.blockedUntil <= performance.now()) this.#hosts.delete(name)
   }
 
   #forgetIdle(): void {
@@ -147,7 +148,11 @@ export class UpstreamLimiter {
   }
 }
 
-/** `retry-after` (seconds or an HTTP date), else `ratelimit-reset` (seconds), in ms. */
+/**
+ * `retry-after` (seconds or an HTTP date), else `ratelimit-reset` (seconds), in ms. A date is
+ * the server's wall time, so it becomes a delay by ours; the caller keeps the delay on the
+ * monotonic clock.
+ */
 export function retryAfterMs(headers: Headers, now = Date.now()): number | null {
   const after = headers.get('retry-after')
   if (after) {

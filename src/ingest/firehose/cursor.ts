@@ -1,4 +1,5 @@
 import type { SourceItem } from '../../model/events.ts'
+import { steadyNowMs } from '../../observe/clock.ts'
 import { guardSeqFrame, type SeqTrack } from '../cursor-guard.ts'
 import type { RefusalReporter } from '../cursor-refusals.ts'
 import type { FrameResult } from './frame.ts'
@@ -14,7 +15,7 @@ export function createFrameGuard(
   let track = start
   return (result) => {
     if (result.seq === null) return result.items
-    const g = guardSeqFrame(track, result.seq, result.items, Date.now() * 1000)
+    const g = guardSeqFrame(track, result.seq, result.items, steadyNowMs() * 1000)
     track = g.track
     for (const reason of g.refusals) refused(reason, { seq: result.seq, cursor: track.accepted })
     return g.items

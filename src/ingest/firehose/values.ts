@@ -1,5 +1,7 @@
 // Small readers of untrusted firehose values, shared by the frame and commit decoders.
 
+import { steadyNowMs } from '../../observe/clock.ts'
+
 /** The frame's `time` in µs, or null when it is not a date (never our clock: the lag would lie). */
 export function toTimeUs(time: unknown): number | null {
   const ms = typeof time === 'string' ? Date.parse(time) : Number.NaN
@@ -8,7 +10,7 @@ export function toTimeUs(time: unknown): number | null {
 
 /** An event's own time: the frame's, else when it was read (items keep null for the lag). */
 export function eventUs(timeUs: number | null): number {
-  return timeUs ?? Date.now() * 1000
+  return timeUs ?? steadyNowMs() * 1000
 }
 
 export function str(v: unknown): string | undefined {

@@ -4,6 +4,7 @@ import { backoffMs } from '../../faults/backoff.ts'
 import { type SourceCursor, seqCursor, timeCursor, valueOfKind } from '../../model/cursor.ts'
 import type { IdentityEvent, IndexEvent, Sink, SourceItem } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'
+import { steadyNowMs } from '../../observe/clock.ts'
 import type { Metrics } from '../../observe/metrics.ts'
 import { pushUnlessAborted } from '../abortable.ts'
 import { advanceTimeCursor } from '../cursor-guard.ts'
@@ -189,7 +190,7 @@ class JetstreamV1Wire implements Wire<string> {
     const last = this.lastCursor
     const pos = positionOf(res, last)
     if (pos === null) return true
-    const at = advanceTimeCursor(valueOfKind(last, 'time_us'), pos.rawUs, Date.now() * 1000)
+    const at = advanceTimeCursor(valueOfKind(last, 'time_us'), pos.rawUs, steadyNowMs() * 1000)
     if (at.refusal) this.#refused(at.refusal, { timeUs: pos.rawUs, cursor: last })
     else observe(pos.rawUs)
     const event = await this.#eventOf(res)

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import { type SourceCursor, seqCursor, valueOfKind } from '../../model/cursor.ts'
+import { steadyNowMs } from '../../observe/clock.ts'
 import { advanceSeqCursor, checkSourceTime, type SeqTrack } from '../cursor-guard.ts'
 import type { RefusalReporter } from '../cursor-refusals.ts'
 
@@ -70,7 +71,7 @@ export class V2Cursor {
     const adv = advanceSeqCursor(this.#track, seq)
     this.#track = adv.track
     if (adv.refusal) this.#refused(adv.refusal, { seq, cursor: this.#track.accepted })
-    const timeRefusal = checkSourceTime(timeUs, Date.now() * 1000)
+    const timeRefusal = checkSourceTime(timeUs, steadyNowMs() * 1000)
     if (timeRefusal) this.#refused(timeRefusal, { seq, timeUs })
     return { cursor: adv.cursor, timeUs: timeRefusal ? null : timeUs }
   }

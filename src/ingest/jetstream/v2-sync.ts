@@ -7,7 +7,7 @@ import type { RepoPruneEvent } from '../../model/events.ts'
 // which a `prune` event tombstones. The window ends at the DID's first later event that is
 // not a create at R (the replacement rows are archived in one run before anything newer of
 // that repo), or once the stream has moved `quietUs` past the window's last create, or when
-// no frame at all has come for the quiet period (`closeAll`, by the wall clock: on a sparse,
+// no frame at all has come for the quiet period (`closeAll`, by the monotonic clock: on a sparse,
 // filtered stream a repo's resync can be the last thing for a long time, and stream time
 // only moves with frames).
 //
@@ -114,20 +114,20 @@ export function watchQuiet(o: {
 }): QuietWatch {
   let turn: Promise<unknown> = Promise.resolve()
   let busy = 0
-  let lastActivity = Date.now()
+  let lastActivity = performance.now()
   let failure: unknown = null
   const inTurn = <T>(fn: () => Promise<T>): Promise<T> => {
     busy++
     const run = turn.then(fn).finally(() => {
       busy--
-      lastActivity = Date.now()
+      lastActivity = performance.now()
     })
     turn = run.catch(() => {}) // the next turn waits; `run`'s own caller sees its failure
     return run
   }
   const timer = setInterval(
     () => {
-      if (busy > 0 || o.windows.size === 0 || Date.now() - lastActivity < o.quietMs) return
+      if (busy > 0 || o.windows.size === 0 || performance.now() - lastActivity < o.quietMs) return
       inTurn(o.closeQuiet).catch((err) => {
         failure = err
       })
@@ -136,7 +136,7 @@ export function watchQuiet(o: {
   )
   return {
     onMessage: (data, binary) => {
-      lastActivity = Date.now()
+      lastActivity = performance.now()
       return inTurn(async () => {
         if (failure !== null) throw failure
         return o.handle(data, binary)

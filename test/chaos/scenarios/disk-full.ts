@@ -75,7 +75,7 @@ export const diskFullScenario: Scenario = {
   },
 }
 
-async function cursorPast(p: CliProc, target: number): Promise<number | null> {
+export async function cursorPast(p: CliProc, target: number): Promise<number | null> {
   const deadline = Date.now() + 120_000
   let c: number | null = null
   while (Date.now() < deadline && !p.exit()) {
@@ -98,7 +98,7 @@ export async function pausedReasons(p: CliProc): Promise<string[]> {
   }
 }
 
-async function waitPaused(p: CliProc): Promise<string[]> {
+export async function waitPaused(p: CliProc): Promise<string[]> {
   const deadline = Date.now() + 30_000
   while (Date.now() < deadline && !p.exit()) {
     const r = await pausedReasons(p)
@@ -109,7 +109,7 @@ async function waitPaused(p: CliProc): Promise<string[]> {
 }
 
 /** /readyz and a read answer within 5 s (200 with the reserve; a PANIC may make them 503). */
-async function probeWhilePaused(p: CliProc, reserved: boolean) {
+export async function probeWhilePaused(p: CliProc, reserved: boolean) {
   const failures: string[] = []
   const parts: string[] = []
   for (const path of ['/readyz', '/v1/prompts?limit=3']) {

@@ -1,6 +1,8 @@
 import type { Scenario } from '../lib/scenario.ts'
 import { batchingScenario } from './batching.ts'
+import { clockJumpScenario } from './clock-jump.ts'
 import { diskFullScenario } from './disk-full.ts'
+import { diskFullPostgresScenario } from './disk-full-postgres.ts'
 import { firehoseCutsScenario } from './firehose-cuts.ts'
 import { hostileReplayScenario } from './hostile-replay.ts'
 import { httpFuzzScenario } from './http-fuzz.ts'
@@ -17,7 +19,9 @@ export function allScenarios(): Scenario[] {
     kill9Scenario('postgres'),
     pgOutageScenario,
     diskFullScenario,
+    diskFullPostgresScenario,
     slowDbScenario,
+    clockJumpScenario,
     hostileReplayScenario('pglite'),
     hostileReplayScenario('postgres'),
     jetstreamCutsScenario('pglite'),

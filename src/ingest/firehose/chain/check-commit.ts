@@ -3,6 +3,7 @@ import type { CommitEvt, parseCommitUnauthenticated } from '@atproto/sync'
 import type { ChainHead } from '../../../db/repo-chain.ts'
 import type { ChainEvent } from '../../../model/events.ts'
 import type { BreakReason } from '../../../observe/chain-metrics.ts'
+import { steadyNowMs } from '../../../observe/clock.ts'
 import type { SignatureCheck } from '../native-verify.ts'
 import { type KeyLookup, type VerifiedCommit, verifyCommit } from '../signature.ts'
 import { InversionError, invertCommit } from './invert.ts'
@@ -42,7 +43,7 @@ export async function checkCommit(
   head: ChainHead | null,
   timeUs: number,
 ): Promise<CommitVerdict> {
-  const early = checkRev(body.rev, deps.now?.() ?? Date.now())
+  const early = checkRev(body.rev, deps.now?.() ?? steadyNowMs())
   if (early) return early
   if (head && head.state !== 'synchronized') return { kind: 'waiting', state: head.state }
   if (head?.rev && body.rev <= head.rev) return { kind: 'replay' }

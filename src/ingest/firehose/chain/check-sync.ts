@@ -1,6 +1,7 @@
 import { def, MemoryBlockstore, readCarWithRoot, verifyCommitSig } from '@atproto/repo'
 import type { ChainHead } from '../../../db/repo-chain.ts'
 import type { ChainEvent } from '../../../model/events.ts'
+import { steadyNowMs } from '../../../observe/clock.ts'
 import type { KeyLookup } from '../signature.ts'
 import { checkRev, stateEvent } from './check-commit.ts'
 
@@ -30,7 +31,7 @@ export async function checkSync(
   body: SyncBody,
   head: ChainHead | null,
   timeUs: number,
-  nowMs = Date.now(),
+  nowMs = steadyNowMs(),
 ): Promise<SyncVerdict> {
   const early = checkRev(body.rev, nowMs)
   if (early?.kind === 'reject')

@@ -3,6 +3,7 @@ import type { ChainHead } from '../../../db/repo-chain.ts'
 import { backoffMs } from '../../../faults/backoff.ts'
 import { isRetryable } from '../../../faults/errors.ts'
 import type { ChainEvent, RepoSnapshotEvent } from '../../../model/events.ts'
+import { steadyNowMs } from '../../../observe/clock.ts'
 import type { Metrics } from '../../../observe/metrics.ts'
 import { RepoFetchError } from '../../backfill/repo-snapshot.ts'
 import { stateEvent } from './check-commit.ts'
@@ -11,7 +12,9 @@ import { stateEvent } from './check-commit.ts'
 // to the writer, which reconciles it like a backfill: records the repo no longer holds are
 // deleted. Limits (notes section 8): per repo a token bucket of 5 a minute (atmos), per PDS
 // a concurrency cap and the wait a 429 asks for; failures retry with capped exponential
-// backoff and jitter. Everything here is bounded: pending repos, buckets and hosts.
+// backoff and jitter. Everything here is bounded: pending repos, buckets and hosts. Every wait
+// and token is on the monotonic clock: a step of the wall clock neither holds a repo back nor
+// lets it through early.
 
 export interface ResyncerOptions {
   /** One verified getRepo, no retries (they are scheduled here). */
@@ -88,7 +91,7 @@ export class Resyncer {
 
   /** When the repo's next token is free (now if one is left); counts a rate-limited wait. */
   #takeToken(did: string): number {
-    const now = Date.now()
+    const now = performance.now()
     const rate = this.#o.perRepoPerMinute / 60_000
     const b = this.#buckets.get(did) ?? { tokens: this.#o.perRepoPerMinute, at: now }
     b.tokens = Math.min(this.#o.perRepoPerMinute, b.tokens + (now - b.at) * rate)
@@ -106,7 +109,7 @@ export class Resyncer {
 
   #pump(): void {
     if (this.#abort.signal.aborted) return
-    const now = Date.now()
+    const now = performance.now()
     let next = Number.POSITIVE_INFINITY
     for (const job of this.#pending.values()) {
       if (this.#running.size >= this.#o.concurrency) break
@@ -138,15 +141,15 @@ export class Resyncer {
     }
     const h = this.#hosts.get(host) ?? { active: 0, blockedUntil: 0 }
     this.#hosts.set(host, h)
-    if (h.active >= this.#o.perHostConcurrency || h.blockedUntil > Date.now()) {
+    if (h.active >= this.#o.perHostConcurrency || h.blockedUntil > performance.now()) {
       // The host is busy or asked us to wait: try again later, without spending an attempt.
-      this.#requeue(job, Math.max(h.blockedUntil, Date.now() + 250))
+      this.#requeue(job, Math.max(h.blockedUntil, performance.now() + 250))
       return
     }
     h.active++
     const started = performance.now()
     try {
-      await this.#o.emit(stateEvent(did, 'resyncing', null, Date.now() * 1000))
+      await this.#o.emit(stateEvent(did, 'resyncing', null, steadyNowMs() * 1000))
       const snap = await this.#o.fetchSnapshot(did, this.#abort.signal)
       const head = await this.#o.head(did)
       if (head?.rev && snap.rev < head.rev) {
@@ -169,7 +172,7 @@ export class Resyncer {
       await this.#failed(job, host, h, err)
     } finally {
       h.active--
-      if (h.active === 0 && h.blockedUntil <= Date.now()) this.#hosts.delete(host)
+      if (h.active === 0 && h.blockedUntil <= performance.now()) this.#hosts.delete(host)
     }
   }
 
@@ -177,7 +180,8 @@ export class Resyncer {
     const { did } = job
     this.#o.metrics.resyncsTotal.inc({ outcome: 'failed' })
     const retryAfter = err instanceof RepoFetchError ? err.retryAfterMs : null
-    if (retryAfter !== null) h.blockedUntil = Math.max(h.blockedUntil, Date.now() + retryAfter)
+    if (retryAfter !== null)
+      h.blockedUntil = Math.max(h.blockedUntil, performance.now() + retryAfter)
     const retry = isRetryable(err) && job.attempt < this.#o.maxAttempts
     this.#o.logger.warn(
       { did, host, attempt: job.attempt, retry, reason: (err as Error).message },
@@ -190,13 +194,13 @@ export class Resyncer {
         jitter: 'equal',
       })
       const wait = Math.max(retryAfter ?? 0, backoff)
-      this.#requeue({ ...job, attempt: job.attempt + 1 }, Date.now() + wait)
+      this.#requeue({ ...job, attempt: job.attempt + 1 }, performance.now() + wait)
       return
     }
     // Given up: the repo stays desynchronized (and visible, with its last good state) until
     // its next commit or #sync asks again.
     await this.#o
-      .emit(stateEvent(did, 'desynchronized', 'resync_failed', Date.now() * 1000))
+      .emit(stateEvent(did, 'desynchronized', 'resync_failed', steadyNowMs() * 1000))
       .catch((e) => this.#o.logger.warn({ did, err: e }, 'recording a failed resync failed'))
   }
 
