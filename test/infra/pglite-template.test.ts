@@ -18,6 +18,10 @@ let n = 0
 const freshDir = () => join(root, `d${++n}`)
 
 const journal = JSON.parse(readFileSync(join(MIGRATIONS_DIR, 'meta/_journal.json'), 'utf8'))
+/** When drizzle-kit generated a migration: the journal's `when`, the applied row's created_at. */
+const migrationTime = (tag: string): number =>
+  (journal.entries as Array<{ tag: string; when: number }>).find((e) => e.tag === tag)?.when ??
+  Number.NaN
 
 describe('the shipped PGlite template', () => {
   it('holds every migration of drizzle/ (else: npm run db:template)', async () => {
@@ -121,14 +125,18 @@ describe('the shipped PGlite template', () => {
   it('migrates a directory of an older schema forward (one from before migration 0014)', async () => {
     const dir = freshDir()
     const first = await openDatabase({ url: null, dataDir: dir })
-    // What a directory filled before 0014 holds: no anatomy columns, 0014 not in the journal.
+    // What a directory filled before 0014 holds: none of what 0014-0016 add (the anatomy
+    // columns, the list orders' indexes, backfill_runs), and none of them in the journal.
+    await first.rows(sql`DROP TABLE backfill_runs`)
+    for (const order of ['compiled', 'indexed', 'recompiles', 'size'])
+      await first.rows(sql.raw(`DROP INDEX prompts_${order}_page_idx`))
     await first.rows(sql`ALTER TABLE changes DROP COLUMN changed`)
     await first.rows(sql`ALTER TABLE prompts DROP COLUMN changed, DROP COLUMN memory_files`)
     await first.rows(
       sql`ALTER TABLE prompt_revisions DROP COLUMN changed, DROP COLUMN memory_files`,
     )
     await first.rows(
-      sql`DELETE FROM drizzle.__drizzle_migrations WHERE id = (SELECT max(id) FROM drizzle.__drizzle_migrations)`,
+      sql`DELETE FROM drizzle.__drizzle_migrations WHERE created_at >= ${migrationTime('0014_recompile_anatomy')}`,
     )
     expect(await first.isMigrated()).toBe(false)
     await first.close()
@@ -140,6 +148,10 @@ describe('the shipped PGlite template', () => {
         sql`SELECT count(*)::int AS n FROM information_schema.columns WHERE column_name IN ('changed', 'memory_files')`,
       )
       expect(cols).toEqual([{ n: 5 }])
+      const added = await again.rows<{ n: number }>(
+        sql`SELECT count(*)::int AS n FROM pg_class WHERE relname = 'backfill_runs' OR relname LIKE 'prompts\_%\_page\_idx'`,
+      )
+      expect(added).toEqual([{ n: 5 }])
     } finally {
       await again.close()
     }
