@@ -13,7 +13,8 @@ let anchorMono = performance.now()
 export function steadyNowMs(): number {
   const wall = Date.now()
   const mono = performance.now()
-  const carried = anchorWall + (mono - anchorMono)
+  // Whole milliseconds, as Date.now() gives: a time in µs is stored as a bigint.
+  const carried = Math.floor(anchorWall + (mono - anchorMono))
   if (wall < carried) return carried
   anchorWall = wall
   anchorMono = mono

@@ -18,6 +18,7 @@ import type { Source } from '../../src/ingest/source.ts'
 import { type SessionEnd, WsSession } from '../../src/ingest/ws-session.ts'
 import { timeCursor } from '../../src/model/cursor.ts'
 import type { RepoSnapshotEvent } from '../../src/model/events.ts'
+import { steadyNowMs } from '../../src/observe/clock.ts'
 import { makeApp } from '../api/fixtures.ts'
 import { sleep, steppableClock, TEN_MINUTES, within } from '../helpers/clock.ts'
 import { testContext } from '../helpers/context.ts'
@@ -56,6 +57,17 @@ beforeAll(async () => {
 afterAll(async () => db?.close())
 
 describe('times compared with now, after the clock is set back 10 min', () => {
+  it('the steady clock stays in whole milliseconds while it carries on past a step back', async () => {
+    steadyNowMs()
+    const clock = steppableClock()
+    clock.shift = -TEN_MINUTES
+    await sleep(3)
+    const ms = steadyNowMs()
+    // A time in µs made from it is stored as a bigint: a fraction would be refused.
+    expect(Number.isInteger(ms)).toBe(true)
+    expect(ms).toBeGreaterThan(Date.now() + TEN_MINUTES / 2)
+  })
+
   it('a Jetstream v2 frame sent just before the step is not refused as future', () => {
     const clock = steppableClock()
     const refused: string[] = []
