@@ -1,4 +1,5 @@
 import { desc, notInArray, sql } from 'drizzle-orm'
+import type { BackfillCounts } from '../model/backfill-counts.ts'
 import type { Database } from './client.ts'
 import { backfillRuns } from './schema.ts'
 
@@ -8,16 +9,6 @@ import { backfillRuns } from './schema.ts'
 /** Runs kept: enough to see the last ones, while the table stays a handful of rows. */
 const KEEP_RUNS = 5
 
-export interface BackfillRunCounts {
-  /** Repos found so far; final once `listingDone`. */
-  listed: number
-  listingDone: boolean
-  done: number
-  skipped: number
-  failed: number
-  records: number
-}
-
 /**
  * Writes run `id`'s counts (the first write inserts its row), stamped on the database's
  * clock; `finished` marks the run over. Runs beyond the newest few are deleted.
@@ -25,7 +16,7 @@ export interface BackfillRunCounts {
 export async function recordBackfillRun(
   db: Database,
   id: string,
-  counts: BackfillRunCounts,
+  counts: BackfillCounts,
   finished: boolean,
 ): Promise<void> {
   const { listed, listingDone, done, skipped, failed, records } = counts

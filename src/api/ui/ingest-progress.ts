@@ -1,8 +1,5 @@
-import {
-  type BackfillActivity,
-  readBackfillActivity,
-  readIngestActivity,
-} from '../../db/read/ingest-activity.ts'
+import { readBackfillActivity, readIngestActivity } from '../../db/read/ingest-activity.ts'
+import type { BackfillCounts } from '../../model/backfill-counts.ts'
 import { time } from './components.ts'
 import { type Html, html } from './html.ts'
 import type { PageContext } from './page-route.ts'
@@ -23,7 +20,7 @@ function behind(seconds: number): string {
   return `${Math.round(seconds / 86_400)} days`
 }
 
-function backfillNotice(b: BackfillActivity): Html {
+function backfillNotice(b: BackfillCounts): Html {
   const total = b.listingDone ? String(b.listed) : `${b.listed}+`
   return html`<p><strong>A backfill is under way:</strong> ${b.done} of ${total} repos (${b.skipped} skipped, ${b.failed} failed), ${b.records} records so far. The counts below grow as it fetches repos.</p>`
 }

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm'
+import type { BackfillCounts } from '../../model/backfill-counts.ts'
 import { type Database, rows } from '../client.ts'
 import { readAgainIfConnectionLost } from '../retry.ts'
 
@@ -52,17 +53,7 @@ export async function readIngestActivity(
   }
 }
 
-export interface BackfillActivity {
-  /** Repos found so far; final once `listingDone`. */
-  listed: number
-  listingDone: boolean
-  done: number
-  skipped: number
-  failed: number
-  records: number
-}
-
-type RunRow = Omit<BackfillActivity, 'records'> & { records: string | number }
+type RunRow = Omit<BackfillCounts, 'records'> & { records: string | number }
 
 /**
  * The newest backfill run (db/backfill-runs.ts) not finished and written in the last
@@ -71,7 +62,7 @@ type RunRow = Omit<BackfillActivity, 'records'> & { records: string | number }
 export async function readBackfillActivity(
   db: Database,
   activeSeconds: number,
-): Promise<BackfillActivity | null> {
+): Promise<BackfillCounts | null> {
   const [r] = await readAgainIfConnectionLost(() =>
     rows<RunRow>(
       db.orm,

@@ -1,14 +1,7 @@
 import type { Logger } from 'pino'
+import type { BackfillCounts } from '../../model/backfill-counts.ts'
 
-export interface BackfillProgress {
-  /** Repos found so far; final once `listingDone`. */
-  listed: number
-  listingDone: boolean
-  done: number
-  /** Already backfilled in an earlier run (isDone). */
-  skipped: number
-  failed: number
-  records: number
+export interface BackfillProgress extends BackfillCounts {
   elapsedMs: number
 }
 
