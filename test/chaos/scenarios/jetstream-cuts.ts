@@ -90,6 +90,12 @@ export function jetstreamCutsScenario(driver: Driver, wire: Wire = 'v1'): Scenar
     injects: `local Jetstream ${wire}${wire === 'v2' ? ' (dictionary zstd)' : ''} behind a proxy cutting the socket every ~1,500 frames (short run: ~600), once mid-frame, on ${driver}`,
     async run(ctx, shared) {
       const base = await shared.baseline(driver)
+      // v2 ends with a repo's resync and then silence, which only the clock can close. Its
+      // reference runs first, before the product connects: at the live tip with no cursor
+      // yet, a product left waiting through it (minutes, one event a batch) would hit the
+      // source's idle timeout and reconnect, rightly, without a cursor.
+      const resync = wire === 'v2' ? syncTail(base.set) : null
+      const ref = resync ? await resyncReference(ctx, driver, resync) : base.fine
       const db = await freshDb(ctx, driver)
       const up = await startUpstream(wire)
       ctx.defer('close the Jetstream server', () => up.close())
@@ -107,11 +113,6 @@ export function jetstreamCutsScenario(driver: Driver, wire: Wire = 'v1'): Scenar
       while (up.connections() === 0 && Date.now() < deadline) await sleep(20)
       if (up.connections() === 0)
         return { failures: [`never connected:\n${tail(p.output())}`], figures: 'aborted' }
-      // v2 ends with a repo's resync and then silence, which only the clock can close.
-      const resync = wire === 'v2' ? syncTail(base.set) : null
-      // The reference first: the cursor rests on the last event before the #sync only while
-      // the window is open (10 s), too short to be seen after a reference run.
-      const ref = resync ? await resyncReference(ctx, driver, resync) : base.fine
       const { events, end: last } = up.append(base, resync)
       // Up to the #sync the cursor moves as the events are stored; past it, only once the
       // window has ended (on a quiet stream, 10 s after its last frame: the source's default).
