@@ -13,6 +13,9 @@ export default defineConfig({
       : ['test/**/*.test.ts', 'src/**/*.test.ts', 'bench/test/*.test.ts'],
     // Two cores: more workers only contend for the same database and CPU.
     maxWorkers: 2,
+    // Test files share their worker's module graph instead of importing it afresh: imports
+    // were a third of the suite's CPU time (bench/README.md, "Test loop").
+    isolate: false,
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },

@@ -73,7 +73,7 @@ describe.skipIf(skip !== null)('a tablespace that fills under Postgres while run
       if (p.exit()) throw new Error(tail(p.output()))
       await sleep(10)
     }
-    await fs.resize(fs.used() + (512 << 10))
+    await fs.fill(512 << 10)
     const filled = Date.now()
     let reasons: string[] = []
     while (reasons.length === 0 && Date.now() - filled < 30_000) {

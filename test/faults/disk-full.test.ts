@@ -75,7 +75,7 @@ describe.skipIf(skip !== null)('a disk that fills under PGlite while run ingests
       if (p.exit()) throw new Error(`exited before filling:\n${tail(p.output())}`)
       await sleep(10)
     }
-    await fs.resize(fs.used() + headroomBytes)
+    await fs.fill(headroomBytes)
     return { fs, p, filledAt: Date.now() }
   }
 

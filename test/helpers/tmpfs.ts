@@ -16,6 +16,8 @@ export interface Tmpfs {
   used(): number
   /** Sets the size (a tmpfs never shrinks below what it holds). */
   resize(bytes: number): Promise<void>
+  /** Shrinks it to `headroom` bytes above what it holds now: the disk fills. */
+  fill(headroom: number): Promise<void>
   /** Unmounts and removes the mount point. */
   destroy(): Promise<void>
 }
@@ -32,14 +34,27 @@ export async function mountTmpfs(bytes: number): Promise<Tmpfs | string> {
     rmSync(base, { recursive: true, force: true })
     return `mount -t tmpfs failed: ${(err as { stderr?: string }).stderr ?? String(err)}`.trim()
   }
+  const used = () => {
+    const s = statfsSync(dir)
+    return (s.blocks - s.bfree) * s.bsize
+  }
+  const resize = async (size: number) => {
+    await run('mount', ['-o', `remount,size=${Math.ceil(size / 4096) * 4096}`, dir])
+  }
   return {
     dir,
-    used: () => {
-      const s = statfsSync(dir)
-      return (s.blocks - s.bfree) * s.bsize
-    },
-    resize: async (size) => {
-      await run('mount', ['-o', `remount,size=${Math.ceil(size / 4096) * 4096}`, dir])
+    used,
+    resize,
+    fill: async (headroom) => {
+      // A write landing between reading the use and the remount makes the shrink fail
+      // (below what it holds): read again and retry.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await resize(used() + headroom)
+        } catch (err) {
+          if (attempt === 5) throw err
+        }
+      }
     },
     destroy: async () => {
       await run('umount', ['-l', dir]).catch(() => {})
