@@ -31,6 +31,8 @@ export interface ReadApiOptions extends BenchOptions {
   rounds: number
   /** An existing read-benchmark database: measured as it is, neither built nor dropped. */
   reuseUrl?: string
+  /** Uncounted load before each part (read-load.ts); 0 where figures are not judged. */
+  warmS?: number
 }
 
 export function readApiOptionsFromEnv(): ReadApiOptions {

@@ -44,6 +44,8 @@ export interface LoadOptions {
    * next one finds them on disk.
    */
   prewarm?: () => Promise<void>
+  /** Seconds of uncounted load before each measured part (three times it first); 1 unless set. */
+  warmS?: number
 }
 
 export interface PathSets {
@@ -116,7 +118,10 @@ export async function measureServers(
   const part = { ...o, durationS: Math.max(1, o.durationS / o.rounds) }
   const order = (r: number) => (r % 2 === 0 ? targets : [...targets].reverse())
   // The warm-up is for each server's JIT; the page cache is warmed before each measured part.
-  for (const t of targets) await autocannonLoad(t.base, sets.uniform, { ...o, durationS: 3 })
+  const warmS = o.warmS ?? 1
+  if (warmS > 0)
+    for (const t of targets)
+      await autocannonLoad(t.base, sets.uniform, { ...o, durationS: 3 * warmS })
   const loads = new Map<string, Record<Kind, Load[]>>(
     targets.map((t) => [t.name, { uniform: [], zipf: [], lists: [] }]),
   )
@@ -127,7 +132,7 @@ export async function measureServers(
         // A second of the same load first, not counted: while the other servers had their
         // turns this one's answer cache aged (entries live 15-30 s), which a server that is
         // never left idle would not see.
-        await autocannonLoad(t.base, sets[kind], { ...o, durationS: 1 })
+        if (warmS > 0) await autocannonLoad(t.base, sets[kind], { ...o, durationS: warmS })
         loads.get(t.name)?.[kind].push(await autocannonLoad(t.base, sets[kind], part))
       }
   const pacedOf = async (kind: 'uniform' | 'lists', ts: Target[]) => {
