@@ -42,13 +42,10 @@ function withheldChanges(chunk: SQL, order: SQL): SQL {
 
 /**
  * Up to `take` change rows after `since`, oldest first, each marked `withheld` when its
- * repo is hidden now and it is not a delete: a reader starting late must not learn what a
- * takedown withdrew, yet every reader sees the delete that withdrew it. Withheld rows are
- * returned (and skipped by the caller) so the keyset still advances past them.
- *
- * The chunk is cut before the account check, and the check is a LATERAL probe with LIMIT
- * (which the planner cannot flatten into a join): one primary-key lookup per row, never a
- * hash of the whole accounts table costed for every row the seq index might visit.
+ * repo is hidden now and it is not a delete: a late reader must not learn what a takedown
+ * withdrew, yet sees the delete. Withheld rows are returned so the keyset advances past them.
+ * The account check is a LATERAL probe with LIMIT so the planner cannot turn it into a hash
+ * of the whole accounts table.
  */
 export function changesQuery(since: number, take: number): SQL {
   return withheldChanges(
