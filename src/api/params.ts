@@ -50,9 +50,8 @@ export function parseRecordUri(value: string, param: string, collections: string
 
 export type FilterName = (typeof FILTER_NAMES)[number]
 
-// Numbers in a query string are plain decimal digits: no sign, no exponent, no hex, no
-// fraction, no spaces, and no leading zeros ("05"), so each number has one spelling (as in
-// JSON) and a typo is a 400 instead of a guess. Ajv's coercion took `0x10`, `1e2`, `+5`.
+// Numbers in a query string are plain decimal digits (no sign, exponent, hex, fraction,
+// spaces or leading zero), so each number has one spelling and a typo is a 400, not a guess.
 const DECIMAL = new RegExp(DECIMAL_PATTERN)
 
 /** `value` as an integer in [min, max], or null when it is not one (see DECIMAL). */
