@@ -61,10 +61,7 @@ export function strictInteger(value: string, min: number, max: number): number |
   return Number.isSafeInteger(n) && n >= min && n <= max ? n : null
 }
 
-/**
- * The syntax of an integer in a query string: plain decimal digits, not coerced by Ajv, which
- * would take `0x10`, `1e2`, `+5` or ` 5`.
- */
+/** A query-string integer's schema: a string of DECIMAL_PATTERN, never coerced by Ajv. */
 const decimalParam = (description: string) =>
   ({ type: 'string', pattern: DECIMAL_PATTERN, maxLength: 16, description }) as const
 
@@ -133,8 +130,8 @@ function inRange(sort: KeyedSort, key: unknown): key is string {
   return n >= min && n <= max
 }
 
-// `created` keeps its cursor of before the sorts, [rkey, did], so cursors already handed
-// out still page; the others add their name and key: [rkey, did, sort, key].
+// `created` cursors stay [rkey, did], as handed out before the other sorts, so they still
+// page; the others add their name and key: [rkey, did, sort, key].
 export function encodeCursor(key: PageKey): string {
   const parts =
     key.sort === 'created' ? [key.rkey, key.did] : [key.rkey, key.did, key.sort, key.key]

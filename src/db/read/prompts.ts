@@ -118,7 +118,10 @@ const PROMPT_ANSWERS = promptAnswersQuery(sql.placeholder('dids'), sql.placehold
 /** A batch's row: the answer row and its key's position among the batch's keys (1-based). */
 export type KeyedAnswerRow = PromptAnswerRow & { key: number }
 
-/** Each key's answer row, in the keys' order (null: no visible prompt there). */
+/**
+ * Each key's answer row, in the keys' order (null: no visible prompt there). Rows keep their
+ * `key` column, since copying each row to drop it costs more than it saves.
+ */
 export async function readPromptAnswers(
   db: Database,
   keys: readonly PromptKey[],
