@@ -7,7 +7,6 @@ import DataLoader from 'dataloader'
 //
 // No DataLoader cache: an answer must show a takedown or a new CID on the next request
 // after its commit (the API's answer cache keeps answers, and the change log keeps it true).
-// answer cache is what keeps answers, and the change log keeps it true).
 
 export interface BatchOptions {
   /** Most keys one statement carries. */
