@@ -83,10 +83,9 @@ export async function writeTemplate(pg: PGlite, file = TEMPLATE_FILE): Promise<n
 }
 
 /**
- * Whether `pgdata` must be filled from the template, and the marker that says a fill is
- * under way. A marker left behind means a start died while filling: the half-written
- * directory is removed and filled again. A directory with files but no PG_VERSION is not
- * PGlite's, and is never touched.
+ * Whether `pgdata` must be filled from the template, and the marker of a fill under way: a
+ * marker left behind means a start died mid-fill, so the directory is filled afresh. A
+ * directory with files but no PG_VERSION is not PGlite's and is never touched.
  */
 export function templateNeeded(pgdata: string): { needed: boolean; marker: string } {
   const marker = `${pgdata}.loading`

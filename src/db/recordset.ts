@@ -38,10 +38,9 @@ const NEXT_ROW = sql.raw('::text), (')
 const LAST_ROW = sql.raw('::text)) AS ')
 
 /**
- * Long texts of rows as bind parameters, `(VALUES ($1::text, ...), ...) AS alias(columns)`:
- * a text parameter reaches Postgres as it is, while a string inside the jsonb parameter
- * goes through the JSON lexer (see model/record-parts.ts). Callers keep a statement under
- * the protocol's 65,535 parameters with TEXT_ROWS_PER_STATEMENT.
+ * Long texts of rows as bind parameters, `(VALUES ($1::text, ...), ...) AS alias(columns)`,
+ * which skip the JSON lexer (model/record-parts.ts). Callers stay under the protocol's
+ * 65,535 parameters with TEXT_ROWS_PER_STATEMENT.
  */
 export function textValues(
   alias: string,

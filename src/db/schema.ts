@@ -302,10 +302,9 @@ export const backfillRuns = pgTable('backfill_runs', {
 })
 
 /**
- * Sync 1.1 chain state of each tracked repo (SPEC 4), written in the same transaction as the
- * records it covers: the rev and MST root (`data`) of the last accepted commit, and whether
- * the stored records still follow the repo's chain. The upstream account status is
- * `accounts.active`/`status` (same key, same transaction).
+ * Sync 1.1 chain state of each tracked repo (SPEC 4): the rev and MST root (`data`) of the
+ * last accepted commit and whether the stored records still follow it, written in the same
+ * transaction as the records it covers.
  */
 export const repoChain = pgTable(
   'repo_chain',
