@@ -1,14 +1,12 @@
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 
-// A bounded in-process cache of serialized answers (the JSON text and its ETag), so a hot
-// prompt costs no query, no serialization and no hash. Entries are keyed by the answer
-// (route and record key) and tagged with the repos whose rows they were built from; a
-// change row of any such repo drops them (changes/cache-keeper.ts reports changes).
+// A bounded in-process cache of serialized answers (JSON text and ETag), so a hot prompt
+// costs no query, serialization or hash. Entries are tagged with the repos they were built
+// from, and a change row of any such repo drops them (changes/cache-keeper.ts).
 //
-// A fill races the invalidations that happen while its query runs: each invalidation
-// bumps `generation`, and a fill whose query started before the latest one is not stored,
-// so a stale snapshot can never be put back after the change that made it stale.
+// Each invalidation bumps `generation`, and a fill whose query started before the latest
+// one is not stored, so a stale snapshot is never put back after the change that staled it.
 
 export interface CachedAnswer {
   /** The JSON text, as the UTF-8 bytes sent: encoded once, not on every hit. */
@@ -41,10 +39,8 @@ export interface AnswerCacheOptions {
   /** Longest an entry is served at all: fields that change without a change row (provenance). */
   ttlMs: number
   /**
-   * Up to this fraction of `ttlMs` is taken off each entry's life at random (0 to 1; default
-   * 0): entries filled together (a warm-up, a burst of traffic) then expire spread out
-   * instead of all in the same instant, which would send every request to the database at
-   * once.
+   * Up to this fraction of `ttlMs` (0 to 1, default 0) is taken off each entry's life at
+   * random, so entries filled together do not all expire and hit the database at once.
    */
   ttlJitter?: number
   now?: () => number

@@ -2,10 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import { etagOf } from './answer-cache.ts'
 
 // Conditional GETs for JSON answers. The ETag hashes the serialized body, so it changes
-// exactly when the answer does (a new CID, a flag, a conversation appearing) and never
-// needs to know which fields matter. It is weak because compression re-encodes the bytes.
-// Max-ages are short: ingestion changes answers every second, and a takedown must not
-// linger in caches.
+// exactly when the answer does; it is weak because compression re-encodes the bytes.
+// Max-ages are short: ingestion changes answers every second, and a takedown must not linger.
 
 export interface CachePolicy {
   maxAge: number

@@ -54,11 +54,9 @@ interface ThrownError {
 }
 
 /**
- * The answer to any error a request raised: a failed schema check is a 400 naming the
- * parameter; the database down or restarting is a 503 the client may retry, said at once
- * (the driver fails fast once its connection is gone), not a 500 and not a hang; an error
- * that carries its own HTTP status (a 429 from the rate limit) keeps it. Our own errors say
- * what went wrong; anything else that failed stays private.
+ * The answer to any error a request raised: a schema failure is a 400 naming the parameter,
+ * a database down or restarting a retryable 503 said at once (not a 500, not a hang), an
+ * error carrying its own status keeps it, and anything unexpected stays private.
  */
 export function errorAnswer(err: ThrownError): ErrorAnswer {
   if (err.validation)

@@ -1,10 +1,9 @@
 import { diffLines } from 'diff'
 
 // Line diffs for people (SPEC section 6, `.../diff`): hunks of whole lines, long unchanged
-// runs collapsed to a few lines of context around each change and a count. The `diff`
-// package computes the diff; its work is bounded (maxEditLength, timeout), and past the
-// bound the answer is the coarse but exact diff: common leading and trailing lines kept,
-// everything between deleted and inserted. A 200,000-byte prompt never stalls a request.
+// runs collapsed around each change. The diff's work is bounded (maxEditLength, timeout) so
+// a large prompt never stalls a request; past the bound the answer is the coarse but exact
+// diff (common leading and trailing lines kept, everything between replaced).
 
 export interface Hunk {
   op: 'equal' | 'insert' | 'delete'

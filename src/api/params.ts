@@ -50,9 +50,8 @@ export function parseRecordUri(value: string, param: string, collections: string
 
 export type FilterName = (typeof FILTER_NAMES)[number]
 
-// Numbers in a query string are plain decimal digits: no sign, no exponent, no hex, no
-// fraction, no spaces, and no leading zeros ("05"), so each number has one spelling (as in
-// JSON) and a typo is a 400 instead of a guess. Ajv's coercion took `0x10`, `1e2`, `+5`.
+// Numbers in a query string are plain decimal digits (no sign, exponent, hex, fraction,
+// spaces or leading zero), so each number has one spelling and a typo is a 400, not a guess.
 const DECIMAL = new RegExp(DECIMAL_PATTERN)
 
 /** `value` as an integer in [min, max], or null when it is not one (see DECIMAL). */
@@ -62,10 +61,7 @@ export function strictInteger(value: string, min: number, max: number): number |
   return Number.isSafeInteger(n) && n >= min && n <= max ? n : null
 }
 
-/**
- * The syntax of an integer in a query string: plain decimal digits, not coerced by Ajv, which
- * would take `0x10`, `1e2`, `+5` or ` 5`.
- */
+/** A query-string integer's schema: a string of DECIMAL_PATTERN, never coerced by Ajv. */
 const decimalParam = (description: string) =>
   ({ type: 'string', pattern: DECIMAL_PATTERN, maxLength: 16, description }) as const
 
@@ -134,8 +130,8 @@ function inRange(sort: KeyedSort, key: unknown): key is string {
   return n >= min && n <= max
 }
 
-// `created` keeps its cursor of before the sorts, [rkey, did], so cursors already handed
-// out still page; the others add their name and key: [rkey, did, sort, key].
+// `created` cursors stay [rkey, did], as handed out before the other sorts, so they still
+// page; the others add their name and key: [rkey, did, sort, key].
 export function encodeCursor(key: PageKey): string {
   const parts =
     key.sort === 'created' ? [key.rkey, key.did] : [key.rkey, key.did, key.sort, key.key]

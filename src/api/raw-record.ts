@@ -1,8 +1,6 @@
 // A record goes into its answer as the JSON text Postgres stores (`record::text`), never
-// parsed into objects by the driver and serialized again: a prompt record is 2-200 KB, and
-// a parse plus a serialization of it was most of a lookup's CPU when the answer cache
-// misses. The view is serialized by the route's schema with RAW_RECORD in the record's
-// place, and the record's text replaces that one value.
+// parsed and serialized again, since that dominated a lookup's CPU on a cache miss. The view
+// is serialized with RAW_RECORD in the record's place, and the text replaces that one value.
 
 /** Stands for the record in a view until its text is spliced in; no record holds it. */
 export const RAW_RECORD = '\u0000raw record\u0000'

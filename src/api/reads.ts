@@ -41,10 +41,9 @@ export type PromptAnswerReader = (key: PromptKey) => Promise<PromptAnswerRow | n
 export type PromptAnswer = PromptView & { reasons: Reasons }
 
 /**
- * A single prompt's answer with the record left as its stored JSON text, in one statement:
- * the view holds RAW_RECORD where the record goes, and raw-record.ts splices the text in.
- * Only the reasons of `mismatched` and `coreMemoryDetached` read the record, so only a
- * prompt carrying one of those is parsed here.
+ * A single prompt's answer with the record left as its stored JSON text (raw-record.ts
+ * splices it in). Only the reasons of `mismatched` and `coreMemoryDetached` read the record,
+ * so only a prompt carrying one of those is parsed.
  */
 export async function getPromptAnswer(
   readRow: PromptAnswerReader,
@@ -137,10 +136,9 @@ export async function getAgentSummary(
 export type { ChangeRow }
 
 /**
- * One NDJSON line. Flags are names for prompts, [] for the other collections, null on
- * delete. With `record` (include=record), an upsert line also carries the record with its
- * CID: the stored JSON text as it is when it is still the current version, else null and
- * `superseded: true` (this index keeps no older version of a whole record).
+ * One NDJSON line. Flags are names for prompts, [] for other collections, null on delete.
+ * With include=record an upsert carries its record when still current, else null and
+ * `superseded: true`.
  */
 export function changeLine(
   r: ChangeRow,

@@ -5,9 +5,8 @@ import { didSet, json } from './recordset.ts'
 import { TABLE } from './writes.ts'
 
 // Writes a change row for each touched record whose CID, flags or visibility differ from
-// what the log last said about it, and records that as the new emitted state. Replays
-// that change nothing therefore write nothing. The caller holds the writer lock, so seqs
-// are assigned and committed in order.
+// what the log last said, and records that as the emitted state, so a no-op replay writes
+// nothing. The caller holds the writer lock, so seqs are assigned and committed in order.
 
 export async function emitChanges(
   ex: Executor,

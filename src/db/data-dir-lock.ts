@@ -47,10 +47,9 @@ function isAlive(pid: number): boolean {
 }
 
 /**
- * kill(pid, 0) succeeds on a zombie: a process killed with -9 whose parent (a shell, a
- * supervisor) has not reaped it yet. It holds no memory and no files, so its lock is dead.
- * Linux's /proc/<pid>/stat says so (state Z, or X while being reaped); elsewhere there is
- * no portable way to tell, and the process counts as alive.
+ * kill(pid, 0) succeeds on a zombie (killed with -9, not reaped yet), which holds no files,
+ * so its lock is dead. Only Linux's /proc/<pid>/stat can tell (state Z or X); elsewhere the
+ * process counts as alive.
  */
 export function isZombie(pid: number): boolean {
   let stat: string

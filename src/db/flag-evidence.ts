@@ -1,15 +1,10 @@
 import { sql } from 'drizzle-orm'
 import { FLAG_BITS } from '../model/flags.ts'
 
-// The evidence behind a prompt's data-dependent flags, read with a single prompt's lookup
-// in the same statement (db/read/prompts.ts; lists leave reasons out), so the sentence and
-// the flag come from one snapshot. Each probe mirrors the rule in
-// recompute-flags.ts exactly, so the sentence names what actually set the flag:
-// the agent record's template hash when the agent is indexed with a `system` (the direct
-// rule), else the newest later compile of the same repo and agent at-uri that differs.
-// The group probes walk prompts_agent_group_idx (did, agent_uri, compiled_us) from the
-// prompt's own compile time upwards, so they cost one index range per lookup. Raw `sql`:
-// LATERAL probes ordered by compile time are beyond the builder.
+// The evidence behind a prompt's data-dependent flags, read in the same statement as a
+// single prompt's lookup so the sentence and the flag come from one snapshot. Each probe
+// mirrors its rule in recompute-flags.ts exactly, so the sentence names what set the flag;
+// the group probes walk prompts_agent_group_idx from the prompt's compile time upwards.
 
 export interface FlagEvidenceRow {
   raw_system_hash: string | null
@@ -39,11 +34,9 @@ export const evidenceColumns = sql`p.raw_system_hash, p.memfs_revision,
     nm.compiled_us AS newer_memory_us`
 
 /**
- * The joins behind evidenceColumns: the prompt's conversation row (`ec`, deleted or not)
- * and its agent's live row (`ea`), each one primary-key probe that the lookup's
- * existence flags read too (db/read/prompts.ts). Each group probe first tests its flag on
- * `p`, which Postgres runs as a one-time filter: a prompt without the flag costs no range
- * scan, so a lookup can read its evidence in the same statement whether it needs it or not.
+ * The joins behind evidenceColumns: the conversation row (`ec`) and the agent's live row
+ * (`ea`). Each group probe first tests its flag on `p`, a one-time filter in Postgres, so a
+ * prompt without the flag costs no range scan.
  */
 export const evidenceJoins = sql`
     LEFT JOIN conversations ec ON ec.did = p.did AND ec.rkey = p.rkey

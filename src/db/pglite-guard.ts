@@ -2,14 +2,11 @@ import { statfs } from 'node:fs/promises'
 import type { PGlite } from '@electric-sql/pglite'
 import { isPanic, StoreFaultError, storeFaultOf } from '../faults/errors.ts'
 
-// Two guards around the embedded database, for the fault a small box meets most: a full disk.
-// PGlite turns a write that fails halfway (ENOSPC in the middle of a statement, then its
-// ROLLBACK) into a PANIC, after which the next statement on that instance spins the CPU
-// forever inside its wasm loop and takes the whole process (HTTP included) with it. So a
-// PANIC marks the instance dead before any other statement can reach it (every statement
-// passes execProtocol or execProtocolStream), and the data directory is opened afresh
-// (client.ts). And writes stop short of the last megabytes (roomCheck), so that in the
-// common case (this process fills the disk) no write ever fails halfway.
+// Guards the embedded database against a full disk. PGlite turns a write that fails halfway
+// into a PANIC, after which the next statement spins the CPU forever in its wasm loop and
+// takes the whole process with it; so a PANIC marks the instance dead before any other
+// statement reaches it (client.ts reopens it), and roomCheck stops writes short of the last
+// megabytes so that, in the common case, no write fails halfway.
 
 export type PgliteModule = typeof import('@electric-sql/pglite')
 

@@ -6,18 +6,16 @@ import type { PGlite } from '@electric-sql/pglite'
 import { extractSync } from 'tar'
 import { DataDirError } from '../faults/errors.ts'
 
-// PGlite's first start in an empty directory runs initdb, inside WebAssembly: seconds and
-// most of a GB of RSS (bench/README.md, "Footprint"), for the same few MB every time. So the
-// repo ships that directory, initialized and migrated, as a tarball (`npm run db:template`
-// writes it), and a first start, a demo or a test database loads it instead. Migrations
-// still run on top, so a template older than the newest migration stays correct.
+// PGlite's first start runs initdb inside WebAssembly, which is slow and memory-hungry
+// (bench/README.md, "Figures behind the defaults"), so the repo ships the initialized,
+// migrated directory as a tarball (`npm run db:template`). Migrations still run on top, so a
+// template older than the newest migration stays correct.
 
 export const TEMPLATE_FILE = fileURLToPath(
   new URL('../../drizzle/pglite-template.tar.zst', import.meta.url),
 )
 
-// The window zstd may use: 64 MB lets it see the three near-identical databases of the
-// directory at once (a third smaller than at the default window).
+// A 64 MB zstd window sees the directory's three near-identical databases at once.
 const WINDOW_LOG = 26
 const TAR_CHUNK = 64 << 20
 
@@ -30,8 +28,7 @@ const unreadable = (file: string, err: unknown) =>
 function templateTar(file: string): Buffer {
   try {
     return zstdDecompressSync(readFileSync(file), {
-      // One output chunk for the whole tar: with zlib's default 16 kB chunks the copying
-      // took longer than the decompression itself.
+      // One output chunk: with zlib's small default chunks the copying outlasts the decompression.
       chunkSize: TAR_CHUNK,
       params: { [constants.ZSTD_d_windowLogMax]: WINDOW_LOG },
     })
@@ -47,8 +44,8 @@ export function readTemplate(file = TEMPLATE_FILE): Blob {
 
 /**
  * Writes the template's files into `pgdata`, for PGlite to open as an existing directory.
- * Not PGlite's own `loadDataDir`: that untars inside its WebAssembly memory, which grows
- * by about 120 MB for it and never shrinks (bench/README.md, "Footprint").
+ * Not PGlite's own `loadDataDir`, which untars inside its WebAssembly memory and never
+ * gives that memory back.
  */
 export function extractTemplate(pgdata: string, file = TEMPLATE_FILE): void {
   const tar = templateTar(file)
@@ -86,10 +83,9 @@ export async function writeTemplate(pg: PGlite, file = TEMPLATE_FILE): Promise<n
 }
 
 /**
- * Whether `pgdata` must be filled from the template, and the marker that says a fill is
- * under way. A marker left behind means a start died while filling: the half-written
- * directory is removed and filled again. A directory with files but no PG_VERSION is not
- * PGlite's, and is never touched.
+ * Whether `pgdata` must be filled from the template, and the marker of a fill under way: a
+ * marker left behind means a start died mid-fill, so the directory is filled afresh. A
+ * directory with files but no PG_VERSION is not PGlite's and is never touched.
  */
 export function templateNeeded(pgdata: string): { needed: boolean; marker: string } {
   const marker = `${pgdata}.loading`

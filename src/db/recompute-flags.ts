@@ -4,14 +4,12 @@ import { type Executor, rows } from './client.ts'
 import { didSet, json } from './recordset.ts'
 import type { PromptRecord } from './schema.ts'
 
-// Recomputes the data-dependent flags (orphaned, staleTemplate, staleMemory) of every live
-// prompt a batch may have affected, in one statement. Affected means: its own slot was
-// written (prompt or conversation), it shares a staleness group (same repo, same agent
-// at-uri) with a written prompt, or it names an agent record that was written or purged.
+// Recomputes the data-dependent flags of every live prompt a batch may have affected (its
+// slot was written, it shares a staleness group with a written prompt, or it names an agent
+// record that was written or purged) in one statement.
 //
-// "Another prompt with a later compiledAt has a different value" is a window over the
-// group ordered by compiledAt, excluding the row's own peers (equal instants are not
-// later): if the min and max of the later values both equal ours, none differs.
+// "A later compiledAt has a different value" is a window over the group excluding the row's
+// own peers (equal instants are not later): none differs if the later min and max equal ours.
 
 export interface AffectedPrompts {
   slots: Array<{ did: string; rkey: string }>

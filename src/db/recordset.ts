@@ -1,17 +1,15 @@
 import { getTableColumns, type SQL, type SQLChunk, sql } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
 
-// Rows as one JSON parameter expanded with jsonb_to_recordset: one round trip per statement
-// whatever the batch size, no parameter limit, and the same SQL on postgres.js and PGlite.
-// The column list of the expansion is spelled from the schema's columns (name and SQL type),
-// once per statement shape at module load, so a column added to schema.ts cannot desync it.
+// Rows as one JSON parameter expanded with jsonb_to_recordset: one round trip whatever the
+// batch size, no parameter limit, and the same SQL on postgres.js and PGlite. The column list
+// is spelled from schema.ts at module load, so an added column cannot desync it.
 
 export const json = (v: unknown): SQL => sql`${JSON.stringify(v)}::jsonb`
 
 /**
- * A value already serialized as JSON, sent as it is: a prompt record is serialized once as
- * it is analyzed (indexer/prepare.ts, while the batch before it is in its transaction), so
- * the batch's statement only splices its text in instead of walking 2-200 KB again.
+ * A value already serialized as JSON, spliced in as it is: a prompt record is serialized
+ * once while it is analyzed (indexer/prepare.ts), so the batch's statement never walks it again.
  */
 export class JsonText {
   readonly text: string
@@ -40,10 +38,9 @@ const NEXT_ROW = sql.raw('::text), (')
 const LAST_ROW = sql.raw('::text)) AS ')
 
 /**
- * Long texts of rows as bind parameters, `(VALUES ($1::text, ...), ...) AS alias(columns)`:
- * a text parameter reaches Postgres as it is, while a string inside the jsonb parameter
- * goes through the JSON lexer (see model/record-parts.ts). Callers keep a statement under
- * the protocol's 65,535 parameters with TEXT_ROWS_PER_STATEMENT.
+ * Long texts of rows as bind parameters, `(VALUES ($1::text, ...), ...) AS alias(columns)`,
+ * which skip the JSON lexer (model/record-parts.ts). Callers stay under the protocol's
+ * 65,535 parameters with TEXT_ROWS_PER_STATEMENT.
  */
 export function textValues(
   alias: string,
@@ -59,9 +56,8 @@ export function textValues(
     )
     return sql`(SELECT ${nulls} WHERE false) AS ${as}`
   }
-  // One flat list of separators and parameters: nested sql`` fragments per row and value
-  // made drizzle's rendering of a batch's thousands of parameters cost as much as the parse
-  // they save.
+  // One flat list of separators and parameters: nested sql`` fragments per value made
+  // drizzle's rendering cost as much as the parse they save.
   const chunks: SQLChunk[] = []
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]

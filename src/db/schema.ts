@@ -17,11 +17,9 @@ import type { CursorKind } from '../model/cursor.ts'
 import { FLAG_BITS, type FlagName } from '../model/flags.ts'
 import type { ListSort } from '../model/list-sort.ts'
 
-// Every record table is keyed (did, rkey) with did first, so the store can be distributed
-// by did and the prompt-conversation join stays local to one shard. A delete keeps the row
-// as a tombstone (`deleted`, its rev), which is what stops a replayed older create.
-// `emitted_*` is the state last written to the change log: a change row is emitted exactly
-// when the current state differs from it, so replays that change nothing emit nothing.
+// Record tables are keyed (did, rkey), did first, so the store can be sharded by did. A
+// delete keeps a tombstone (`deleted`, its rev) that refuses a replayed older create, and
+// `emitted_*` is the state last written to the change log, so a no-op replay emits nothing.
 
 const recordColumns = {
   did: text('did').notNull(),
@@ -56,10 +54,9 @@ const FLAG_INDEXES: Array<[string, FlagName]> = [
 ]
 
 /**
- * The keys of the list orders other than the record key's (model/list-sort.ts), as their
- * indexes hold them and db/read/list-order.ts compares them, columns prefixed by `t`: never
- * null, so an absent compiledAt or content ranks last in a descending order and a cursor's
- * bound stays one range of the index.
+ * The sort keys of the list orders other than the record key's, as their indexes hold them
+ * (columns prefixed by `t`). Never null, so an absent value ranks last in a descending order
+ * and a cursor's bound stays one range of the index.
  */
 export const LIST_SORT_KEYS = {
   compiled: (t = '') => `COALESCE(${t}compiled_us, '-9223372036854775808'::bigint)`,
@@ -99,17 +96,13 @@ export const prompts = pgTable(
     evidence: boolean('evidence').notNull().default(false),
     recompiles: integer('recompiles').notNull().default(0),
     /**
-     * The record as lists show it, without content and coreMemory (the bulk of it): a list
-     * page then never detoasts and cuts 50 full records. A non-object record (never valid,
-     * stored all the same) is kept as it is. Written with the record from the part of it
-     * that came without its texts (db/writes.ts): as a generated column, Postgres cut the
-     * texts out of the whole record again on every write, an eighth of a prompt batch.
+     * The record without content and coreMemory, so a list page never detoasts the texts.
+     * Written by db/writes.ts, not generated, since a generated column re-cut them on every write.
      */
     listRecord: jsonb('list_record'),
     /**
-     * The words of content for /v1/search (model/search-words.ts, one definition): written
-     * with the record, and only then. Not a generated column: Postgres recomputes those on
-     * every UPDATE of the row, and flag updates would re-parse the whole content each time.
+     * The words of content for /v1/search (model/search-words.ts), written with the record
+     * only: a generated column would re-parse the content on every flag update.
      */
     searchVector: tsvector('search_vector'),
     /**
@@ -135,7 +128,6 @@ export const prompts = pgTable(
           sql`NOT deleted AND NOT hidden AND (flags & ${sql.raw(String(FLAG_BITS[flag]))}) <> 0`,
         ),
     ),
-    // Full-text search over visible prompts.
     index('prompts_search_idx').using('gin', t.searchVector).where(sql`NOT deleted AND NOT hidden`),
     // Staleness groups (same repo, same agent at-uri), ordered by compile time.
     index('prompts_agent_group_idx').on(t.did, t.agentUri, t.compiledUs),
@@ -187,13 +179,10 @@ export const promptRevisions = pgTable(
 )
 
 /**
- * Revision texts (content, and coreMemory when it is not part of content), one row per
- * distinct text of a repo, keyed by its hash: a text seen again costs nothing. `body` is
- * the text itself, or (when `base` is set) a line delta against the text `base` names,
- * of the same repo: a recompile whose memory block changed stores the lines that changed.
- * `depth` counts the deltas to the nearest whole text and is capped, so a read applies a
- * bounded chain. Keyed by repo first, like every table: a purge drops a repo's texts and
- * no text is shared across repos, so a hidden repo's text never backs a visible one's.
+ * One row per distinct revision text of a repo, keyed by its hash; `body` is the text, or
+ * a line delta against the text `base` names, with `depth` capped so a read applies a
+ * bounded chain. Texts are never shared across repos, so a purge drops them and a hidden
+ * repo's text never backs a visible one's.
  */
 export const revisionTexts = pgTable(
   'revision_texts',
@@ -313,10 +302,9 @@ export const backfillRuns = pgTable('backfill_runs', {
 })
 
 /**
- * Sync 1.1 chain state of each tracked repo (SPEC 4), written in the same transaction as the
- * records it covers: the rev and MST root (`data`) of the last accepted commit, and whether
- * the stored records still follow the repo's chain. The upstream account status is
- * `accounts.active`/`status` (same key, same transaction).
+ * Sync 1.1 chain state of each tracked repo (SPEC 4): the rev and MST root (`data`) of the
+ * last accepted commit and whether the stored records still follow it, written in the same
+ * transaction as the records it covers.
  */
 export const repoChain = pgTable(
   'repo_chain',
@@ -342,10 +330,8 @@ export type RevisionDbRow = InferSelectModel<typeof promptRevisions, { dbColumnN
 export type RevisionTextDbRow = typeof revisionTexts.$inferSelect
 
 /**
- * Visible rows of each record table (`tbl`: prompts, conversations, agents) by flag bits (0
- * outside prompts), kept by statement triggers on those tables (migration 0011), so
- * /v1/stats reads a few rows instead of scanning every visible one. Exact by construction:
- * each write statement adds its own delta, in its own transaction.
+ * Visible rows per record table and flag bits, kept exact by statement triggers (migration
+ * 0011) in each write's own transaction, so /v1/stats reads a few rows instead of scanning.
  */
 export const visibleCounts = pgTable(
   'visible_counts',

@@ -7,10 +7,9 @@ import type { Executor } from './client.ts'
 const WRITER_LOCK = 0x70_61_76_77 // "pavw"
 
 /**
- * Takes the writer lock and sets the batch's session settings, both for this transaction
- * only. Past its cost threshold JIT spends longer compiling a statement than the statement
- * runs, and a batch's rows (megabytes of JSON) spill to temp files under the default
- * work_mem (bench/README.md, "Figures behind the defaults").
+ * Takes the writer lock and sets the batch's session settings, for this transaction only:
+ * JIT off, since it compiles longer than a statement runs, and more work_mem so a batch's
+ * JSON does not spill to temp files (bench/README.md, "Figures behind the defaults").
  */
 export async function beginWriterTransaction(tx: Executor): Promise<void> {
   // Raw: function calls in a SELECT without a table, which the builder has no form for.

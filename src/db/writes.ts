@@ -38,9 +38,8 @@ export const TABLE = { prompt: prompts, conversation: conversations, agent: agen
 const EVIDENCE_HORIZON_US = 5 * 60 * 1_000_000
 
 /**
- * Search words as a tsvector literal, which Postgres reads without its text parser: each
- * quoted, safe unescaped because a search word is letters and digits only (never a quote or
- * a backslash, see indexer/search-words.ts). Postgres sorts and deduplicates.
+ * Search words as a tsvector literal, which Postgres reads without its text parser. Quoted
+ * but unescaped, safe because a search word is letters and digits only (model/search-words.ts).
  */
 export function tsvectorLiteral(words: string[]): string {
   return words.length === 0 ? '' : `'${words.join("' '")}'`
@@ -67,9 +66,8 @@ export async function loadRecords(
       : sql`0 AS recompiles, NULL AS "agentUri"`
   const cols = sql`t.did, t.rkey, t.rev, t.cid, t.deleted, ${extra}`
   // Raw: the builder cannot join a jsonb_to_recordset with its column definition list.
-  // One index-driven branch per kind of input, and none for an empty one: an OR of the two
-  // (or an empty branch the planner still costs at 100 rows) turns this into a scan of the
-  // whole table per batch, which grows with the table.
+  // One index-driven branch per kind of input, none for an empty one: an OR, or an empty
+  // branch the planner costs at 100 rows, becomes a whole-table scan per batch.
   const parts: SQL[] = []
   if (keys.length > 0)
     parts.push(sql`SELECT ${cols} FROM ${TABLE[role]} t

@@ -22,11 +22,10 @@ import {
   revisionColumns,
 } from './tables.ts'
 
-// `prompt-appview export` and GET /v1/export: the visible state of one snapshot, each table
-// read in keyset pages and written in row groups, then manifest.json naming the change-log
-// seq the snapshot is consistent with. Files are written under a `.partial` name and take
-// their own name only once whole; the manifest comes last, so a directory with a manifest
-// holds a complete export, and a failed one leaves none.
+// `prompt-appview export` and GET /v1/export: one snapshot's visible state, read in keyset
+// pages, then manifest.json naming the change-log seq it is consistent with. Files take their
+// own name only once whole and the manifest comes last, so a directory with a manifest holds
+// a complete export.
 
 const SCHEMA_VERSION = 2
 

@@ -1,9 +1,7 @@
-// Flags are stored as bits so a set is one integer: cheap to compare when deciding whether
-// a change row is due, and each has a partial index for filtered lists.
-//
-// Where each rule of SPEC section 3 lives. Each rule has one definition; the evidence
-// probes restate the three SQL rules to find the witness, and test/indexer/reasons.test.ts
-// holds them to the reference model on generated traffic:
+// Flags are stored as bits so a set is one integer, cheap to compare when deciding whether a
+// change row is due, and each has a partial index. Where each rule of SPEC section 3 lives
+// (the evidence probes restate the SQL rules; test/indexer/reasons.test.ts holds them to the
+// reference model):
 //
 // | flag               | decided by                                       | when           | sentence (api/flag-reasons.ts) reads                  |
 // |--------------------|--------------------------------------------------|----------------|-------------------------------------------------------|

@@ -52,9 +52,8 @@ export class PromptValidator {
   }
 
   /**
-   * The UTF-8 bytes of `text`, valid until the next call: a content is encoded once to be
-   * both counted and hashed, into a buffer kept for it (an allocation per prompt, or
-   * Buffer.byteLength and then the hash's own encoding, cost half as much again).
+   * The UTF-8 bytes of `text`, valid until the next call: encoded once into a kept buffer
+   * so it is counted and hashed without a fresh allocation per prompt.
    */
   utf8(text: string): Buffer {
     // A UTF-16 unit is at most 3 bytes of UTF-8. An outsized text (no valid prompt is over

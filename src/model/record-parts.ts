@@ -1,10 +1,7 @@
-// A prompt record as the write path sends it: its long texts apart from the rest. A string
-// inside a JSON parameter goes through Postgres's JSON lexer, which on Postgres 15 copies it
-// one character at a time: parsing the batch's jsonb parameter was most of a prompt batch's
-// statement (see bench/README.md, "The write path"). A text parameter arrives as it is, and
-// `rest || jsonb_build_object('content', content)` makes the same jsonb value without
-// lexing the text (jsonb keeps keys sorted and unique, so where they were makes no
-// difference), which db/writes.ts does.
+// A prompt record as the write path sends it: its long texts apart from the rest, because a
+// string inside a JSON parameter goes through Postgres's slow JSON lexer (bench/README.md,
+// "The write path"). db/writes.ts rebuilds the same jsonb with `rest || jsonb_build_object(...)`,
+// which lexes no text (jsonb sorts its keys, so their order does not matter).
 
 export interface RecordParts {
   /** The record as JSON text without the fields below (all of it when nothing was taken). */

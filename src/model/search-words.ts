@@ -1,9 +1,7 @@
 // What search calls a word, on both sides: runs of letters and digits, lowercased, each
-// once. The indexer stores a prompt's words (prompts.search_vector, written as a tsvector
-// literal, so Postgres's own text parser, with its different idea of a word, never runs),
-// and the API splits a query the same way, so a word found in one is found in the other.
-// One definition, one regex (bench/README.md, "Search words in one pass", says what the
-// hand-written scan it replaced saved, and why that did not matter at the network's rate).
+// once. The indexer stores a prompt's words as a tsvector literal (so Postgres's own parser,
+// with its different idea of a word, never runs) and the API splits a query the same way,
+// so a word found in one is found in the other.
 
 /** Longer runs are not words anyone searches for (and a tsvector lexeme is capped at 2 KB). */
 export const MAX_WORD_CHARS = 100

@@ -1,12 +1,10 @@
 import { diffLines } from 'diff'
 
-// Line deltas between two revisions of a prompt, for storage. A recompile changes a few
-// lines (the memory block, the date in the footer) of a text of tens of KB; storing those
-// lines instead of the text is what keeps a long revision history near one copy. The line
-// diff is the `diff` package's (Myers, bounded by maxEditLength so a rewrite costs a
-// bounded amount of work and is stored whole); the encoding is ours and trivial:
-// a JSON array of ops, n >= 0 copies n UTF-16 units of the base, -n skips n, a string is
-// inserted. Positions are units, not lines, so decoding depends on no tokenizer.
+// Line deltas between two revisions of a prompt, for storage: a recompile changes a few
+// lines of a text of tens of KB, so a long history stays near one copy. The diff is bounded
+// by maxEditLength so a rewrite costs bounded work and is stored whole. Encoding: a JSON
+// array of ops, n >= 0 copies n UTF-16 units of the base, -n skips n, a string is inserted;
+// units, not lines, so decoding depends on no tokenizer.
 
 /** Edits (lines added plus removed) beyond which a text is stored whole instead. */
 const MAX_EDITS = 200

@@ -1,10 +1,7 @@
-// Two clocks. Intervals and deadlines (timeouts, waits, rate limits, staleness) are measured
-// on the monotonic clock, `performance.now()`, which no step of the system clock moves. A
-// time compared with a source's times (a future-time guard, an event's own time) needs the
-// wall clock; `steadyNowMs` is the wall clock as this process trusts it: it follows the
-// system clock forward, and ignores a step back until the system clock catches up, so a
-// time the source sent before the step is not refused as future after it. Across restarts
-// the same holds by `steadyNotBefore`: the clock never runs behind a time the store holds.
+// Intervals and deadlines use the monotonic `performance.now()`, which no clock step moves.
+// Times compared with a source's need the wall clock: `steadyNowMs` follows it forward but
+// ignores a step back until it catches up, so a time sent before the step is not refused as
+// future; `steadyNotBefore` keeps it from running behind a time the store holds.
 
 let anchorWall = Date.now()
 let anchorMono = performance.now()

@@ -118,7 +118,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     noteNewestEvent: (timeUs) => {
       newestEventUs = Math.max(newestEventUs ?? timeUs, timeUs)
     },
-    // Created last, so /metrics lists the Sync 1.1 series after the others, as before.
+    // Created last, so /metrics keeps listing the Sync 1.1 series after the others.
     ...createChainMetrics(m, opts.collectRepoGauge),
   }
 }
@@ -142,7 +142,7 @@ function ingestMetrics(
   collections: string[],
   newestEventUs: () => number | null,
 ): IngestMetrics {
-  // Declared in this order so /metrics lists them as it always has.
+  // Declared in this order so the order of /metrics stays stable.
   const eventsTotal = eventsCounter(m, collections)
   const ingestLagSeconds = m.gauge(
     'ingest_lag_seconds',

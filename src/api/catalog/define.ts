@@ -7,11 +7,9 @@ import type { PromptAnswerReader } from '../reads.ts'
 import { type CheckedParams, checkParams, type RawParams, XRPC_NAMESPACE } from './lexicons.ts'
 import { outputSchema } from './output-schema.ts'
 
-// A read of SPEC section 6, defined once: the query lexicon that declares its parameters,
-// how it turns the checked parameters into a key (parsed, handles resolved: a 400 or a 404
-// here), how it reads, the JSON schema its answer is serialized with, and, when its answer
-// is cached, the cache key and the repos whose changes drop it. REST routes, XRPC methods
-// and UI pages are adapters: `sendRead` answers a request, `runRead` gives a page the value.
+// A read of SPEC section 6, defined once: its query lexicon, how checked parameters become a
+// key (a 400 or a 404 here), how it reads, its answer's JSON schema, and its cache key and
+// repos when cached. REST routes, XRPC methods and UI pages are adapters over it.
 
 /** What the reads read with: the database, the NSIDs, one batched prompt reader, the ingest. */
 export interface ReadContext {

@@ -78,10 +78,9 @@ function decoded(name: string, prop: LexParam, value: string | string[]): unknow
 }
 
 /**
- * The parameters of a call of `nsid`, checked against its lexicon: each given once, integers
- * decoded, repos and record keys parsed, required ones present, then formats, lengths and enums by @atproto/lexicon
- * (defaults applied). A 400 InvalidRequest names the first problem. Parameters the lexicon
- * does not declare are dropped, as XRPC servers do.
+ * The parameters of a call of `nsid`, checked against its lexicon (defaults applied); a 400
+ * InvalidRequest names the first problem. Undeclared parameters are dropped, as XRPC
+ * servers do.
  */
 export function checkParams(nsid: string, raw: RawParams): CheckedParams {
   const params = queryOf(nsid).parameters

@@ -1,11 +1,9 @@
 import type { LexObject, LexRefVariant, LexUserType, LexXrpcQuery } from '@atproto/lexicon'
 import { LEXICONS, queryOf } from './lexicons.ts'
 
-// The JSON schema of a query's answer, derived from its lexicon's output: one schema system.
-// It drives Fastify's serializer for REST and XRPC alike and documents the answer in the
-// OpenAPI document. Only what serialization and documentation need is carried over: types,
-// required and nullable fields, descriptions; `unknown` (a record) stays `{}`, which
-// serializes any JSON as it is.
+// The JSON schema of a query's answer, derived from its lexicon's output so there is one
+// schema system: it drives Fastify's serializer for REST and XRPC and documents OpenAPI.
+// `unknown` (a record) becomes `{}`, which serializes any JSON as it is.
 
 type Json = Record<string, unknown>
 type LexNode = LexUserType | LexRefVariant | LexObject

@@ -196,10 +196,9 @@ const getRepo = defineRead({
 })
 
 /**
- * The counts of visible records and flags, and the ingestion cursor of this process's
- * source with the hole it reports. Both read a few rows (the counts are kept by triggers,
- * see db/read/visible-counts.ts), so neither is cached: a dashboard sees each commit's
- * counts on its next poll.
+ * The counts of visible records and flags, and this process's ingestion cursor with its
+ * hole. Both read a few rows (the counts are kept by triggers), so neither is cached and a
+ * dashboard sees each commit on its next poll.
  */
 const getStatsRead = defineRead({
   name: 'getStats',

@@ -1,17 +1,13 @@
 import { ANY_REPO, type AnswerCache } from '../answer-cache.ts'
 import type { TailPage, TailReader } from './tail.ts'
 
-// Keeps the answer cache true to the change log, as a reader of the process's change tail.
-// Every commit that changes an answer writes a change row (a new CID or flags, a record
-// appearing, a delete, a takedown's deletes), so the repos of the rows read say which
-// answers to drop.
+// Keeps the answer cache true to the change log, as a reader of the change tail: every
+// commit that changes an answer writes a change row, so the rows' repos say what to drop.
 //
-// The bound: the cache serves hits only until `trustMs` after the START of the last poll
-// that succeeded. Every change committed before that start has been read and applied, so
-// an answer is at most `trustMs` older than a commit that changed it, in any process, also
-// when the database stops answering (the trust runs out and every request goes to it).
-// In the process that commits (`run`, the admin routes), the database's commit signal
-// distrusts the cache at once: the next request never sees a stale hit.
+// The cache serves hits only until `trustMs` after the START of the last successful poll,
+// so an answer is at most `trustMs` older than a commit that changed it, in any process and
+// also while the database is down; in the committing process the commit signal distrusts it
+// at once.
 
 /** How long after a poll's start its result vouches for the cache (the staleness bound). */
 export const CACHE_TRUST_MS = 750

@@ -51,7 +51,6 @@ export function changeFeed(ctx: Pick<AppContext, 'db' | 'config'>, pageSize: num
   // With records a chunk holds up to this many of them, so an answer's memory stays
   // bounded whatever `limit` asks for.
   const recordPageSize = Math.min(pageSize, 50)
-  // The table each collection's records live in, for include=record.
   const tables = new Map<string, RecordTable>([
     [config.promptNsid, 'prompts'],
     [nsidsOf(config).conversation, 'conversations'],

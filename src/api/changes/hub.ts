@@ -5,20 +5,15 @@ import type { ChangeFeed, FeedChunk } from './feed.ts'
 import { FrameLog } from './frame-log.ts'
 import type { TailPage, TailReader } from './tail.ts'
 
-// The live change subscriptions of a process (SPEC 13). Every subscriber first reads its
-// backlog itself, paced by its socket, until it has read as far as the hub; from then on it
-// takes the hub's frames. The hub is a reader of the process's change tail (tail.ts), which
-// reads each new row once for everyone: one query per tick whatever the number of
-// subscribers, shared with the answer cache. Seqs become visible in order (the writers'
-// lock), so "after the last seq read" misses nothing and repeats nothing, in the backlog
-// and live.
+// The live change subscriptions of a process (SPEC 13). A subscriber reads its own backlog,
+// paced by its socket, until it reaches the hub's position, then takes the hub's frames; the
+// hub reads each new row once for everyone through the change tail (tail.ts), and the
+// writers' lock makes seqs visible in order, so "after the last seq read" neither misses nor
+// repeats a row.
 //
-// The hub's frames sit in one log shared by the live subscribers (frame-log.ts), each with
-// its own place in it. A subscriber holding more
-// than `maxUnsentBytes` unsent (its place in the log to the end, plus what its socket has
-// not written) when new frames arrive is cut: a reason frame, then the close. So the log
-// holds at most that much plus one page, whatever the number of subscribers, and a slow
-// one never holds up the others. It resumes from the last seq it got.
+// Live frames sit in one shared log (frame-log.ts); a subscriber holding more than
+// `maxUnsentBytes` unsent when new frames arrive is cut, so the log stays bounded and a slow
+// subscriber never holds up the others (it resumes from the last seq it got).
 
 export interface SubscribeOptions {
   /** Subscribers at once in this process; past it a subscription is answered 503. */
@@ -221,9 +216,8 @@ export class ChangeHub implements TailReader {
   }
 
   /**
-   * Takes it live once it has read as far as the hub: every later row comes in the hub's
-   * frames. The check and the move are one synchronous step, so no frame can be appended
-   * in between.
+   * Takes it live once it has read as far as the hub. The check and the move are one
+   * synchronous step, so no frame can be appended in between.
    */
   private attach(sub: Subscriber): boolean {
     if (sub.state !== 'backlog' || this.pos === null || sub.pos < this.pos) return false

@@ -7,11 +7,9 @@ import {
   pollChanges,
 } from '../../db/read/changes.ts'
 
-// The one reader of the change log in a process: it polls on the monitor connection every
-// `pollMs`, and at once on a commit of this process, and hands each new row to its readers
-// (the answer cache's keeper and the subscription hub) in seq order. Seqs become visible
-// in increasing order (the writers' lock), so reading after the last seq read misses nothing
-// and repeats nothing.
+// The one reader of the change log in a process: it polls every `pollMs`, and at once on a
+// commit of this process, and hands each new row to its readers in seq order. The writers'
+// lock makes seqs visible in increasing order, so reading after the last seq misses nothing.
 
 export interface TailOptions {
   /** Time between polls of the change log. */

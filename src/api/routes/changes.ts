@@ -12,11 +12,9 @@ const LIMIT = limitParam({
   description: `Most lines, 1..${CHANGES_MAX_LIMIT} in plain decimal digits, default ${CHANGES_DEFAULT_LIMIT}`,
 })
 
-// The change feed streams: rows are read in keyset chunks on seq and written as they
-// come, so a 10 000-line answer never sits in memory whole, and a slow client slows the
-// reads (the stream pulls the next chunk only when it has room). Seqs are assigned and
-// committed in order under the writers' lock, so resuming after the last seq read
-// misses nothing and repeats nothing.
+// The change feed streams keyset chunks on seq as they are read, so a long answer never sits
+// in memory and a slow client slows the reads. Seqs commit in order under the writers' lock,
+// so resuming after the last seq read misses nothing and repeats nothing.
 export const changesRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app, { feed }) => {
   app.get<{ Querystring: { since?: string; limit?: string; include?: string } }>(
     '/v1/changes',

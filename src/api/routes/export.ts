@@ -8,12 +8,10 @@ import type { ExportFormat } from '../../export/files.ts'
 import { badRequest } from '../http-errors.ts'
 import { errorResponses } from '../schemas.ts'
 
-// GET /v1/export/{table}.{parquet|ndjson} (SPEC 13): one table of one snapshot. The file is
-// written whole to a private temporary directory first, then sent with its length: the
-// snapshot's transaction lasts as long as the database takes to read it, not as long as a
-// slow client takes to download (on PGlite, writers wait for it), a database that fails
-// half-way is a clean 503 rather than a truncated 200, and the length lets any client tell
-// a cut download from a whole one. Memory stays one row group either way.
+// GET /v1/export/{table}.{parquet|ndjson} (SPEC 13): one table of one snapshot, written whole
+// to a private temporary directory first and then sent with its length. So the snapshot's
+// transaction (which holds up writers on PGlite) never waits on a slow client, a failure
+// half-way is a clean 503, and the length lets a client tell a cut download from a whole one.
 
 /** Exports running at once in this process; past it a request is told to come back. */
 const MAX_RUNNING = 2

@@ -1,10 +1,9 @@
 import type { Nsids } from '../../model/nsids.ts'
 import { type Html, html, type Slot } from './html.ts'
 
-// Small pieces shared by pages. Links are only ever built from parts this process checked
-// or made (DIDs, record keys, flag names), each URL-encoded; a record's own at-uri fields
-// are parsed against the expected collection before they become a link, and otherwise
-// shown as text. No record value is ever put into a URL, attribute or style as it is.
+// Small pieces shared by pages. Links are built only from parts this process checked (DIDs,
+// record keys, flag names), URL-encoded; a record's at-uri is parsed against the expected
+// collection first, else shown as text, so no record value reaches a URL, attribute or style.
 
 /** A path segment of a page's link: record keys and DIDs travel encoded. */
 export const seg = (s: string): string => encodeURIComponent(s)

@@ -1,9 +1,7 @@
 import { type Html, html } from './html.ts'
 
-// Line diffs as the API gives them: hunks of equal, inserted and deleted lines. Long equal
-// runs fold into a <details> (context lines stay visible around changes), and a run the
-// API already collapsed shows its count. Each hunk is one <pre>, not one element per line,
-// so a diff of two 200,000-byte prompts stays light.
+// Line diffs as the API gives them. Long equal runs fold into a <details>, and each hunk is
+// one <pre> rather than one element per line, so a diff of two large prompts stays light.
 
 export interface Hunk {
   op: 'equal' | 'insert' | 'delete'

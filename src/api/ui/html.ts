@@ -1,11 +1,9 @@
 import { html as honoHtml } from 'hono/html'
 
-// The one way markup is made in the UI. Every interpolated value is HTML-escaped (text and
-// quoted attributes alike) unless it is itself the result of `html`, so record text cannot
-// open a tag or leave an attribute. The signature narrows hono's `unknown` values to what
-// a page may interpolate: a record field typed `unknown` (everything that comes out of a
-// record) does not compile until it is turned into a string on purpose. No `raw()` is
-// exported, and a test checks that none is imported anywhere under src/api/ui/.
+// The one way markup is made in the UI: every interpolated value is HTML-escaped unless it
+// is itself `html`, so record text cannot open a tag or leave an attribute. The signature
+// refuses hono's `unknown`, so a record field must be made a string on purpose; no `raw()`
+// is exported (a test checks none is imported under src/api/ui/).
 
 export type Html = ReturnType<typeof honoHtml>
 export type Slot = Html | string | number | boolean | null | undefined | readonly Slot[]

@@ -4,10 +4,9 @@ import { time } from './components.ts'
 import { type Html, html } from './html.ts'
 import type { PageContext } from './page-route.ts'
 
-// The overview's notice while indexing is under way: a replay reading its file, a source
-// catching up from behind the present, or a backfill fetching whole repos (maybe in another
-// process on this database). Until it is done the counts are partial, and a person reading
-// them should know. It is shown only while the cursor or the backfill's run is written.
+// The overview's notice while indexing is under way (a replay, a catch-up, or a backfill,
+// maybe in another process), so a person knows the counts are partial. It shows only while
+// the cursor or the backfill's run is being written.
 
 /** A cursor or backfill run written this recently belongs to an ingest that is running. */
 const ACTIVE_SECONDS = 15

@@ -21,10 +21,9 @@ import { pageLinks, parseTrail } from './page-params.ts'
 import type { PageContext, PageInput } from './page-route.ts'
 import { snippetView } from './snippet.ts'
 
-// The prompt list and search: every filter of /v1/prompts (and q for /v1/search) lives in
-// the query string, so a filtered page is a link to share; the page reads what those
-// routes answer (catalog/reads.ts listPrompts, searchPrompts). Paging is the API's keyset
-// cursor; `prev` carries the way back (page-params.ts).
+// The prompt list and search: every filter lives in the query string, so a filtered page is
+// a link to share, and the page reads what listPrompts and searchPrompts answer. Paging is
+// the API's keyset cursor; `prev` carries the way back (page-params.ts).
 
 export const LIST_PARAMS = ['q', 'flag', 'did', 'agent', 'sort', 'limit', 'cursor', 'prev'] as const
 

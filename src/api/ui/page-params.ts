@@ -1,9 +1,8 @@
 import { badRequest } from '../http-errors.ts'
 
-// Query strings of UI pages. Each page names the parameters it takes; anything else is a
-// 400 page naming it, so a mistyped shared link says what is wrong instead of silently
-// showing an unfiltered list. Empty values count as absent: a GET form sends every field.
-// Values themselves are checked by the API's reads the page calls, which name the parameter.
+// Query strings of UI pages. A parameter a page does not take is a 400 page naming it, so a
+// mistyped shared link says what is wrong instead of showing an unfiltered list. Empty values
+// count as absent, since a GET form sends every field; values are checked by the API's reads.
 
 export type PageQuery = Record<string, string | undefined>
 
@@ -25,9 +24,8 @@ export function pageQuery(raw: unknown, allowed: readonly string[]): PageQuery {
   return out
 }
 
-// Keyset pages only go forward, so the way back travels in the link: `prev` is the stack
-// of cursors of the pages before this one (FIRST for the first page), newest last. It is
-// bounded; past the bound the oldest steps are dropped and "First page" still works.
+// Keyset pages only go forward, so the way back travels in the link: `prev` is a bounded
+// stack of earlier cursors (FIRST for the first page), newest last.
 const FIRST = '~'
 const MAX_TRAIL = 25
 const CURSOR = /^[A-Za-z0-9_-]{1,2048}$/

@@ -8,14 +8,10 @@ import { type Html, render } from './html.ts'
 import { errorPage } from './layout.ts'
 import { type PageQuery, pageQuery } from './page-params.ts'
 
-// Every page goes through `page`: the query is checked against the parameters the page
-// takes, the page renders, and whatever fails becomes an HTML error page: the reader's
-// mistakes as 400/404 naming the problem, an outage as 503, anything else as a plain 500
-// whose details go to the log only (never a stack trace on the page).
-//
-// Pages read what the JSON API answers by calling the catalog's reads (catalog/reads.ts),
-// with the parameters the route would get, checked by the same lexicon: so a page shows
-// what the API shows, hides what it hides, and fails with its status and message.
+// Every page goes through `page`: its query is checked, and a failure becomes an HTML error
+// page (400/404 naming the problem, 503 for an outage, else a plain 500 whose details only
+// go to the log). Pages call the catalog's reads with the same lexicon checks, so a page
+// shows what the API shows, hides what it hides, and fails as it fails.
 
 export interface PageContext {
   app: FastifyInstance

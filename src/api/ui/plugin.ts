@@ -9,10 +9,9 @@ import { type PageContext, page, sendError } from './page-route.ts'
 import { PROMPT_PARAMS, promptPage } from './prompt-page.ts'
 import { agentPage, conversationPage, repoPage } from './record-pages.ts'
 
-// The browse UI (SPEC section 6): server-rendered pages at /, read-only, from the same
-// process and the same visibility rules as the JSON API, whose answers they render.
-// It is registered as its own encapsulated plugin so its headers (helmet with a strict
-// CSP) apply to its pages and assets and leave the JSON API and /docs as they are.
+// The browse UI (SPEC section 6): read-only server-rendered pages under the JSON API's
+// visibility rules. An encapsulated plugin, so its strict CSP headers apply to its pages and
+// assets only, not to the JSON API and /docs.
 
 /**
  * Scripts and styles from this origin only: no inline script, no inline style attribute

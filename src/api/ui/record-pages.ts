@@ -21,10 +21,9 @@ import { layout } from './layout.ts'
 import { namesOf, ORDER, promptTable } from './list-page.ts'
 import { found, type PageContext, type PageInput } from './page-route.ts'
 
-// Conversation, agent and repo pages. Each is one API lookup plus, for agents and repos,
-// the first page of their prompts through the same list read the prompt list uses. The
-// agent page also reads its stored template hash and how many of its repo's prompts are
-// current (db/read/records.ts readAgentCurrency): the UI's own count, in no API answer.
+// Conversation, agent and repo pages: one API lookup each, plus the first page of prompts
+// through the prompt list's read. The agent page also shows its template hash and how many
+// of its repo's prompts are current (readAgentCurrency), a count in no API answer.
 
 const FIRST_PAGE = '20'
 

@@ -5,10 +5,9 @@ import { repoLink, time } from './components.ts'
 import { type Html, html } from './html.ts'
 import { found, type PageContext, type PageInput } from './page-route.ts'
 
-// The overview's sync card (Sync 1.1): visible repos by sync state, each state said in
-// plain words, and the repos waiting longest, each read as /v1/repos reads it. Hidden
-// repos are counted nowhere (db/read/sync-states.ts). Only a repo known to be out of sync
-// is a warning: a repo no chain check has read is normal for Jetstream and replays.
+// The overview's sync card (Sync 1.1): visible repos by state, in plain words, and the ones
+// waiting longest. Only a repo known to be out of sync is a warning: one no chain check has
+// read is normal for Jetstream and replays.
 
 const SHOWN = 10
 

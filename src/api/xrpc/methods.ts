@@ -37,11 +37,9 @@ function changesMethod(feed: ChangeFeed): XrpcMethod {
 }
 
 /**
- * The lines GET /v1/changes streams for `since`, `limit` and `include`, read by the same
- * feed (changes/feed.ts): changes of repos hidden now are left out (their rows still
- * move the cursor), and reads go on until `limit` lines or the end of the log, as the
- * stream's do. With records a page stops at one chunk of them: unlike the stream, a page
- * is held whole.
+ * The lines GET /v1/changes streams for these parameters, from the same feed: changes of
+ * repos hidden now are left out but still move the cursor. With records a page stops at one
+ * chunk of them, since unlike the stream a page is held whole.
  */
 async function changesPage(feed: ChangeFeed, since: number, limit: number, withRecords: boolean) {
   const most = withRecords ? Math.min(limit, feed.chunkSize(true)) : limit

@@ -9,15 +9,10 @@ import { xrpcMethods } from './methods.ts'
 
 // GET /xrpc/{nsid}: the reads of SPEC section 6 as the XRPC queries of lexicons/…/appview/.
 //
-// Routed by Fastify, one route per query lexicon, rather than by an XRPC server library:
-// @atproto/xrpc-server is an Express app (mounted here it must hijack the reply, which skips
-// this app's compression, CORS and cache headers, its 503 answer while the database is down,
-// and Fastify's `inject`, which the tests read through); @atcute/xrpc-server
-// fits (a fetch-style Request -> Response) but validates with @atcute/lexicons, while SPEC 13
-// names @atproto/lexicon. So each route checks its parameters with @atproto/lexicon
-// (catalog/lexicons.ts, as REST does) and answers through the app like every other route: errors are the app's
-// `{"error","message"}`, which is also the XRPC error shape, with its names (InvalidRequest,
-// NotFound, ServiceUnavailable, ...).
+// Fastify routes rather than an XRPC server library: @atproto/xrpc-server is an Express app
+// that must hijack the reply (losing this app's compression, CORS, cache headers, 503 and
+// `inject`), and @atcute/xrpc-server validates with @atcute/lexicons, while SPEC 13 names
+// @atproto/lexicon. The app's `{"error","message"}` is also the XRPC error shape.
 
 const ANY_METHOD = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const
 

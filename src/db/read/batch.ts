@@ -1,20 +1,12 @@
 import DataLoader from 'dataloader'
 
-// Point lookups that arrive together share one statement. Under load most of a lookup's
-// database cost is the statement, not the row: each one is its own plan, snapshot,
-// portal and round trip, so sharing one saves CPU on both sides (bench/README.md, "Lookups
-// in batches").
+// Point lookups that arrive together share one statement, since under load a lookup's cost
+// is the statement (plan, snapshot, round trip), not the row (bench/README.md, "Lookups in
+// batches"). A batch goes on the next event-loop turn while fewer than `inFlight` run, and
+// otherwise fills up meanwhile, so a lone lookup waits for nothing but the turn.
 //
-// DataLoader collects the keys; what it is given here is when a batch may go. A batch is
-// dispatched on the next turn of the event loop (setImmediate, after every socket read
-// of the turn, so the requests that came in together go together) while fewer than
-// `inFlight` statements run; otherwise it waits for one to finish and goes on filling up
-// meanwhile (up to `maxBatch` keys, then the next batch starts). A lone lookup on a quiet
-// server goes at once, in a batch of one: batching adds no wait, only the turn.
-//
-// No DataLoader cache: a key is read again by every batch that asks for it, since an
-// answer must show a takedown or a new CID on the next request after its commit (the API's
-// answer cache is what keeps answers, and the change log keeps it true).
+// No DataLoader cache: an answer must show a takedown or a new CID on the next request
+// after its commit (the API's answer cache keeps answers, and the change log keeps it true).
 
 export interface BatchOptions {
   /** Most keys one statement carries. */

@@ -3,9 +3,8 @@ import { type Database, rows } from '../client.ts'
 import { changes } from '../schema.ts'
 import { columnsOf, type RawRow } from './columns.ts'
 
-// The change log as readers see it: the NDJSON feed and its live subscription, the UI's
-// newest changes, and the answer cache's poll. The first two are raw `sql` (a LATERAL
-// probe with LIMIT, which the builder cannot say); the poll is plain and uses the builder.
+// The change log as readers see it. Feed reads are raw `sql`: a LATERAL probe with LIMIT,
+// which the builder cannot say; the tail's repo poll uses the builder.
 
 const CHANGE_KEYS = [
   'seq',
@@ -42,13 +41,10 @@ function withheldChanges(chunk: SQL, order: SQL): SQL {
 
 /**
  * Up to `take` change rows after `since`, oldest first, each marked `withheld` when its
- * repo is hidden now and it is not a delete: a reader starting late must not learn what a
- * takedown withdrew, yet every reader sees the delete that withdrew it. Withheld rows are
- * returned (and skipped by the caller) so the keyset still advances past them.
- *
- * The chunk is cut before the account check, and the check is a LATERAL probe with LIMIT
- * (which the planner cannot flatten into a join): one primary-key lookup per row, never a
- * hash of the whole accounts table costed for every row the seq index might visit.
+ * repo is hidden now and it is not a delete: a late reader must not learn what a takedown
+ * withdrew, yet sees the delete. Withheld rows are returned so the keyset advances past them.
+ * The account check is a LATERAL probe with LIMIT so the planner cannot turn it into a hash
+ * of the whole accounts table.
  */
 export function changesQuery(since: number, take: number): SQL {
   return withheldChanges(
@@ -66,9 +62,8 @@ export async function readChanges(db: Database, since: number, take: number) {
 }
 
 /**
- * readChanges on the monitor connection: the change subscription's poll (api/routes/
- * subscribe-hub.ts), which like the answer cache's must not queue behind a saturated pool,
- * or every subscriber would see commits late exactly when the process is busy.
+ * readChanges on the monitor connection, for the change tail (api/changes/tail.ts): its poll
+ * must not queue behind a saturated pool, or subscribers would see commits late when busy.
  */
 export async function pollChanges(db: Database, since: number, take: number) {
   return seqAsNumber(await rows<Fetched>(db.monitor, changesQuery(since, take)))
@@ -96,8 +91,7 @@ const CURRENT_RECORDS: Record<RecordTable, SQL> = {
 
 /**
  * The current, visible records of `keys` in `table` (`did rkey` -> record): what a feed line
- * with `include=record` carries when its CID is still the current one. Deleted and hidden
- * records are left out, as every read leaves them out.
+ * with `include=record` carries while its CID is still the current one.
  */
 export async function readCurrentRecords(
   db: Database,
@@ -125,9 +119,8 @@ export async function readRecentChanges(db: Database, take: number) {
 }
 
 /**
- * The repos of change rows after `since`, oldest first: what the answer cache polls to
- * learn which cached answers another process's commits made stale. Seqs become visible in
- * increasing order (the writers' lock), so reading past the last seq seen misses nothing.
+ * The repos of change rows after `since`, oldest first: all the change tail reads while no
+ * reader needs whole rows (the answer cache only drops answers by repo).
  */
 export async function changedReposSince(
   db: Database,

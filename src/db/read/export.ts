@@ -2,11 +2,10 @@ import { type SQL, sql } from 'drizzle-orm'
 import { type Database, rows as rowsOn } from '../client.ts'
 import { type RepoTextRow, repoTextChainsQuery } from '../revision-texts.ts'
 
-// The snapshot export (SPEC 13): the visible state read in keyset pages inside one
-// repeatable-read, read-only transaction, so every page of every table sees the same
-// moment, and that moment is the change log's newest seq as the transaction first saw it.
-// Seqs are committed in order under the writers' lock, so a job that loads the snapshot and
-// then reads /v1/changes?since=<seq> misses nothing and repeats nothing.
+// The snapshot export (SPEC 13): keyset pages inside one repeatable-read transaction, so
+// every page sees the same moment, the change log's newest seq as it first saw it. Seqs
+// commit in order under the writers' lock, so loading the snapshot and then reading
+// /v1/changes?since=<seq> misses nothing and repeats nothing.
 
 /** A prompt as the export writes it: the record's fields pulled out as text, in SQL. */
 export interface PromptExportRow {
@@ -121,9 +120,8 @@ const after2 = (alias: string, k: ExportKey | null): SQL =>
     ? sql`true`
     : sql`(${sql.raw(alias)}.did, ${sql.raw(alias)}.rkey) > (${k.did}, ${k.rkey})`
 
-// The record is detoasted once, by jsonb_to_record, not once per field: seven `->>` on a
-// record of tens of kB cost seven decompressions of it. `agent` and `conversation` come as
-// jsonb so a non-string value is told apart from a string (it exports as null).
+// The record is detoasted once, by jsonb_to_record, not once per `->>` field. `agent` and
+// `conversation` come as jsonb so a non-string value exports as null.
 const promptPage = (after: ExportKey | null, take: number, conversationNsid: string): SQL => sql`
   SELECT p.did, p.rkey, p.cid, p.rev,
     CASE WHEN jsonb_typeof(r.agent) = 'string' THEN r.agent #>> '{}' END AS agent,

@@ -3,10 +3,8 @@ import type { BackfillCounts } from '../../model/backfill-counts.ts'
 import { type Database, rows } from '../client.ts'
 import { readAgainIfConnectionLost } from '../retry.ts'
 
-// Whether an ingest is writing its cursor now, and how far behind the present its newest
-// event is: what the overview needs to say that a replay or a catch-up is under way. Both
-// ages are taken on the database's clock, which is the one that stamped `updated_at`. And
-// whether a backfill run is under way, with its counts, for the same overview.
+// Whether an ingest or a backfill is under way, and how far behind its newest event is, for
+// the overview. Ages are taken on the database's clock, the one that stamped `updated_at`.
 
 export interface IngestActivity {
   source: string

@@ -2,12 +2,10 @@ import { type SQL, sql } from 'drizzle-orm'
 import type { ListSort } from '../../model/list-sort.ts'
 import { LIST_SORT_KEYS } from '../schema.ts'
 
-// The order and keyset bound of a prompt list page (lists and search share them), spelled
-// exactly like the order's partial index (schema.ts: prompts_page_idx for `created`, the
-// prompts_<sort>_page_idx of LIST_SORT_KEYS for the others) so a page is a range of it.
-// Outside `created`, ties go by did then rkey, descending like the key: the bound is then
-// one row comparison the index answers whole, where most prompts share a recompile count.
-// Raw `sql`: the keys are expressions and the row comparison is beyond the builder.
+// The order and keyset bound of a prompt list page, spelled exactly like the order's partial
+// index (schema.ts) so a page is a range of it. Ties go by did then rkey, descending like the
+// key, so the bound is one row comparison the index answers whole even where most prompts
+// share a key. Raw `sql`: the keys are expressions.
 
 /** Where a page ends: the last row's record key, repo and, outside `created`, sort key. */
 export interface ListPosition {

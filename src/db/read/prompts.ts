@@ -8,12 +8,10 @@ import { type BatchOptions, batchedReader } from './batch.ts'
 import { columnsOf, type RawRow } from './columns.ts'
 import { afterPosition, type ListPosition, listOrder, sortKeyText } from './list-order.ts'
 
-// Prompts: one by key, a filtered page, and flag counts. Raw `sql` throughout, because:
-// flag predicates are spelled exactly like the partial indexes' (`(flags & 1) <> 0`,
-// `flags = 0`, literal bits, no parameters) so the planner can prove they apply; pages
-// sort in their indexes' own order (list-order.ts), cut in a subquery first; and
-// the hot statements run prepared (db.read), which takes fixed-text SQL. "Visible" is
-// always NOT deleted AND NOT hidden: hidden accounts never leak into an answer or a count.
+// Prompts in raw `sql`: flag predicates are spelled exactly as the partial indexes' (literal
+// bits, no parameters) so the planner can prove they apply, and the hot statements run
+// prepared, which takes fixed-text SQL. Visible is always NOT deleted AND NOT hidden, so
+// hidden accounts never leak into an answer or a count.
 
 export type ListFlag = FlagName | 'ok'
 
@@ -95,18 +93,16 @@ export interface PromptKey {
   rkey: string
 }
 
-// The existence flags read the rows the evidence joins already probe (flag-evidence.ts):
-// (did, rkey) is each table's primary key, so a joined row is the only row the EXISTS of
-// a list's select (EXISTS_COLUMNS) could find: two probes a lookup instead of four.
+// (did, rkey) is each table's primary key, so the rows the evidence joins already probe are
+// the only ones EXISTS could find: two probes a lookup instead of four.
 const JOINED_EXISTS = sql.raw(`
   COALESCE(NOT ec.deleted AND NOT ec.hidden, false) AS "conversationExists",
   COALESCE(NOT ea.hidden, false) AS "agentExists"`)
 
 /**
- * The answer rows of many prompts in one statement (one plan, snapshot and round trip for
- * the batch): the keys travel as two text arrays, and `key` is each row's 1-based position
- * among them, so rows match keys without comparing strings. Absent or invisible prompts
- * have no row.
+ * The answer rows of many prompts in one statement; `key` is each row's 1-based position
+ * among the keys, so rows match keys without comparing strings. Absent or invisible
+ * prompts have no row.
  */
 export function promptAnswersQuery(dids: SQL | Placeholder, rkeys: SQL | Placeholder): SQL {
   return sql`SELECT k.i::int AS "key", ${columnsOf(prompts, 'p', VIEW_KEYS)},
@@ -123,8 +119,8 @@ const PROMPT_ANSWERS = promptAnswersQuery(sql.placeholder('dids'), sql.placehold
 export type KeyedAnswerRow = PromptAnswerRow & { key: number }
 
 /**
- * Each key's answer row, in the keys' order (null: no visible prompt there). Rows keep
- * their `key` column: copying each row to drop it cost more than it saves.
+ * Each key's answer row, in the keys' order (null: no visible prompt there). Rows keep their
+ * `key` column, since copying each row to drop it costs more than it saves.
  */
 export async function readPromptAnswers(
   db: Database,
@@ -139,9 +135,8 @@ export async function readPromptAnswers(
   return byKey
 }
 
-// More statements at once would mean smaller batches and the per-statement cost again,
-// larger batches a longer wait for the first key's answer (bench/README.md, "Lookups in
-// batches").
+// Larger batches would delay the first key's answer, smaller ones pay the per-statement cost
+// again (bench/README.md, "Lookups in batches").
 const ANSWER_BATCH: BatchOptions = { maxBatch: 16, inFlight: 4 }
 
 /** A reader of one prompt's answer row whose lookups arriving together share a statement. */
@@ -162,9 +157,8 @@ export async function readPromptAnswer(
 }
 
 export function promptListQuery(q: PromptListQuery): SQL {
-  // The page is cut first and the existence checks run on its rows only: left in the
-  // outer query, the planner costs them for every row the scan might visit and hashes
-  // the whole conversations and agents tables instead.
+  // The page is cut first so the existence checks run on its rows only: in the outer query
+  // the planner hashes the whole conversations and agents tables instead.
   const order = listOrder(q.sort)
   return sql`SELECT ${promptListSelect}, ${sortKeyText(q.sort)} AS "sortKey" FROM (
       SELECT * FROM prompts p

@@ -20,7 +20,7 @@ const SNIPPET_LEAD = 80
 const SNIPPET_CHARS = 300
 
 export function searchQuery(q: SearchQuery): SQL {
-  // The words are lexemes already (search-words.ts), quoted and ANDed into a tsquery that
+  // The words are lexemes already (model/search-words.ts), quoted and ANDed into a tsquery that
   // Postgres takes as it is: letters and digits only, so nothing the client sends is query
   // syntax, and the snippet's regex has no metacharacters either.
   const tsq = sql`${q.words.map((w) => `'${w}'`).join(' & ')}::tsquery`

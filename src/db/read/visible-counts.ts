@@ -4,9 +4,8 @@ import { readAgainIfConnectionLost } from '../retry.ts'
 import { visibleCounts } from '../schema.ts'
 import type { FlagCounts } from './prompts.ts'
 
-// The visible rows of each record table, as the tables' own triggers keep them
-// (visible_counts, migration 0011): a few rows read instead of a scan of every visible
-// one, which took a third of a second at 500,000 prompts and stalled the lookups beside it.
+// The visible rows of each record table as their triggers keep them (visible_counts,
+// migration 0011), so a count reads a few rows instead of scanning every visible one.
 
 export interface RecordCounts {
   prompts: number

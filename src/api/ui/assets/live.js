@@ -1,10 +1,7 @@
-// The live overview: keeps the page's panels current without a reload. It subscribes to
-// the change feed (/v1/changes/subscribe) after the seq the page was read at, and on each
-// new change fetches this same page again and swaps in its panels: every number stays what
-// the server counts, so a change seen twice is never counted twice. When the subscription
-// is refused or cut (the server restarting, a ConsumerTooSlow close) it refreshes every
-// POLL_MS meanwhile and reconnects with backoff from the last seq it has. No markup is built
-// from change data: panels come from the server's own rendering of the page.
+// The live overview: subscribes to /v1/changes/subscribe after the seq the page was read at,
+// and on each change fetches this page again and swaps in its panels, so every number stays
+// the server's count. While the subscription is refused or cut it polls every POLL_MS and
+// reconnects with backoff. No markup is built from change data.
 
 const POLL_MS = 10_000
 const MIN_GAP_MS = 1_000
