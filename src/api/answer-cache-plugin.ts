@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
+import { withTimeout } from '../faults/timers.ts'
 import { AnswerCache, type CachedAnswer } from './answer-cache.ts'
 import { AnswerCacheKeeper } from './changes/cache-keeper.ts'
 import type { ChangeTail } from './changes/tail.ts'
@@ -60,14 +61,7 @@ async function hitOf(
 ): Promise<CachedAnswer | undefined> {
   const hit = cache.get(key)
   if (hit || !cache.heldUntrusted(key)) return hit
-  let timer: NodeJS.Timeout | undefined
-  await Promise.race([
-    revalidate(),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, REVALIDATE_WAIT_MS)
-    }),
-  ])
-  clearTimeout(timer)
+  await withTimeout(revalidate(), REVALIDATE_WAIT_MS, () => {})
   return cache.get(key)
 }
 

@@ -1,5 +1,6 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { Placeholder, type Query, type SQL, sql } from 'drizzle-orm'
 import { type PgDatabase, PgDialect, type PgQueryResultHKT } from 'drizzle-orm/pg-core'
@@ -377,7 +378,7 @@ async function reopenAfterPanic(
   // An in-memory database has nothing to open again: it stays refused.
   if (!o.dataDir) return
   for (let attempt = 0; !o.closed(); attempt++) {
-    await new Promise((r) => setTimeout(r, backoffMs(attempt, REOPEN_BACKOFF)))
+    await sleep(backoffMs(attempt, REOPEN_BACKOFF))
     try {
       const fresh = await o.open()
       if (o.closed()) return void (await fresh.close())

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { AppContext } from '../context/context.ts'
 import { dbRetryDelayMs } from '../db/retry.ts'
 import { isRetryable, type StoreFault, storeFaultOf } from '../faults/errors.ts'
@@ -69,7 +70,7 @@ async function afterFailure(
   if (attempt >= 10 && opts.isStopping()) return 'throw'
   const delay = dbRetryDelayMs(attempt)
   notePause(opts, fault, err, { attempt, delay })
-  await new Promise((r) => setTimeout(r, delay))
+  await sleep(delay)
   return 'retry'
 }
 

@@ -8,6 +8,7 @@ import {
 } from '@atproto/identity'
 import { LRUCache } from 'lru-cache'
 import type { Config } from '../config/config.ts'
+import { createLimiter } from '../faults/limiter.ts'
 import type { Metrics } from '../observe/metrics.ts'
 
 // DID documents for commit verification (signing key) and backfill (PDS endpoint). On the
@@ -206,25 +207,6 @@ function toResolved(did: string, doc: DidDocument): ResolvedDid {
     signingKey,
     handle: handle ? handle.toLowerCase() : null,
     pds: getPds(doc) ?? null,
-  }
-}
-
-/** Runs at most `max` of the given tasks at once, the rest wait in arrival order. */
-export function createLimiter(max: number): <T>(task: () => Promise<T>) => Promise<T> {
-  let active = 0
-  const waiting: Array<() => void> = []
-  return async (task) => {
-    // A finishing task hands its slot straight to the next waiter, so a caller arriving in
-    // between cannot slip past the limit.
-    if (active >= max) await new Promise<void>((r) => waiting.push(r))
-    else active++
-    try {
-      return await task()
-    } finally {
-      const next = waiting.shift()
-      if (next) next()
-      else active--
-    }
   }
 }
 

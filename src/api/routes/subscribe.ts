@@ -1,5 +1,6 @@
 import type { WebsocketPluginOptions } from '@fastify/websocket'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
+import { withTimeout } from '../../faults/timers.ts'
 import type { ChangeFeed } from '../changes/feed.ts'
 import { type Admitted, type ChangeHub, CLOSE } from '../changes/hub.ts'
 import { errorNameOf } from '../http-errors.ts'
@@ -44,14 +45,8 @@ export const websocketOptions: WebsocketPluginOptions = {
   async preClose(this: FastifyInstance) {
     const open = [...this.websocketServer.clients]
     for (const ws of open) ws.close(CLOSE.goingAway, 'server shutting down')
-    let timer: NodeJS.Timeout | undefined
-    await Promise.race([
-      Promise.all(open.map((ws) => new Promise((resolve) => ws.once('close', resolve)))),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, CLOSE_GRACE_MS)
-      }),
-    ])
-    clearTimeout(timer)
+    const closed = open.map((ws) => new Promise((resolve) => ws.once('close', resolve)))
+    await withTimeout(Promise.all(closed), CLOSE_GRACE_MS, () => {})
     for (const ws of open) ws.terminate()
     await new Promise((resolve) => this.websocketServer.close(resolve))
   },
