@@ -65,9 +65,8 @@ async function oneShotCommand(
 }
 
 /**
- * run, ingest, serve: everything is opened in dependency order on one runtime and
- * registers its close there, so a signal closes it backwards (ingest, handle lookups,
- * HTTP server, database) with nothing captured in variables.
+ * run, ingest, serve: everything opened on the runtime registers its close there, so a
+ * signal closes it backwards with nothing captured in variables.
  */
 async function runCommand(command: 'run' | 'ingest' | 'serve', config: Config): Promise<number> {
   const logger = createLogger(config.logLevel)

@@ -9,10 +9,8 @@ export interface Shutdown {
   /** Registers how to close something just opened; after close() began, closes it at once. */
   add(name: string, close: () => unknown): void
   /**
-   * Closes everything registered, newest first, one at a time, logging each step. A step
-   * that fails is logged and the rest still close; the promise then rejects naming it.
-   * Bounded: after `deadlineMs` the steps not yet finished are abandoned and named.
-   * Every call returns the same promise.
+   * Closes everything registered, newest first; a failed step does not stop the rest, and
+   * after `deadlineMs` the unfinished ones are abandoned. Rejects naming them; one promise.
    */
   close(): Promise<void>
   /** True once close() was called. */
@@ -80,8 +78,7 @@ export function createShutdown(logger: Logger, deadlineMs = 15_000): Shutdown {
 
 /**
  * SIGTERM/SIGINT close everything once; a second signal, or a close stuck past the
- * deadline, exits hard. An uncaught exception or unhandled rejection closes too, bounded,
- * and exits with status 1 (src/cli/last-resort.ts).
+ * deadline, exits hard. An uncaught error closes too (last-resort.ts).
  */
 export function onShutdownSignal(logger: Logger, shutdown: Shutdown, deadlineMs = 20_000): void {
   let signalled = false

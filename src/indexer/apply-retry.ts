@@ -55,9 +55,7 @@ export async function applyWithRetry(
 
 /**
  * A fault of the store (a full disk, a PANIC, an outage) is waited out, never blamed on an
- * event: the cursor stays where the last commit put it, and isolating a bad event goes on
- * after the pause (events applied alone before it are applied again: a no-op). Only a
- * refusal of the batch itself sends it down the isolating path, and only once.
+ * event; only a refusal of the batch itself sends it down the isolating path, once.
  */
 async function afterFailure(
   err: unknown,

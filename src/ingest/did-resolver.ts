@@ -11,10 +11,8 @@ import type { Config } from '../config/config.ts'
 import { createLimiter } from '../faults/limiter.ts'
 import type { Metrics } from '../observe/metrics.ts'
 
-// DID documents for commit verification (signing key) and backfill (PDS endpoint). On the
-// firehose every commit needs its author's key, so lookups are cached, concurrent lookups
-// of one DID share one request, and the number of requests in flight is capped so a burst
-// of new DIDs cannot flood the PLC directory.
+// DID documents (signing key, PDS endpoint): every firehose commit needs its author's key,
+// so lookups are cached, shared between concurrent callers and capped in flight.
 
 export interface ResolvedDid {
   did: string
@@ -53,8 +51,7 @@ export interface DidResolverOptions {
   concurrency?: number
   /**
    * Fetch for did:web. The default refuses http, IP literals and private addresses (SSRF);
-   * tests and local networks pass `globalThis.fetch`. PLC_URL is operator-chosen and
-   * always fetched plainly.
+   * tests and local networks pass `globalThis.fetch`.
    */
   webFetch?: typeof fetch
   now?: () => number

@@ -77,9 +77,8 @@ interface Readiness {
 }
 
 /**
- * What /readyz answers: 503 until migrations ran and while the database does not answer a
- * ping (naming why: a full disk, the code it failed with); else 200, with what an operator
- * should know beside it (an ingestion gap or pause, a slow database).
+ * /readyz: 503 until migrations ran or while the database does not answer a ping (naming
+ * why); else 200, with an ingestion gap or pause or a slow database beside it.
  */
 export async function readiness(app: FastifyInstance): Promise<Readiness> {
   if (!app.apiOptions.isReady())

@@ -7,11 +7,8 @@ import { errorNameOf } from '../http-errors.ts'
 import { INCLUDE_PARAM, parseInclude, SINCE } from '../params.ts'
 import { errorResponses } from '../schemas.ts'
 
-// GET /v1/changes/subscribe (SPEC 13): the change feed as a WebSocket. Everything that can
-// be refused is refused before the upgrade, as an HTTP answer in the API's error shape: a
-// bad `since` or `include` (400), no place left (503), the database down when the first
-// page is read (503). Then the backlog after `since`, then each change as it commits, one
-// text frame per change holding the feed line's object (changes/hub.ts).
+// GET /v1/changes/subscribe (SPEC 13): the change feed as a WebSocket. Whatever can be
+// refused is refused before the upgrade, as an HTTP answer in the API's error shape.
 
 interface Query {
   since?: string
@@ -29,10 +26,8 @@ declare module 'fastify' {
 const CLOSE_GRACE_MS = 1_000
 
 /**
- * The WebSocket plugin's options (app.ts registers it for every route: an upgrade asked of
- * any other route is closed). A client never needs to send more than a close frame. On the
- * app's close, subscribers get 1001 and those that do not answer within CLOSE_GRACE_MS are
- * cut, so a SIGTERM never waits on a peer that stopped reading.
+ * The WebSocket plugin's options. On the app's close, subscribers that do not answer the
+ * 1001 within CLOSE_GRACE_MS are cut, so a SIGTERM never waits on a peer that stopped reading.
  */
 export const websocketOptions: WebsocketPluginOptions = {
   // closeTimeout (ws 8.19+, not yet in @types/ws): how long a closed socket waits for the

@@ -15,10 +15,8 @@ import { retryAfterMs, sharedUpstreamLimiter, type UpstreamLimiter } from './ups
 
 export { retryAfterMs }
 
-// One repo, fetched with com.atproto.sync.getRepo from the PDS its DID document names, read
-// as a stream (backfill/car-stream.ts: every block hash-checked, only the MST and the indexed
-// collections' records kept), then verified (commit DID, commit signature, records proven
-// under the signed root). Shared by backfill and the firehose's resyncs.
+// One repo, fetched with getRepo from the PDS its DID document names, read as a checked
+// stream (car-stream.ts) and verified: shared by backfill and the firehose's resyncs.
 
 /** An upstream error of a repo fetch, said shortly: retryable or not, `reason` from that. */
 export class RepoFetchError extends UpstreamError {
