@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
+import { withTimeout } from '../faults/timers.ts'
 import { AnswerCache, type CachedAnswer } from './answer-cache.ts'
 import { AnswerCacheKeeper } from './changes/cache-keeper.ts'
 import type { ChangeTail } from './changes/tail.ts'
@@ -42,17 +43,12 @@ export function sendAnswer(reply: FastifyReply, answer: CachedAnswer): FastifyRe
     .send(answer.payload)
 }
 
-/**
- * Longest a request waits for a poll of the change log to vouch for an entry again: one
- * round trip on the monitor connection when the database answers, and a miss otherwise.
- */
+/** Longest a request waits for a poll of the change log to vouch for an entry again. */
 const REVALIDATE_WAIT_MS = 250
 
 /**
- * The entry under `key`, waiting for one poll of the change log when only a lapse of trust
- * (a commit in this process, or a poll late behind a busy event loop) keeps it from being
- * served: every request of the lapse shares that one cheap query, where each would
- * otherwise run its own lookup and pile onto the database just when it is slow.
+ * The entry under `key`, after one poll of the change log when only a lapse of trust keeps
+ * it from being served: requests of the lapse share that query instead of each loading.
  */
 async function hitOf(
   { cache, revalidate }: Answers,
@@ -60,14 +56,7 @@ async function hitOf(
 ): Promise<CachedAnswer | undefined> {
   const hit = cache.get(key)
   if (hit || !cache.heldUntrusted(key)) return hit
-  let timer: NodeJS.Timeout | undefined
-  await Promise.race([
-    revalidate(),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, REVALIDATE_WAIT_MS)
-    }),
-  ])
-  clearTimeout(timer)
+  await withTimeout(revalidate(), REVALIDATE_WAIT_MS, () => {})
   return cache.get(key)
 }
 

@@ -1,4 +1,5 @@
 import { type Config, ConfigError, loadConfig } from '../config/config.ts'
+import { int, oneOf, type Parse } from '../config/parse.ts'
 import { AppError } from '../faults/errors.ts'
 import { createLogger } from '../observe/logger.ts'
 import { type CommandOptions, parseCommandLine } from './args.ts'
@@ -56,16 +57,16 @@ async function oneShotCommand(
         rate: positiveInt(own.rate ?? String(DEMO_RATE), '--rate'),
         dids: positiveInt(own.dids ?? '50', '--dids'),
         events: own.events ? positiveInt(own.events, '--events') : null,
-        wire: demoWire(own.wire ?? 'v1'),
-        jetstreamPort: jetstreamPort(own['jetstream-port'] ?? '0'),
+        wire: flag('--wire', own.wire ?? 'v1', oneOf(['v1', 'v2'] as const), 'must be v1 or v2'),
+        // 0, the default, lets the system pick a free port.
+        jetstreamPort: flag('--jetstream-port', own['jetstream-port'] ?? '0', int(0, 65535)),
       })
   }
 }
 
 /**
- * run, ingest, serve: everything is opened in dependency order on one runtime and
- * registers its close there, so a signal closes it backwards (ingest, handle lookups,
- * HTTP server, database) with nothing captured in variables.
+ * run, ingest, serve: everything opened on the runtime registers its close there, so a
+ * signal closes it backwards with nothing captured in variables.
  */
 async function runCommand(command: 'run' | 'ingest' | 'serve', config: Config): Promise<number> {
   const logger = createLogger(config.logLevel)
@@ -111,26 +112,17 @@ async function startIngesting(rt: Runtime, opts: { readApi: boolean }): Promise<
   })
 }
 
-function demoWire(raw: string): 'v1' | 'v2' {
-  if (raw === 'v1' || raw === 'v2') return raw
-  throw new ConfigError([`--wire=${JSON.stringify(raw)}: must be v1 or v2`])
+/** A command's own flag, checked by a config parser, refused as the config refuses its own. */
+function flag<T>(name: string, raw: string, parse: Parse<T>, says?: string): T {
+  try {
+    return parse(raw)
+  } catch (err) {
+    throw new ConfigError([`${name}=${JSON.stringify(raw)}: ${says ?? (err as Error).message}`])
+  }
 }
 
-/** The demo's local Jetstream port: 0 (the default) lets the system pick a free one. */
-function jetstreamPort(raw: string): number {
-  if (raw === '0') return 0
-  const n = positiveInt(raw, '--jetstream-port')
-  if (n > 65535)
-    throw new ConfigError([`--jetstream-port=${JSON.stringify(raw)}: must be at most 65535`])
-  return n
-}
-
-function positiveInt(raw: string, name: string): number {
-  const n = Number(raw)
-  if (!Number.isInteger(n) || n < 1)
-    throw new ConfigError([`${name}=${JSON.stringify(raw)}: must be a positive integer`])
-  return n
-}
+const positiveInt = (raw: string, name: string) =>
+  flag(name, raw, int(1, Infinity), 'must be a positive integer')
 
 /** The causes under an error, one line each: a driver's "Failed query" says why only there. */
 function causes(err: unknown): string {

@@ -1,21 +1,16 @@
 import type { Logger } from 'pino'
+import { withTimeout } from '../faults/timers.ts'
 import { installLastResort } from './last-resort.ts'
 
-// One place that knows what a process opened and how to close it. Whatever opens a
-// resource registers its close right after (fastify's onClose, ponder's shutdown list), so
-// the order of registration is the dependency order, and closing runs it backwards: what
-// was opened last (the ingest reading from the network) stops first, what everything
-// stands on (the database) closes last. Nothing is closed twice, and nothing opened after
-// closing began outlives it.
+// Whatever opens a resource registers its close right after, so closing in reverse order
+// stops the ingest first and the database, which everything stands on, last.
 
 export interface Shutdown {
   /** Registers how to close something just opened; after close() began, closes it at once. */
   add(name: string, close: () => unknown): void
   /**
-   * Closes everything registered, newest first, one at a time, logging each step. A step
-   * that fails is logged and the rest still close; the promise then rejects naming it.
-   * Bounded: after `deadlineMs` the steps not yet finished are abandoned and named.
-   * Every call returns the same promise.
+   * Closes everything registered, newest first; a failed step does not stop the rest, and
+   * after `deadlineMs` the unfinished ones are abandoned. Rejects naming them; one promise.
    */
   close(): Promise<void>
   /** True once close() was called. */
@@ -47,24 +42,15 @@ export function createShutdown(logger: Logger, deadlineMs = 15_000): Shutdown {
 
   const closeAll = async (): Promise<void> => {
     const failed: string[] = []
-    let current = ''
-    let timer: NodeJS.Timeout | undefined
-    const expired = new Promise<'expired'>((resolve) => {
-      timer = setTimeout(() => resolve('expired'), deadlineMs)
-      timer.unref()
-    })
-    try {
-      for (const step of [...steps].reverse()) {
-        current = step.name
-        const outcome = await Promise.race([run(step), expired])
-        if (outcome === 'expired') {
-          logger.error({ step: current, deadlineMs }, 'closing took too long, abandoned')
-          throw new ShutdownError(`closing ${current} took longer than ${deadlineMs} ms`)
-        }
-        if (outcome !== null) failed.push(outcome)
+    const deadline = performance.now() + deadlineMs
+    for (const step of [...steps].reverse()) {
+      const left = deadline - performance.now()
+      const outcome = await withTimeout(run(step), left, () => 'expired' as const)
+      if (outcome === 'expired') {
+        logger.error({ step: step.name, deadlineMs }, 'closing took too long, abandoned')
+        throw new ShutdownError(`closing ${step.name} took longer than ${deadlineMs} ms`)
       }
-    } finally {
-      clearTimeout(timer)
+      if (outcome !== null) failed.push(outcome)
     }
     if (failed.length > 0) throw new ShutdownError(`closing failed: ${failed.join(', ')}`)
     logger.info('closed everything')
@@ -92,8 +78,7 @@ export function createShutdown(logger: Logger, deadlineMs = 15_000): Shutdown {
 
 /**
  * SIGTERM/SIGINT close everything once; a second signal, or a close stuck past the
- * deadline, exits hard. An uncaught exception or unhandled rejection closes too, bounded,
- * and exits with status 1 (src/cli/last-resort.ts).
+ * deadline, exits hard. An uncaught error closes too (last-resort.ts).
  */
 export function onShutdownSignal(logger: Logger, shutdown: Shutdown, deadlineMs = 20_000): void {
   let signalled = false

@@ -1,5 +1,6 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { Placeholder, type Query, type SQL, sql } from 'drizzle-orm'
 import { type PgDatabase, PgDialect, type PgQueryResultHKT } from 'drizzle-orm/pg-core'
@@ -21,9 +22,8 @@ export interface Database {
   /** The ORM on the pool: for db/ only (dependency-cruiser keeps drizzle there). */
   readonly orm: Orm
   /**
-   * The ORM on a connection of its own (Postgres; PGlite has one), for the polls of the
-   * change log: queued behind a saturated pool, a poll would come late exactly when the
-   * answer cache and the subscribers need it most. For db/ only.
+   * The ORM on a connection of its own, for the change log's polls: behind a saturated pool
+   * a poll comes late just when the caches need it most. For db/ only.
    */
   readonly monitor: Orm
   migrate(): Promise<void>
@@ -32,10 +32,8 @@ export interface Database {
   /** A raw read on the pool (`rows` on `orm`), run once more if its connection was lost. */
   rows<T = Record<string, unknown>>(query: SQL): Promise<T[]>
   /**
-   * A read of fixed SQL text, as a named prepared statement on Postgres (one round trip
-   * once prepared, planned generically: see openPostgres). `values` fill the query's
-   * `sql.placeholder`s, so a query built once as a module constant is rendered once.
-   * Run once more if its connection was lost.
+   * A read of fixed SQL text (a prepared statement on Postgres), `values` filling its
+   * `sql.placeholder`s; run once more if its connection was lost.
    */
   read<T = Record<string, unknown>>(query: SQL, values?: Record<string, unknown>): Promise<T[]>
   ping(): Promise<boolean>
@@ -43,9 +41,8 @@ export interface Database {
   /** Runs `work` in one transaction, then, if it committed, every `onCommit` listener. */
   transaction<T>(work: (tx: Executor) => Promise<T>): Promise<T>
   /**
-   * Calls `listener` after each commit of this process's `transaction`, before its caller
-   * resumes, so in-process caches distrust themselves at once; never after a rollback.
-   * Returns the remover.
+   * Calls `listener` after each commit of `transaction`, before its caller resumes, so
+   * in-process caches distrust themselves at once. Returns the remover.
    */
   onCommit(listener: () => void): () => void
 }
@@ -130,9 +127,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
 const dialect = new PgDialect()
 
 /**
- * A statement's text and parameters, the `sql.placeholder`s among them filled from `values`.
- * A query built once with placeholders is rendered once per database (rendering the lookup's
- * SQL was the largest allocation of a request), so its text is also the same every run.
+ * A statement's text and parameters, `sql.placeholder`s filled from `values`: a query built
+ * once is rendered once per database, so its text is the same every run.
  */
 function renderer(): (q: SQL, values?: Record<string, unknown>) => Query {
   const rendered = new Map<SQL, Query>()
@@ -183,10 +179,8 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
   const options = postgresOptions(opts)
   const client = postgres(url, options)
   const orm = drizzle(client, { schema }) as unknown as Orm
-  // Reads built once (with placeholders) are planned once, generically: left to choose,
-  // Postgres planned the prompt lookup afresh on every run (it guesses an unnest of a
-  // parameter array at 10 keys), and that planning cost more CPU than the run. Their own
-  // few connections, idle (postgres.js connects lazily) until the first such read.
+  // Reads built once are planned once, generically: left to choose, Postgres re-planned the
+  // prompt lookup on every run at more CPU than the run itself (bench/README.md).
   const generic = postgres(url, {
     ...options,
     max: Math.min(BUILT_ONCE_CONNECTIONS, options.max ?? 10),
@@ -236,11 +230,7 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
   }
 }
 
-/**
- * PGlite's buffer pool. Its own default (128 MB) was most of a small index's RSS; the
- * operating system's page cache holds the files anyway (bench/README.md, "PGlite's buffer
- * pool").
- */
+/** PGlite's buffer pool: small, since the OS page cache holds the files anyway (bench/README.md). */
 export const PGLITE_SHARED_BUFFERS = '8MB'
 
 interface PgliteStart {
@@ -377,7 +367,7 @@ async function reopenAfterPanic(
   // An in-memory database has nothing to open again: it stays refused.
   if (!o.dataDir) return
   for (let attempt = 0; !o.closed(); attempt++) {
-    await new Promise((r) => setTimeout(r, backoffMs(attempt, REOPEN_BACKOFF)))
+    await sleep(backoffMs(attempt, REOPEN_BACKOFF))
     try {
       const fresh = await o.open()
       if (o.closed()) return void (await fresh.close())

@@ -1,7 +1,8 @@
-// The one retry delay of the product: capped exponential backoff with jitter. Every place
-// that waits before trying again (source reconnects, repo fetches and resyncs, store calls
-// during a database outage, the driver's reconnects) asks this function, with its own
-// parameters, so the shapes cannot drift apart.
+import { isRetryable } from './errors.ts'
+import { sleepUnlessAborted } from './timers.ts'
+
+// The one retry delay of the product (capped exponential backoff with jitter) and the one
+// loop that waits it out, so the shapes of the product's retries cannot drift apart.
 
 export interface BackoffOptions {
   /** The delay of the first retry (attempt 0), before jitter. */
@@ -33,5 +34,35 @@ export function backoffMs(attempt: number, o: BackoffOptions): number {
       return ceiling / 2 + (random() * ceiling) / 2
     case 'none':
       return ceiling
+  }
+}
+
+export interface RetryOptions {
+  backoff: BackoffOptions
+  /** Tries in all, the first included; default: until it succeeds. */
+  attempts?: number
+  /** Whether a failure is worth another try; default: isRetryable. */
+  retryable?: (err: unknown) => boolean
+  /** Once aborted, the wait ends and the next failure is thrown. */
+  signal?: AbortSignal
+  /** Told of each failure that will be tried again, with the wait before it. */
+  onRetry?: (err: unknown, attempt: number, delayMs: number) => void
+}
+
+/**
+ * Runs `task` (given its attempt, from 0) until it succeeds, fails for good, runs out of
+ * attempts or `signal` aborts, waiting `backoffMs` between tries.
+ */
+export async function retry<T>(task: (attempt: number) => Promise<T>, o: RetryOptions): Promise<T> {
+  const retryable = o.retryable ?? isRetryable
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await task(attempt)
+    } catch (err) {
+      if (o.signal?.aborted || attempt + 1 >= (o.attempts ?? Infinity) || !retryable(err)) throw err
+      const delayMs = backoffMs(attempt, o.backoff)
+      o.onRetry?.(err, attempt, delayMs)
+      await sleepUnlessAborted(delayMs, o.signal)
+    }
   }
 }

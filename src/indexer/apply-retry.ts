@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { AppContext } from '../context/context.ts'
 import { dbRetryDelayMs } from '../db/retry.ts'
 import { isRetryable, type StoreFault, storeFaultOf } from '../faults/errors.ts'
@@ -54,9 +55,7 @@ export async function applyWithRetry(
 
 /**
  * A fault of the store (a full disk, a PANIC, an outage) is waited out, never blamed on an
- * event: the cursor stays where the last commit put it, and isolating a bad event goes on
- * after the pause (events applied alone before it are applied again: a no-op). Only a
- * refusal of the batch itself sends it down the isolating path, and only once.
+ * event; only a refusal of the batch itself sends it down the isolating path, once.
  */
 async function afterFailure(
   err: unknown,
@@ -69,7 +68,7 @@ async function afterFailure(
   if (attempt >= 10 && opts.isStopping()) return 'throw'
   const delay = dbRetryDelayMs(attempt)
   notePause(opts, fault, err, { attempt, delay })
-  await new Promise((r) => setTimeout(r, delay))
+  await sleep(delay)
   return 'retry'
 }
 

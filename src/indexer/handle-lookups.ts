@@ -1,12 +1,13 @@
 import type { AppContext } from '../context/context.ts'
+import { createLimiter } from '../faults/limiter.ts'
 import type { HandleVerifier } from '../model/handles.ts'
 import { steadyNowMs } from '../observe/clock.ts'
 import { applyBatch, type IndexerDeps } from './apply.ts'
 
 // A repo seen for the first time has no handle until its next #identity event, which may
-// never come. Look it up once, in the background, through a bounded queue: lookups are
-// network round trips and must never slow ingestion. A full queue drops (and logs) the
-// overflow; those handles arrive with the repo's next identity event.
+// never come: look it up once in the background, never slowing ingestion. Past `maxQueue`
+// lookups waiting or running, the overflow is dropped (and logged); those handles arrive
+// with the repo's next identity event.
 
 export interface HandleLookupsOptions {
   concurrency?: number
@@ -19,10 +20,10 @@ type HandleLookupsDeps = IndexerDeps & Pick<AppContext, 'logger'>
 export class HandleLookups {
   readonly #ctx: HandleLookupsDeps
   readonly #verify: HandleVerifier
-  readonly #concurrency: number
+  readonly #limit: ReturnType<typeof createLimiter>
   readonly #maxQueue: number
-  #queue: string[] = []
-  #running = 0
+  /** Lookups waiting or running. */
+  #pending = 0
   #dropped = 0
   #stopped = false
   #idle: Array<() => void> = []
@@ -30,50 +31,39 @@ export class HandleLookups {
   constructor(ctx: HandleLookupsDeps, verify: HandleVerifier, opts: HandleLookupsOptions = {}) {
     this.#ctx = ctx
     this.#verify = verify
-    this.#concurrency = opts.concurrency ?? 4
+    this.#limit = createLimiter(opts.concurrency ?? 4)
     this.#maxQueue = opts.maxQueue ?? 10_000
   }
 
   enqueue(dids: string[]): void {
     if (this.#stopped) return
     for (const did of dids) {
-      if (this.#queue.length >= this.#maxQueue) {
+      if (this.#pending >= this.#maxQueue) {
         if (this.#dropped++ % 1000 === 0)
           this.#ctx.logger.warn({ dropped: this.#dropped }, 'handle lookup queue full')
         continue
       }
-      this.#queue.push(did)
+      this.#pending++
+      void this.#limit(() => this.#lookup(did)).finally(() => {
+        if (--this.#pending === 0) for (const done of this.#idle.splice(0)) done()
+      })
     }
-    this.#pump()
   }
 
   /** Resolves once no lookup is queued or running. */
   async idle(): Promise<void> {
-    if (this.#queue.length === 0 && this.#running === 0) return
+    if (this.#pending === 0) return
     await new Promise<void>((resolve) => this.#idle.push(resolve))
   }
 
   /** Drops what is queued and waits for the lookups in flight. */
   async stop(): Promise<void> {
     this.#stopped = true
-    this.#queue = []
     await this.idle()
   }
 
-  #pump(): void {
-    while (this.#running < this.#concurrency && this.#queue.length > 0) {
-      const did = this.#queue.shift()!
-      this.#running++
-      this.#lookup(did).finally(() => {
-        this.#running--
-        this.#pump()
-        if (this.#running === 0 && this.#queue.length === 0)
-          for (const done of this.#idle.splice(0)) done()
-      })
-    }
-  }
-
   async #lookup(did: string): Promise<void> {
+    if (this.#stopped) return
     try {
       const handle = await this.#verify(did, null)
       if (handle === null || this.#stopped) return

@@ -1,5 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { Sink, SourceItem } from '../model/events.ts'
+
+export { sleepUnlessAborted } from '../faults/timers.ts'
 
 /**
  * Pushes unless `signal` aborts first: a source must stop promptly on shutdown even while
@@ -21,11 +22,4 @@ export async function pushUnlessAborted(
   } finally {
     signal.removeEventListener('abort', onAbort!)
   }
-}
-
-/** Resolves after `ms`, or early (without throwing) when `signal` aborts. */
-export async function sleepUnlessAborted(ms: number, signal?: AbortSignal): Promise<void> {
-  await sleep(ms, undefined, { signal }).catch((err: unknown) => {
-    if (!signal?.aborted) throw err
-  })
 }

@@ -8,12 +8,11 @@ import {
 } from '@atproto/identity'
 import { LRUCache } from 'lru-cache'
 import type { Config } from '../config/config.ts'
+import { createLimiter } from '../faults/limiter.ts'
 import type { Metrics } from '../observe/metrics.ts'
 
-// DID documents for commit verification (signing key) and backfill (PDS endpoint). On the
-// firehose every commit needs its author's key, so lookups are cached, concurrent lookups
-// of one DID share one request, and the number of requests in flight is capped so a burst
-// of new DIDs cannot flood the PLC directory.
+// DID documents (signing key, PDS endpoint): every firehose commit needs its author's key,
+// so lookups are cached, shared between concurrent callers and capped in flight.
 
 export interface ResolvedDid {
   did: string
@@ -52,8 +51,7 @@ export interface DidResolverOptions {
   concurrency?: number
   /**
    * Fetch for did:web. The default refuses http, IP literals and private addresses (SSRF);
-   * tests and local networks pass `globalThis.fetch`. PLC_URL is operator-chosen and
-   * always fetched plainly.
+   * tests and local networks pass `globalThis.fetch`.
    */
   webFetch?: typeof fetch
   now?: () => number
@@ -206,25 +204,6 @@ function toResolved(did: string, doc: DidDocument): ResolvedDid {
     signingKey,
     handle: handle ? handle.toLowerCase() : null,
     pds: getPds(doc) ?? null,
-  }
-}
-
-/** Runs at most `max` of the given tasks at once, the rest wait in arrival order. */
-export function createLimiter(max: number): <T>(task: () => Promise<T>) => Promise<T> {
-  let active = 0
-  const waiting: Array<() => void> = []
-  return async (task) => {
-    // A finishing task hands its slot straight to the next waiter, so a caller arriving in
-    // between cannot slip past the limit.
-    if (active >= max) await new Promise<void>((r) => waiting.push(r))
-    else active++
-    try {
-      return await task()
-    } finally {
-      const next = waiting.shift()
-      if (next) next()
-      else active--
-    }
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-
+import { withTimeout } from '../faults/timers.ts'
 import type { HandleVerifier } from '../model/handles.ts'
 
 /**
@@ -14,16 +14,10 @@ export async function verifyWithTimeout(
   logger: Logger,
 ): Promise<string | null> {
   if (!verifyHandle) return null
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), timeoutMs)
-  })
   try {
-    return await Promise.race([verifyHandle(did, claimed), timeout])
+    return await withTimeout(verifyHandle(did, claimed), timeoutMs, () => null)
   } catch (err) {
     logger.debug({ err, handle: claimed }, 'handle verification failed')
     return null
-  } finally {
-    clearTimeout(timer)
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { backoffMs } from '../../src/faults/backoff.ts'
+import { backoffMs, retry } from '../../src/faults/backoff.ts'
+import { withTimeout } from '../../src/faults/timers.ts'
 
 // The one retry delay: exact values with the random draw injected, so the shape (doubling,
 // the cap, each jitter's range) is pinned down, not just bounded.
@@ -43,5 +44,59 @@ describe('backoffMs', () => {
       expect(d).toBeGreaterThanOrEqual(80)
       expect(d).toBeLessThan(160)
     }
+  })
+})
+
+describe('retry', () => {
+  const backoff = { baseMs: 1, maxMs: 4, jitter: 'none' as const }
+  const transient = () => Object.assign(new Error('reset'), { code: 'ECONNRESET' })
+
+  it('tries again after each transient failure, up to its attempts, waiting the backoff', async () => {
+    const seen: Array<[number, number]> = []
+    const tries: number[] = []
+    const run = retry(
+      async (attempt) => {
+        tries.push(attempt)
+        throw transient()
+      },
+      { backoff, attempts: 4, onRetry: (_, attempt, delayMs) => seen.push([attempt, delayMs]) },
+    )
+    await expect(run).rejects.toMatchObject({ code: 'ECONNRESET' })
+    expect(tries).toEqual([0, 1, 2, 3])
+    expect(seen).toEqual([
+      [0, 1],
+      [1, 2],
+      [2, 4],
+    ])
+  })
+
+  it('throws a failure its predicate refuses at once, and returns the first success', async () => {
+    let calls = 0
+    const bad = new Error('bad input')
+    await expect(
+      retry(
+        async () => {
+          calls++
+          throw bad
+        },
+        { backoff },
+      ),
+    ).rejects.toBe(bad)
+    expect(calls).toBe(1)
+    const ok = await retry(async (attempt) => (attempt < 2 ? Promise.reject(bad) : 'ok'), {
+      backoff,
+      retryable: () => true,
+    })
+    expect(ok).toBe('ok')
+  })
+})
+
+describe('withTimeout', () => {
+  it('answers with the work when it is first, else with what `late` gives', async () => {
+    expect(await withTimeout(Promise.resolve('work'), 1000, () => 'late')).toBe('work')
+    expect(await withTimeout(new Promise(() => {}), 5, () => 'late')).toBe('late')
+    await expect(withTimeout(Promise.reject(new Error('no')), 1000, () => 'late')).rejects.toThrow(
+      'no',
+    )
   })
 })

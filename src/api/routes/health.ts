@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import { dbErrorCode } from '../../faults/errors.ts'
+import { withTimeout } from '../../faults/timers.ts'
 import { ingestGapSchema, opsRoute } from '../schemas.ts'
 
 // A probe answers within a load balancer's timeout even when the database hangs.
@@ -76,9 +77,8 @@ interface Readiness {
 }
 
 /**
- * What /readyz answers: 503 until migrations ran and while the database does not answer a
- * ping (naming why: a full disk, the code it failed with); else 200, with what an operator
- * should know beside it (an ingestion gap or pause, a slow database).
+ * /readyz: 503 until migrations ran or while the database does not answer a ping (naming
+ * why); else 200, with an ingestion gap or pause or a slow database beside it.
  */
 export async function readiness(app: FastifyInstance): Promise<Readiness> {
   if (!app.apiOptions.isReady())
@@ -87,7 +87,10 @@ export async function readiness(app: FastifyInstance): Promise<Readiness> {
   const paused = store.pause()
   const started = performance.now()
   try {
-    await withTimeout(app.ctx.db.ping(), PING_TIMEOUT_MS)
+    await withTimeout(app.ctx.db.ping(), PING_TIMEOUT_MS, () => {
+      const msg = `no answer in ${PING_TIMEOUT_MS} ms`
+      throw Object.assign(new Error(msg), { code: 'PING_TIMEOUT' })
+    })
   } catch (err) {
     app.log.warn({ err }, 'readiness check: database does not answer')
     const why = paused?.reason === 'disk_full' ? 'disk full: ' : ''
@@ -116,15 +119,4 @@ export async function readiness(app: FastifyInstance): Promise<Readiness> {
     status: 200,
     body: Object.keys(details).length > 0 ? { ok: true, details } : { ok: true },
   }
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(Object.assign(new Error(`no answer in ${ms} ms`), { code: 'PING_TIMEOUT' })),
-      ms,
-    )
-  })
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer))
 }

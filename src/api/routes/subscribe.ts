@@ -1,16 +1,14 @@
 import type { WebsocketPluginOptions } from '@fastify/websocket'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
+import { withTimeout } from '../../faults/timers.ts'
 import type { ChangeFeed } from '../changes/feed.ts'
 import { type Admitted, type ChangeHub, CLOSE } from '../changes/hub.ts'
 import { errorNameOf } from '../http-errors.ts'
 import { INCLUDE_PARAM, parseInclude, SINCE } from '../params.ts'
 import { errorResponses } from '../schemas.ts'
 
-// GET /v1/changes/subscribe (SPEC 13): the change feed as a WebSocket. Everything that can
-// be refused is refused before the upgrade, as an HTTP answer in the API's error shape: a
-// bad `since` or `include` (400), no place left (503), the database down when the first
-// page is read (503). Then the backlog after `since`, then each change as it commits, one
-// text frame per change holding the feed line's object (changes/hub.ts).
+// GET /v1/changes/subscribe (SPEC 13): the change feed as a WebSocket. Whatever can be
+// refused is refused before the upgrade, as an HTTP answer in the API's error shape.
 
 interface Query {
   since?: string
@@ -28,10 +26,8 @@ declare module 'fastify' {
 const CLOSE_GRACE_MS = 1_000
 
 /**
- * The WebSocket plugin's options (app.ts registers it for every route: an upgrade asked of
- * any other route is closed). A client never needs to send more than a close frame. On the
- * app's close, subscribers get 1001 and those that do not answer within CLOSE_GRACE_MS are
- * cut, so a SIGTERM never waits on a peer that stopped reading.
+ * The WebSocket plugin's options. On the app's close, subscribers that do not answer the
+ * 1001 within CLOSE_GRACE_MS are cut, so a SIGTERM never waits on a peer that stopped reading.
  */
 export const websocketOptions: WebsocketPluginOptions = {
   // closeTimeout (ws 8.19+, not yet in @types/ws): how long a closed socket waits for the
@@ -44,14 +40,8 @@ export const websocketOptions: WebsocketPluginOptions = {
   async preClose(this: FastifyInstance) {
     const open = [...this.websocketServer.clients]
     for (const ws of open) ws.close(CLOSE.goingAway, 'server shutting down')
-    let timer: NodeJS.Timeout | undefined
-    await Promise.race([
-      Promise.all(open.map((ws) => new Promise((resolve) => ws.once('close', resolve)))),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, CLOSE_GRACE_MS)
-      }),
-    ])
-    clearTimeout(timer)
+    const closed = open.map((ws) => new Promise((resolve) => ws.once('close', resolve)))
+    await withTimeout(Promise.all(closed), CLOSE_GRACE_MS, () => {})
     for (const ws of open) ws.terminate()
     await new Promise((resolve) => this.websocketServer.close(resolve))
   },

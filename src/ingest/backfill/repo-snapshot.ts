@@ -1,10 +1,9 @@
 import { type Commit, RepoVerificationError, verifyCommitSig } from '@atproto/repo'
-import { backoffMs } from '../../faults/backoff.ts'
+import { retry } from '../../faults/backoff.ts'
 import { isRetryable, UpstreamError } from '../../faults/errors.ts'
 import type { RepoSnapshotEvent } from '../../model/events.ts'
 import { steadyNowMs } from '../../observe/clock.ts'
 import type { Metrics } from '../../observe/metrics.ts'
-import { sleepUnlessAborted } from '../abortable.ts'
 import type { DidResolver } from '../did-resolver.ts'
 import {
   CarStreamError,
@@ -16,28 +15,17 @@ import { retryAfterMs, sharedUpstreamLimiter, type UpstreamLimiter } from './ups
 
 export { retryAfterMs }
 
-// One repo, fetched with com.atproto.sync.getRepo from the PDS its DID document names, read
-// as a stream (backfill/car-stream.ts: every block hash-checked, only the MST and the indexed
-// collections' records kept), then verified (commit DID, commit signature, records proven
-// under the signed root). Shared by backfill and the firehose's resyncs.
+// One repo, fetched with getRepo from the PDS its DID document names, read as a checked
+// stream (car-stream.ts) and verified: shared by backfill and the firehose's resyncs.
 
-export class RepoFetchError extends Error {
-  /** Worth another try later: network trouble, 429, 5xx. */
-  readonly retryable: boolean
-  /** How long the host asked us to wait (429/503 `retry-after`), when it said. */
-  readonly retryAfterMs: number | null
-  /** Counted in prompt_appview_repo_fetch_failures_total{reason}. */
-  readonly reason: string
+/** An upstream error of a repo fetch, said shortly: retryable or not, `reason` from that. */
+export class RepoFetchError extends UpstreamError {
   constructor(
     message: string,
     retryable: boolean,
-    options?: { cause?: unknown; retryAfterMs?: number | null; reason?: string },
+    o: ConstructorParameters<typeof UpstreamError>[1] = {},
   ) {
-    super(message, options)
-    this.name = 'RepoFetchError'
-    this.retryable = retryable
-    this.retryAfterMs = options?.retryAfterMs ?? null
-    this.reason = options?.reason ?? (retryable ? 'network' : 'invalid')
+    super(message, { reason: retryable ? 'network' : 'invalid', ...o, retryable })
   }
 }
 
@@ -262,20 +250,16 @@ function assertPublicEndpoint(url: URL): void {
   }
 }
 
-/** Runs `task` up to `attempts` times while it fails with a transient error, backing off. */
-export async function withRetries<T>(
+/** Runs `task` (given its attempt, from 1) up to `attempts` times while it fails transiently. */
+export function withRetries<T>(
   task: (attempt: number) => Promise<T>,
   attempts: number,
   signal?: AbortSignal,
   baseDelayMs = 1_000,
 ): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await task(attempt)
-    } catch (err) {
-      if (attempt >= attempts || !isRetryable(err) || signal?.aborted) throw err
-      const delay = backoffMs(attempt - 1, { baseMs: baseDelayMs, maxMs: 60_000, jitter: 'equal' })
-      await sleepUnlessAborted(delay, signal)
-    }
-  }
+  return retry((attempt) => task(attempt + 1), {
+    backoff: { baseMs: baseDelayMs, maxMs: 60_000, jitter: 'equal' },
+    attempts,
+    signal,
+  })
 }

@@ -1,11 +1,11 @@
 import type { Logger } from 'pino'
 import type { AppContext } from '../../context/context.ts'
+import { retry } from '../../faults/backoff.ts'
 import type { SourceCursor } from '../../model/cursor.ts'
 import type { Sink } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'
-import { sleepUnlessAborted } from '../abortable.ts'
 import type { IngestGap, Source } from '../source.ts'
-import { backoffDelayMs, createJetstreamSource, jetstreamOptionsFromConfig } from './v1.ts'
+import { createJetstreamSource, jetstreamOptionsFromConfig } from './v1.ts'
 import { createJetstreamV2Source, V2_NSID } from './v2.ts'
 
 // Which Jetstream wire a JETSTREAM_URL means (SPEC 5): `/subscribe` is v1, the v2 NSID path
@@ -46,8 +46,8 @@ export async function detectWire(
   const probe = new URL(wireUrls(url).v2)
   probe.protocol = probe.protocol === 'wss:' ? 'https:' : 'http:'
   probe.search = ''
-  for (let attempt = 1; ; attempt++) {
-    try {
+  return retry(
+    async () => {
       const res = await (o.fetch ?? fetch)(probe, {
         signal: AbortSignal.any([signal, AbortSignal.timeout(o.timeoutMs ?? 10_000)]),
       })
@@ -55,13 +55,15 @@ export async function detectWire(
       const wire = res.status === 404 ? 'v1' : 'v2'
       o.logger.info({ url, status: res.status, wire }, `Jetstream wire detected: ${wire}`)
       return wire
-    } catch (err) {
-      if (signal.aborted) throw err
-      const delayMs = backoffDelayMs(attempt, o.backoffBaseMs ?? 1000, o.backoffMaxMs ?? 60_000)
-      o.logger.warn({ err, url, delayMs }, 'Jetstream wire detection failed; retrying')
-      await sleepUnlessAborted(delayMs, signal)
-    }
-  }
+    },
+    {
+      backoff: { baseMs: o.backoffBaseMs ?? 1000, maxMs: o.backoffMaxMs ?? 60_000, jitter: 'full' },
+      retryable: () => true,
+      signal,
+      onRetry: (err, _, delayMs) =>
+        o.logger.warn({ err, url, delayMs }, 'Jetstream wire detection failed; retrying'),
+    },
+  )
 }
 
 /** A source that picks its wire in `prepare`; its `key` (the cursor's) is the chosen URL. */
