@@ -21,7 +21,7 @@ const HTTP: Key[] = [
   'publicUrl',
   'readTimeoutMs',
 ]
-const PIPELINE: Key[] = ['batchSize', 'batchDelayMs', 'queueSize', 'analysisThreads']
+const PIPELINE: Key[] = ['batchSize', 'batchDelayMs', 'queueSize']
 const JETSTREAM: Key[] = ['jetstreamRewindSeconds', 'jetstreamOnTooOld', 'jetstreamZstd']
 const SOURCES: Key[] = [
   'source',
@@ -29,7 +29,6 @@ const SOURCES: Key[] = [
   'relayUrl',
   'replayFile',
   'firehoseUnauthenticated',
-  'verifyThreads',
   'partition',
   ...JETSTREAM,
 ]

@@ -10,7 +10,7 @@ import type { BatchEvent } from './plan.ts'
 // (backfill, admin) analyzes in the batch, with the same result.
 
 /** Whether `ev` is a prompt write, the one kind of event that has an analysis. */
-export function isPromptWrite(
+function isPromptWrite(
   deps: Pick<IndexerDeps, 'nsids'>,
   ev: BatchEvent,
 ): ev is BatchEvent & { kind: 'commit' } {

@@ -5,7 +5,6 @@ import type { ChainEvent, RepoSnapshotEvent, Sink, SourceItem } from '../../../m
 import type { Metrics } from '../../../observe/metrics.ts'
 import { fetchRepoSnapshot } from '../../backfill/repo-snapshot.ts'
 import type { DidResolver } from '../../did-resolver.ts'
-import type { SignatureCheck } from '../native-verify.ts'
 import { type ChainFrames, createChainFrames } from './chain-frames.ts'
 import { type HeldCommit, ResyncBuffer } from './resync-buffer.ts'
 import { Resyncer, type ResyncerOptions } from './resyncer.ts'
@@ -36,7 +35,6 @@ export interface FirehoseChainOptions {
   startCursor: SourceCursor | null
   resolver: DidResolver
   collections: string[]
-  checkSignature?: SignatureCheck
   allowPrivateNetwork?: boolean
   logger: Logger
   metrics: Metrics
@@ -105,7 +103,6 @@ export function startFirehoseChain(o: FirehoseChainOptions): FirehoseChain {
     tracker,
     resolveKey: (did, forceRefresh) => o.resolver.resolveKey(did, { forceRefresh }),
     match: (c) => wanted.has(c),
-    checkSignature: o.checkSignature,
     logger,
     metrics,
     hold: (body, timeUs) => void held.hold(body, timeUs),
