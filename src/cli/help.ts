@@ -1,9 +1,6 @@
 import { type Config, SETTINGS } from '../config/schema.ts'
 
-/**
- * The demo's default events per second: one the embedded indexer follows live on two cores
- * (at 500 it ran 5-10 s behind, its queue full: bench/README.md, "Footprint").
- */
+/** The demo's default events per second: one the embedded indexer follows live on two cores. */
 export const DEMO_RATE = 100
 
 type Key = keyof Config

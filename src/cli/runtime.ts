@@ -149,10 +149,8 @@ export async function startServer(
       await indexSnapshot(rt, snapshot)
     },
   })
-  // A Fastify app closed before or while it listens goes on listening (and a second close
-  // does nothing), so the close waits for the listen under way, and a signal that came
-  // earlier in start-up (add() then closes at once) means no listen at all: either way a
-  // stopped process used to keep serving, with its database already closed.
+  // A Fastify app closed before or while it listens goes on listening, with its database
+  // closed: the close waits for a listen under way, and a stop before start means no listen.
   let listening: Promise<unknown> = Promise.resolve()
   rt.shutdown.add('http server', async () => {
     await listening.catch(() => {})

@@ -7,11 +7,10 @@ import { applyWithRetry } from './apply-retry.ts'
 import type { BatchEvent } from './plan.ts'
 import { prepareEvent } from './prepare.ts'
 
-// Between a source and the database: a bounded queue (a full queue makes the source wait,
-// so memory stays bounded and a slow database slows reading), batches of up to batchSize
-// events applied in one transaction with the cursor they reach. Frames that carry nothing
-// to index still move the cursor, but only every cursorIntervalMs, so a long quiet stretch
-// of network traffic costs one small write a second instead of one per frame.
+// Between a source and the database: a bounded queue (a full one makes the source wait, so
+// memory stays bounded) and batches applied in one transaction each with the cursor they
+// reach. Frames with nothing to index move the cursor only every cursorIntervalMs, so a quiet
+// stretch costs one small write a second instead of one per frame.
 
 export interface PipelineOptions {
   source: string
@@ -108,11 +107,9 @@ export class IngestPipeline implements Sink {
   }
 
   /**
-   * Ends the run. `drain` (a finite source ended): after every queued item is committed.
-   * Without (a shutdown): after the batch in flight only. Dropping the queue loses nothing,
-   * since the stored cursor never passed those items and the source reads them again on
-   * restart; it is what keeps shutdown short when a full queue holds seconds of work.
-   * Once a stop without drain is asked for, a later stop cannot bring draining back.
+   * Ends the run: with `drain` (a finite source ended) once every queued item is committed,
+   * without (a shutdown, kept short) after the batch in flight, losing nothing since the
+   * stored cursor never passed the dropped items. A later stop cannot bring draining back.
    */
   stop(opts: { drain: boolean } = { drain: true }): void {
     this.#stopping = true
