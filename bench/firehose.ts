@@ -36,8 +36,6 @@ export interface FirehoseOptions {
   matchingShare: number
   noiseRepos: number
   lettaDids: number
-  /** The product's VERIFY_THREADS (default: the product's default). */
-  verifyThreads?: number
   /**
    * Share of the noise repos tracked as well (they hold Letta records here, as a Letta
    * user who also posts): with chain state, every one of their commits is verified.
@@ -54,16 +52,8 @@ export function firehoseOptionsFromEnv(): FirehoseOptions {
     noiseRepos: count('BENCH_FIREHOSE_NOISE_REPOS', 2000),
     lettaDids: count('BENCH_FIREHOSE_LETTA_DIDS', 200),
     trackedNoiseShare: Number(process.env.BENCH_FIREHOSE_TRACKED_SHARE ?? 0.05),
-    verifyThreads: verifyThreadsFromEnv(process.env.BENCH_FIREHOSE_VERIFY_THREADS),
     log: (m) => console.log(`[firehose] ${m}`),
   }
-}
-
-function verifyThreadsFromEnv(v: string | undefined): number | undefined {
-  if (v === undefined) return undefined
-  const n = Number(v)
-  if (!Number.isInteger(n) || n < 0) throw new Error('BENCH_FIREHOSE_VERIFY_THREADS: 0 or more')
-  return n
 }
 
 async function startFrameServer(path: string) {
@@ -93,7 +83,6 @@ async function runProduct(
   plcUrl: string,
   set: FrameSet,
   fromSeq: number,
-  verifyThreads: number | undefined,
   tracked: string[] | null,
 ) {
   const logger = pino({ level: 'silent' })
@@ -107,7 +96,6 @@ async function runProduct(
     verifyHandle: async () => null,
     logger,
     metrics,
-    verifyThreads,
     chain: tracked ? memoryChainState(tracked) : undefined,
   })
   const events: IndexEvent[] = []
@@ -212,12 +200,12 @@ export async function runFirehose(o: FirehoseOptions): Promise<ScenarioResult> {
     const trackedNoise = noise.slice(0, Math.round(noise.length * (o.trackedNoiseShare ?? 0.05)))
     const tracked = [...letta, ...trackedNoise]
     details.trackedRepos = { letta: letta.size, noise: trackedNoise.length, of: noise.length }
-    await runProduct(server.url, plc.url, set, warm, o.verifyThreads, tracked)
+    await runProduct(server.url, plc.url, set, warm, tracked)
     await runBaseline(server.url, plc.url, set, warm)
-    const product = await runProduct(server.url, plc.url, set, 0, o.verifyThreads, tracked)
+    const product = await runProduct(server.url, plc.url, set, 0, tracked)
     log(`product: ${(set.frames.length / product.elapsedS).toFixed(0)} frames/s`)
     // Before Sync 1.1: the same source without chain state (matching commits only).
-    const unchained = await runProduct(server.url, plc.url, set, 0, o.verifyThreads, null)
+    const unchained = await runProduct(server.url, plc.url, set, 0, null)
     log(
       `product without chain state: ${(set.frames.length / unchained.elapsedS).toFixed(0)} frames/s`,
     )

@@ -9,16 +9,11 @@ import { COMPILE_CACHE_DIR, RUNTIME_NODE_FLAGS } from '../src/cli/node-flags.ts'
 // first start after a clone is as lean as every later one. Run as postinstall runs it:
 // with NODE_COMPILE_CACHE set and the program's V8 flags (a code cache made under other
 // flags is not used: Node keeps it under a directory named for them). Each module of src/
-// and demo-network/ is loaded once; loading runs only a module's top level, so the entry
-// and the worker entries, which start work there, are left out (the entry is cached by
-// `--help`, the workers' modules through the others).
+// and demo-network/ is loaded once; loading runs only a module's top level, so the entry,
+// which starts work there, is left out (`--help` caches it).
 
 const ROOT = new URL('..', import.meta.url).pathname
-const ENTRIES = new Set([
-  'src/cli/main.ts',
-  'src/indexer/analysis-worker.ts',
-  'src/ingest/firehose/verify-worker.ts',
-])
+const ENTRIES = new Set(['src/cli/main.ts'])
 
 const missing = RUNTIME_NODE_FLAGS.filter((f) => !process.execArgv.includes(f))
 if (missing.length > 0 || dirname(getCompileCacheDir() ?? '') !== COMPILE_CACHE_DIR) {

@@ -67,7 +67,6 @@ export async function createSource(ctx: AppContext, deps: SourceDeps = {}): Prom
         logger,
         metrics,
         unauthenticated: config.firehoseUnauthenticated,
-        verifyThreads: config.verifyThreads,
         allowPrivateNetwork: config.allowPrivateNetwork,
         isKnownDid: (did) => isKnownAccount(ctx.db, did),
         chain: config.firehoseUnauthenticated ? undefined : await chainStateOf(ctx.db),

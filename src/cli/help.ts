@@ -1,9 +1,6 @@
 import { type Config, SETTINGS } from '../config/schema.ts'
 
-/**
- * The demo's default events per second: one the embedded indexer follows live on two cores
- * (at 500 it ran 5-10 s behind, its queue full: bench/README.md, "Footprint").
- */
+/** The demo's default events per second: one the embedded indexer follows live on two cores. */
 export const DEMO_RATE = 100
 
 type Key = keyof Config
@@ -21,7 +18,7 @@ const HTTP: Key[] = [
   'publicUrl',
   'readTimeoutMs',
 ]
-const PIPELINE: Key[] = ['batchSize', 'batchDelayMs', 'queueSize', 'analysisThreads']
+const PIPELINE: Key[] = ['batchSize', 'batchDelayMs', 'queueSize']
 const JETSTREAM: Key[] = ['jetstreamRewindSeconds', 'jetstreamOnTooOld', 'jetstreamZstd']
 const SOURCES: Key[] = [
   'source',
@@ -29,7 +26,6 @@ const SOURCES: Key[] = [
   'relayUrl',
   'replayFile',
   'firehoseUnauthenticated',
-  'verifyThreads',
   'partition',
   ...JETSTREAM,
 ]

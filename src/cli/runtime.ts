@@ -1,14 +1,12 @@
-import { availableParallelism } from 'node:os'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { type ApiOptions, buildApp } from '../api/app.ts'
-import { type Config, collectionsOf } from '../config/config.ts'
+import { type Config, collectionsOf, retiredSettingsIn } from '../config/config.ts'
 import { VERSION } from '../config/version.ts'
 import { type AppContext, createContext } from '../context/context.ts'
 import { openDatabase } from '../db/client.ts'
 import { readVisibleCounts } from '../db/read/visible-counts.ts'
 import { countReposBySyncState } from '../db/repo-chain.ts'
-import { analysisThreadsFor, createAnalysisPool } from '../indexer/analysis-pool.ts'
 import { applyBatch } from '../indexer/apply.ts'
 import { countOutcomes, IngestPipeline } from '../indexer/pipeline.ts'
 import type { resolverFor } from '../ingest/did-resolver.ts'
@@ -45,6 +43,12 @@ export interface OpenRuntimeOptions {
 export async function openRuntime(config: Config, opts: OpenRuntimeOptions): Promise<Runtime> {
   const logger = opts.logger ?? createLogger(config.logLevel)
   const shutdown = opts.shutdown ?? createShutdown(logger)
+  const retired = retiredSettingsIn()
+  if (retired.length > 0)
+    logger.warn(
+      { settings: retired },
+      'settings no longer used: prompt analysis and signature checks run on the main thread',
+    )
   const dataDir = config.databaseUrl ? null : config.dataDir
   const db = await openDatabase({
     url: config.databaseUrl,
@@ -145,10 +149,8 @@ export async function startServer(
       await indexSnapshot(rt, snapshot)
     },
   })
-  // A Fastify app closed before or while it listens goes on listening (and a second close
-  // does nothing), so the close waits for the listen under way, and a signal that came
-  // earlier in start-up (add() then closes at once) means no listen at all: either way a
-  // stopped process used to keep serving, with its database already closed.
+  // A Fastify app closed before or while it listens goes on listening, with its database
+  // closed: the close waits for a listen under way, and a stop before start means no listen.
   let listening: Promise<unknown> = Promise.resolve()
   rt.shutdown.add('http server', async () => {
     await listening.catch(() => {})
@@ -223,8 +225,6 @@ function runIngest(
   },
 ): IngestHandle {
   const { config, logger } = rt.ctx
-  const threads = analysisThreadsFor(config.analysisThreads, rt.ctx.db.kind, availableParallelism())
-  const analysis = createAnalysisPool({ ...rt.ctx, threads })
   const pipeline = new IngestPipeline(rt.ctx, {
     source: source.name,
     key: o.key,
@@ -234,19 +234,13 @@ function runIngest(
     queueSize: config.queueSize,
     partition: config.partition,
     onNewDids: o.onNewDids,
-    analysis,
   })
-  logger.info(
-    { source: source.name, key: o.key, startCursor: o.startCursor, analysisThreads: threads },
-    'ingest starting',
-  )
+  logger.info({ source: source.name, key: o.key, startCursor: o.startCursor }, 'ingest starting')
   const writer = pipeline.run()
   const reader = source.run(pipeline, o.startCursor, o.abort.signal).finally(() => pipeline.stop())
-  const done = Promise.all([reader, writer])
-    .finally(() => analysis.close())
-    .then(() => {
-      logger.info({ source: source.name, events: pipeline.committedEvents }, 'ingest stopped')
-    })
+  const done = Promise.all([reader, writer]).then(() => {
+    logger.info({ source: source.name, events: pipeline.committedEvents }, 'ingest stopped')
+  })
   const stop = async () => {
     pipeline.stop({ drain: false })
     o.abort.abort()

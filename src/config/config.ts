@@ -50,6 +50,16 @@ export function loadConfig(
   return config
 }
 
+/**
+ * Removed settings that a deployment's environment may still set. They would change nothing
+ * now, so they are named in a warning rather than refused; their flags are unknown options.
+ */
+const RETIRED_SETTINGS = ['ANALYSIS_THREADS', 'VERIFY_THREADS']
+
+export function retiredSettingsIn(env: Record<string, string | undefined> = process.env): string[] {
+  return RETIRED_SETTINGS.filter((name) => env[name] !== undefined)
+}
+
 /** Settings that are valid alone but not together. */
 function crossChecks(config: Config): string[] {
   const problems: string[] = []

@@ -18,17 +18,6 @@ export const int =
       throw new Error(`must be an integer from ${min} to ${max}`)
     return n
   }
-/** `auto`, or an integer from min to max. */
-export const autoOrInt =
-  (min: number, max: number): Parse<number | 'auto'> =>
-  (s) => {
-    if (s === 'auto') return 'auto'
-    try {
-      return int(min, max)(s)
-    } catch {
-      throw new Error(`must be auto or an integer from ${min} to ${max}`)
-    }
-  }
 export const bool: Parse<boolean> = (s) => {
   if (/^(1|true|yes|on)$/i.test(s)) return true
   if (/^(0|false|no|off)$/i.test(s)) return false

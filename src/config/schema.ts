@@ -1,5 +1,4 @@
 import {
-  autoOrInt,
   bool,
   didWeb,
   int,
@@ -44,9 +43,7 @@ export interface Config {
   batchSize: number
   batchDelayMs: number
   queueSize: number
-  analysisThreads: number | 'auto'
   firehoseUnauthenticated: boolean
-  verifyThreads: number
   allowPrivateNetwork: boolean
   jetstreamRewindSeconds: number
   jetstreamOnTooOld: 'stop' | 'tip'
@@ -225,20 +222,6 @@ export const SETTINGS = [
     false,
     bool,
     'Skip signature and MST verification of firehose commits',
-  ),
-  setting(
-    'analysisThreads',
-    'ANALYSIS_THREADS',
-    'auto',
-    autoOrInt(0, 16),
-    'Worker threads analyzing prompts as they are queued (0: on the main thread; auto: 1 on embedded PGlite with a second core and no memory limit under 1 GiB, else 0)',
-  ),
-  setting(
-    'verifyThreads',
-    'VERIFY_THREADS',
-    0,
-    int(0, 64),
-    'Worker threads checking firehose commit signatures (0: on the main thread)',
   ),
   setting(
     'allowPrivateNetwork',

@@ -1,18 +1,16 @@
 import type { AppContext } from '../context/context.ts'
 import type { SourceCursor } from '../model/cursor.ts'
-import type { CursorPosition, IndexEvent, Sink, SourceItem } from '../model/events.ts'
+import type { CursorPosition, Sink, SourceItem } from '../model/events.ts'
 import type { Provenance } from '../model/rows.ts'
-import type { AnalysisPool } from './analysis-pool.ts'
 import type { BatchResult, IndexerDeps } from './apply.ts'
 import { applyWithRetry } from './apply-retry.ts'
 import type { BatchEvent } from './plan.ts'
 import { prepareEvent } from './prepare.ts'
 
-// Between a source and the database: a bounded queue (a full queue makes the source wait,
-// so memory stays bounded and a slow database slows reading), batches of up to batchSize
-// events applied in one transaction with the cursor they reach. Frames that carry nothing
-// to index still move the cursor, but only every cursorIntervalMs, so a long quiet stretch
-// of network traffic costs one small write a second instead of one per frame.
+// Between a source and the database: a bounded queue (a full one makes the source wait, so
+// memory stays bounded) and batches applied in one transaction each with the cursor they
+// reach. Frames with nothing to index move the cursor only every cursorIntervalMs, so a quiet
+// stretch costs one small write a second instead of one per frame.
 
 export interface PipelineOptions {
   source: string
@@ -31,18 +29,13 @@ export interface PipelineOptions {
   partition?: { index: number; count: number } | null
   /** Called after each commit with the repos it indexed for the first time. */
   onNewDids?: ((dids: string[]) => void) | null
-  /** Where prompts are analyzed as they are queued; default: on this thread (prepare.ts). */
-  analysis?: AnalysisPool | null
 }
 
 /** What the pipeline needs of the process's dependency bag (AppContext). */
 type PipelineDeps = IndexerDeps & Pick<AppContext, 'logger' | 'metrics'>
 
-/**
- * A queued item: the source's event as the batch takes it, a prompt write with its analysis
- * beside it (plan.ts, PreparedCommit), or a promise of that once a worker has answered.
- */
-type Queued = Omit<SourceItem, 'event'> & { event: BatchEvent | Promise<BatchEvent> | null }
+/** A queued item: a prompt write carries its analysis beside it (plan.ts, PreparedCommit). */
+type Queued = Omit<SourceItem, 'event'> & { event: BatchEvent | null }
 
 export class IngestPipeline implements Sink {
   readonly #ctx: PipelineDeps
@@ -67,7 +60,6 @@ export class IngestPipeline implements Sink {
       batchBytes: 8 << 20,
       partition: null,
       onNewDids: null,
-      analysis: null,
       ...opts,
     }
   }
@@ -104,17 +96,10 @@ export class IngestPipeline implements Sink {
       }
       item = { ...item, event: { ...ev, provenance } }
     }
-    this.#queue.push({ ...item, event: item.event && this.#prepare(item.event) })
+    // Analyzed now, while the batch before this one is in its transaction.
+    this.#queue.push({ ...item, event: item.event && prepareEvent(this.#ctx, item.event) })
     this.#queuedBytes += item.bytes ?? 0
     this.#wakeWriter?.()
-  }
-
-  /** Validation and hashing now, while the batch before this one is in its transaction. */
-  #prepare(ev: IndexEvent): BatchEvent | Promise<BatchEvent> {
-    const analysis = this.#opts.analysis
-    return analysis === null
-      ? prepareEvent(this.#ctx, ev)
-      : analysis.prepare(ev, this.#queue.length)
   }
 
   #isFull(): boolean {
@@ -122,11 +107,9 @@ export class IngestPipeline implements Sink {
   }
 
   /**
-   * Ends the run. `drain` (a finite source ended): after every queued item is committed.
-   * Without (a shutdown): after the batch in flight only. Dropping the queue loses nothing,
-   * since the stored cursor never passed those items and the source reads them again on
-   * restart; it is what keeps shutdown short when a full queue holds seconds of work.
-   * Once a stop without drain is asked for, a later stop cannot bring draining back.
+   * Ends the run: with `drain` (a finite source ended) once every queued item is committed,
+   * without (a shutdown, kept short) after the batch in flight, losing nothing since the
+   * stored cursor never passed the dropped items. A later stop cannot bring draining back.
    */
   stop(opts: { drain: boolean } = { drain: true }): void {
     this.#stopping = true
@@ -165,9 +148,8 @@ export class IngestPipeline implements Sink {
 
   async #writeBatch(items: Queued[]): Promise<void> {
     for (const wake of this.#wakeReaders.splice(0)) wake()
-    // Never rejects (AnalysisPool.prepare); what a worker did not analyze, the batch does.
     const events: BatchEvent[] = []
-    for (const ev of await Promise.all(items.map((it) => it.event))) if (ev) events.push(ev)
+    for (const it of items) if (it.event) events.push(it.event)
     this.#advance(items)
     if (events.length > 0) await this.#commit(events)
     else await this.#flushCursor(false)

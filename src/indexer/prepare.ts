@@ -2,15 +2,13 @@ import { analyzePrompt } from '../model/prompt-record.ts'
 import type { IndexerDeps } from './apply.ts'
 import type { BatchEvent } from './plan.ts'
 
-// The part of indexing an event that needs no database state: validating a prompt against
-// the lexicon, hashing its content, finding its words, serializing it. The pipeline does it
-// as an event is queued, which is while the previous batch's transaction runs, so the CPU
-// it costs overlaps the database's work instead of being spent inside the writer lock. The
-// result travels beside the event to the batch (plan.ts, PreparedCommit); a path that never prepares
+// The part of indexing a prompt that needs no database state (validation, hashing, search
+// words, serialization), done as the pipeline queues it so that its CPU overlaps the previous
+// batch's transaction instead of running inside the writer lock. A path that never prepares
 // (backfill, admin) analyzes in the batch, with the same result.
 
 /** Whether `ev` is a prompt write, the one kind of event that has an analysis. */
-export function isPromptWrite(
+function isPromptWrite(
   deps: Pick<IndexerDeps, 'nsids'>,
   ev: BatchEvent,
 ): ev is BatchEvent & { kind: 'commit' } {

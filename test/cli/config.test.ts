@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { parseCommandLine } from '../../src/cli/args.ts'
-import { ConfigError, loadConfig } from '../../src/config/config.ts'
+import { ConfigError, loadConfig, retiredSettingsIn } from '../../src/config/config.ts'
 
 describe('configuration', () => {
   it('defaults need nothing set', () => {
@@ -69,14 +69,15 @@ describe('configuration', () => {
     }
   })
 
-  it('takes ANALYSIS_THREADS as auto (the default) or a count, and says what else it takes', () => {
-    expect(loadConfig({}, {}).analysisThreads).toBe('auto')
-    expect(loadConfig({}, { ANALYSIS_THREADS: '2' }).analysisThreads).toBe(2)
-    expect(loadConfig({ 'analysis-threads': '0' }, {}).analysisThreads).toBe(0)
-    for (const bad of ['many', '-1', '17', '1.5', 'Auto'])
-      expect(() => loadConfig({}, { ANALYSIS_THREADS: bad })).toThrow(
-        /ANALYSIS_THREADS.*must be auto or an integer from 0 to 16/,
-      )
+  it('names the removed thread settings an environment still sets, and refuses their flags', () => {
+    expect(() => loadConfig({}, { ANALYSIS_THREADS: '2', VERIFY_THREADS: '4' })).not.toThrow()
+    expect(retiredSettingsIn({ ANALYSIS_THREADS: 'auto', VERIFY_THREADS: '0', PORT: '1' })).toEqual(
+      ['ANALYSIS_THREADS', 'VERIFY_THREADS'],
+    )
+    expect(retiredSettingsIn({ PORT: '1' })).toEqual([])
+    expect(() => loadConfig({ 'analysis-threads': '1', 'verify-threads': '1' }, {})).toThrow(
+      /--analysis-threads: unknown option[\s\S]*--verify-threads: unknown option/,
+    )
   })
 
   it('replay needs a file', () => {

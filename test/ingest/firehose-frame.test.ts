@@ -175,14 +175,14 @@ describe('frame processor on signed commits', () => {
     },
   })
 
-  async function signedCommit(signer: Keypair) {
+  async function signedCommit(signer: Keypair, claims: { rev?: string; commit?: CID } = {}) {
     const repo = await Repo.create(new MemoryBlockstore(), DID, signer)
     const record = { $type: PROMPT, content: 'hi', compiledAt: TIME }
     const write = { action: WriteOpAction.Create, collection: PROMPT, rkey: 'a', record } as const
     const commit = await repo.formatCommit(write, signer)
     const blocks = await blocksToCarFile(commit.cid, commit.relevantBlocks)
     const ops = [{ action: 'create', path: `${PROMPT}/a`, cid: await cidForRecord(record) }]
-    const body = { ...commitBody(ops), commit: commit.cid, rev: commit.rev, blocks }
+    const body = { ...commitBody(ops), commit: commit.cid, rev: commit.rev, blocks, ...claims }
     return frame({ op: 1, t: '#commit' }, body)
   }
 
@@ -217,5 +217,15 @@ describe('frame processor on signed commits', () => {
     const twin = await process(await signedCommit(highS(kp)))
     expect(twin.items).toEqual([{ event: null, cursor: seqCursor(7), timeUs: TIME_US }])
     expect(await errors()).toBe(1)
+  })
+
+  it('skips a signed commit whose frame claims another rev or commit', async () => {
+    const kp = await Secp256k1Keypair.create()
+    const { process, errors } = processorFor(kp)
+    const rev = await process(await signedCommit(kp, { rev: '3m6sm7ncxdj2z' }))
+    expect(rev.items).toEqual([{ event: null, cursor: seqCursor(7), timeUs: TIME_US }])
+    const commit = await process(await signedCommit(kp, { commit: CID_A }))
+    expect(commit.items).toEqual([{ event: null, cursor: seqCursor(7), timeUs: TIME_US }])
+    expect(await errors()).toBe(2)
   })
 })

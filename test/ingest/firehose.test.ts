@@ -169,19 +169,6 @@ describe('firehose source against the reference PDS', () => {
     expect(await errors(AGENT, 'create')).toBe(1)
   })
 
-  it('gives the same items with signatures checked on worker threads', async () => {
-    const { items } = await runUntilSeq({ verifyThreads: 2 })
-    expect(items).toEqual(baseline)
-    const wrongKey = (await Secp256k1Keypair.create()).did()
-    const lying: DidResolver = {
-      ...resolver,
-      resolveKey: async (did, o) => (did === alice.did ? wrongKey : resolver.resolveKey(did, o)),
-    }
-    const refused = await runUntilSeq({ resolver: lying, verifyThreads: 2 })
-    expect(commits(refused.items).every((e) => e.did === bob.did)).toBe(true)
-    expect(commits(refused.items)).toHaveLength(1)
-  })
-
   it('accepts the same commits unverified in unauthenticated mode', async () => {
     const wrongKey = (await Secp256k1Keypair.create()).did()
     const lying: DidResolver = { ...resolver, resolveKey: async () => wrongKey }

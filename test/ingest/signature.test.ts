@@ -12,7 +12,7 @@ import {
 import { type CommitEvt, parseCommitAuthenticated } from '@atproto/sync'
 import { describe, expect, it } from 'vitest'
 import { verifySignatureNative } from '../../src/ingest/firehose/native-verify.ts'
-import { parseCommitVerified } from '../../src/ingest/firehose/signature.ts'
+import { verifyCommit } from '../../src/ingest/firehose/signature.ts'
 import { PROMPT } from '../helpers/ingest-kit.ts'
 
 // The native verifier must give @atproto/crypto's verdict on every input, so each case runs
@@ -168,7 +168,7 @@ describe.each(CURVES)('verifySignatureNative on $name', ({ create, n }) => {
   }, 60_000)
 })
 
-// Commit level: parseCommitVerified against parseCommitAuthenticated on the same frames.
+// Commit level: verifyCommit against parseCommitAuthenticated on the same frames.
 
 const DID = 'did:plc:bbbbbbbbbbbbbbbbbbbbbbbb'
 const OTHER = 'app.example.other'
@@ -245,7 +245,9 @@ async function compare(body: CommitBody, keyFor: (forceRefresh: boolean) => stri
       return { calls, error: (err as Error).constructor.name }
     }
   }
-  const native = await run((lookup) => parseCommitVerified((_, f) => lookup(f), body, match))
+  const native = await run(
+    async (lookup) => (await verifyCommit((_, f) => lookup(f), body, match)).events,
+  )
   const library = await run((lookup) => {
     const resolveAtprotoKey = (_: string, f?: boolean) => lookup(f ?? false)
     const idResolver = { did: { resolveAtprotoKey } } as unknown as IdResolver
@@ -255,7 +257,7 @@ async function compare(body: CommitBody, keyFor: (forceRefresh: boolean) => stri
   return native
 }
 
-describe.each(CURVES)('parseCommitVerified on $name', ({ create, n }) => {
+describe.each(CURVES)('verifyCommit on $name', ({ create, n }) => {
   it('proves the same ops as parseCommitAuthenticated', async () => {
     const kp = await create()
     const res = await compare(await commitFrame(kp), () => kp.did())

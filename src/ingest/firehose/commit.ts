@@ -1,12 +1,9 @@
-import { cborDecode } from '@atproto/common'
-import { cborToLex } from '@atproto/repo'
 import { parseCommitUnauthenticated } from '@atproto/sync'
 import type { Logger } from 'pino'
 import { seqCursor } from '../../model/cursor.ts'
 import type { CommitEvent, SourceItem } from '../../model/events.ts'
 import { lexToJson } from '../lex-json.ts'
-import type { SignatureCheck } from './native-verify.ts'
-import { type KeyLookup, parseCommitVerified } from './signature.ts'
+import { type KeyLookup, verifyCommit } from './signature.ts'
 import { eventUs, reasonOf } from './values.ts'
 
 // A `#commit` frame without Sync 1.1 chain state: its wanted ops, proven against the
@@ -20,7 +17,6 @@ export interface CommitContext {
   match: (collection: string) => boolean
   unauthenticated: boolean
   resolveKey: KeyLookup
-  checkSignature?: SignatureCheck
   logger: Logger
   countError: (collection: string, op: string) => void
 }
@@ -56,11 +52,7 @@ async function parseOps(
 ): Promise<ParsedOps | null> {
   try {
     if (ctx.unauthenticated) return await parseCommitUnauthenticated(body, ctx.match)
-    // parseCommitAuthenticated's checks, with the signature verified by OpenSSL.
-    const parsed = await parseCommitVerified(ctx.resolveKey, body, ctx.match, ctx.checkSignature)
-    // With nothing proven there is nothing to trust the rev for; the ops are counted below.
-    if (parsed.length > 0) checkSignedCommitMatchesFrame(body, parsed[0].blocks.get(body.commit))
-    return parsed
+    return (await verifyCommit(ctx.resolveKey, body, ctx.match)).events
   } catch (err) {
     for (const op of ops) ctx.countError(collectionOf(op.path), opLabel(op))
     ctx.logger.warn(
@@ -101,40 +93,6 @@ function eventOfOp(
     record: evt.event === 'delete' ? null : lexToJson(evt.record),
     timeUs: eventUs(timeUs),
   }
-}
-
-/**
- * verifyProofs checks the signature of the CAR's root commit; the frame's `commit` and
- * `rev` are plain claims beside it. Tie them together, or a relay could attach any rev (and
- * a rev decides which write wins).
- */
-function checkSignedCommitMatchesFrame(body: CommitBody, block: Uint8Array | undefined): void {
-  if (!carRoot(body.blocks).equals(body.commit))
-    throw new Error('frame commit is not the root of its blocks')
-  if (!block) throw new Error('commit block missing')
-  const signed = cborToLex(block) as { did?: unknown; rev?: unknown }
-  if (signed.did !== body.repo)
-    throw new Error(`commit is for ${String(signed.did)}, frame says ${body.repo}`)
-  if (signed.rev !== body.rev)
-    throw new Error(`commit rev ${String(signed.rev)}, frame says ${body.rev}`)
-}
-
-/** The root CID from a CARv1 header (a varint length, then a DAG-CBOR map). */
-function carRoot(car: Uint8Array): CommitBody['commit'] {
-  let len = 0
-  let shift = 0
-  let i = 0
-  for (;;) {
-    const byte = car[i++]
-    if (byte === undefined || shift > 28) throw new Error('bad CAR header')
-    len |= (byte & 0x7f) << shift
-    shift += 7
-    if ((byte & 0x80) === 0) break
-  }
-  const header = cborDecode(car.subarray(i, i + len)) as { roots?: unknown[] }
-  const root = header.roots?.[0] as CommitBody['commit'] | undefined
-  if (!root || typeof root.equals !== 'function') throw new Error('CAR has no root')
-  return root
 }
 
 export function isCommitBody(

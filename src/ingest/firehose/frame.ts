@@ -19,7 +19,6 @@ import {
   isCommitBody,
 } from './commit.ts'
 import { collectionNeedles, skimUnmatchedCommit } from './frame-skim.ts'
-import type { SignatureCheck } from './native-verify.ts'
 import { eventUs, reasonOf, str, toTimeUs } from './values.ts'
 
 // One subscribeRepos frame in, the SourceItems it means out. Kept apart from the socket so
@@ -43,8 +42,6 @@ export interface FrameProcessorOptions {
   metrics: Metrics
   /** Skip signature and MST proof checks (a trusted relay, or benchmarks). */
   unauthenticated?: boolean
-  /** Where commit signatures are checked (a worker pool); default: inline. */
-  checkSignature?: SignatureCheck
   /** The repo's current state, for `#sync` (and `tooBig` commits). */
   fetchSnapshot: (did: string) => Promise<RepoSnapshotEvent>
   /**
@@ -82,7 +79,6 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
       match: (collection) => wanted.has(collection),
       unauthenticated: opts.unauthenticated ?? false,
       resolveKey: (did, forceRefresh) => opts.resolver.resolveKey(did, { forceRefresh }),
-      checkSignature: opts.checkSignature,
       logger,
       countError,
     },

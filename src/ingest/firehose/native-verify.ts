@@ -3,8 +3,7 @@ import { P256_JWT_ALG, parseDidKey, SECP256K1_JWT_ALG } from '@atproto/crypto'
 import { LRUCache } from 'lru-cache'
 
 // @atproto/crypto's verifySignature on OpenSSL (node:crypto) instead of @noble/curves,
-// which was nearly all of a verified commit's cost. Kept apart from the commit parsing so
-// a verification worker loads only this and @atproto/crypto.
+// which was nearly all of a verified commit's cost.
 
 interface Curve {
   crv: 'secp256k1' | 'P-256'
@@ -29,8 +28,8 @@ interface NativeKey {
   curve: Curve
 }
 
-// Decoding a did:key decompresses the point in JS (~150 µs); a firehose sees the same few
-// authors over and over, so keep the KeyObjects.
+// Decoding a did:key decompresses the point in JS, and a firehose sees the same few authors
+// over and over, so keep the KeyObjects.
 const keys = new LRUCache<string, NativeKey>({ max: 10_000 })
 
 function nativeKey(didKey: string): NativeKey {
@@ -71,10 +70,3 @@ export function verifySignatureNative(didKey: string, data: Uint8Array, sig: Uin
   if (s > c.halfN) return false
   return verify('sha256', data, { key, dsaEncoding: 'ieee-p1363' }, sig)
 }
-
-/** Checks an ECDSA signature by a did:key, as verifySignatureNative does; may run elsewhere. */
-export type SignatureCheck = (didKey: string, data: Uint8Array, sig: Uint8Array) => Promise<boolean>
-
-/** The check on this thread. */
-export const checkSignatureInline: SignatureCheck = async (didKey, data, sig) =>
-  verifySignatureNative(didKey, data, sig)

@@ -12,14 +12,12 @@ import {
 } from '@atproto/repo'
 import type { CommitEvt, parseCommitUnauthenticated } from '@atproto/sync'
 import { AtUri } from '@atproto/syntax'
-import { checkSignatureInline, type SignatureCheck } from './native-verify.ts'
+import { verifySignatureNative } from './native-verify.ts'
 
-// @atproto/sync's parseCommitAuthenticated, with the commit signature checked by OpenSSL
-// (firehose/native-verify.ts, inline or on worker threads) instead of @noble/curves. Neither
-// @atproto/sync nor @atproto/repo takes a verifier, so their verifyProofs/formatCommitOps
-// are reproduced here step for step, from the same library pieces, with the same errors:
-// a RepoVerificationError (bad signature, wrong DID) retries once with a refreshed key,
-// anything else (bad CAR, malformed key or signature) does not.
+// @atproto/sync's parseCommitAuthenticated with the signature checked by OpenSSL
+// (native-verify.ts): neither @atproto/sync nor @atproto/repo takes a verifier, so their
+// verifyProofs/formatCommitOps are reproduced from the same library pieces, with the same
+// errors (a RepoVerificationError retries once with a refreshed key; nothing else does).
 
 type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
 type RepoOp = CommitBody['ops'][number]
@@ -29,13 +27,9 @@ type Cid = NonNullable<RepoOp['cid']>
 export type KeyLookup = (did: string, forceRefresh: boolean) => Promise<string>
 
 /** @atproto/repo's verifyCommitSig: the signature covers the re-encoded commit minus `sig`. */
-function verifyCommitSigNative(
-  commit: { sig: Uint8Array },
-  didKey: string,
-  check: SignatureCheck,
-): Promise<boolean> {
+function verifyCommitSigNative(commit: { sig: Uint8Array }, didKey: string): boolean {
   const { sig, ...rest } = commit
-  return check(didKey, cborEncode(rest), sig)
+  return verifySignatureNative(didKey, cborEncode(rest), sig)
 }
 
 interface Claim {
@@ -45,18 +39,12 @@ interface Claim {
 }
 
 /** @atproto/repo's verifyProofs, returning the CAR's blocks too so they are read once. */
-async function verifyProofsNative(
-  proofs: Uint8Array,
-  claims: Claim[],
-  did: string,
-  key: string,
-  check: SignatureCheck,
-) {
+async function verifyProofsNative(proofs: Uint8Array, claims: Claim[], did: string, key: string) {
   const car = await readCarWithRoot(proofs)
   const blockstore = new MemoryBlockstore(car.blocks)
   const commit = await blockstore.readObj(car.root, def.commit)
   if (commit.did !== did) throw new RepoVerificationError(`Invalid repo did: ${commit.did}`)
-  if (!(await verifyCommitSigNative(commit, key, check)))
+  if (!verifyCommitSigNative(commit, key))
     throw new RepoVerificationError(`Invalid signature on commit: ${car.root.toString()}`)
   const mst = MST.load(blockstore, commit.data)
   const verified: Claim[] = []
@@ -70,20 +58,6 @@ async function verifyProofsNative(
   return { verified, blocks: car.blocks, root: car.root, signed }
 }
 
-/**
- * parseCommitAuthenticated(idResolver, evt, matchCollection) with native signature checks:
- * the ops of matching collections that the signed commit's MST proves, as CommitEvts.
- */
-export async function parseCommitVerified(
-  resolveKey: KeyLookup,
-  evt: CommitBody,
-  matchCollection: (collection: string) => boolean,
-  check: SignatureCheck = checkSignatureInline,
-): Promise<CommitEvt[]> {
-  if (!evt.ops.some((op) => matchCollection(parseDataKey(op.path).collection))) return []
-  return (await verifyCommit(resolveKey, evt, matchCollection, check)).events
-}
-
 export interface VerifiedCommit {
   /** Proven ops of matching collections. */
   events: CommitEvt[]
@@ -95,14 +69,15 @@ export interface VerifiedCommit {
 }
 
 /**
- * Checks the commit's signature whatever its ops (Sync 1.1 advances a repo's chain on every
- * commit), and proves the matching ops against its MST.
+ * parseCommitAuthenticated with native signature checks, plus the frame's envelope: checks
+ * the signature whatever its ops (Sync 1.1 advances a repo's chain on every commit), proves
+ * the matching ops against its MST, and ties the frame's `commit` and `rev` to the signed
+ * block. Throws on any failure.
  */
 export async function verifyCommit(
   resolveKey: KeyLookup,
   evt: CommitBody,
   matchCollection: (collection: string) => boolean,
-  check: SignatureCheck = checkSignatureInline,
   forceKeyRefresh = false,
 ): Promise<VerifiedCommit> {
   const did = evt.repo
@@ -115,12 +90,13 @@ export async function verifyCommit(
   const key = await resolveKey(did, forceKeyRefresh)
   let proven: Awaited<ReturnType<typeof verifyProofsNative>>
   try {
-    proven = await verifyProofsNative(evt.blocks, claims, did, key, check)
+    proven = await verifyProofsNative(evt.blocks, claims, did, key)
   } catch (err) {
     if (err instanceof RepoVerificationError && !forceKeyRefresh)
-      return verifyCommit(resolveKey, evt, matchCollection, check, true)
+      return verifyCommit(resolveKey, evt, matchCollection, true)
     throw err
   }
+  checkEnvelope(evt, proven)
   const verifiedCids = new Map<string, Cid | null>()
   for (const c of proven.verified) verifiedCids.set(formatDataKey(c.collection, c.rkey), c.cid)
   const verifiedOps = ops.filter((op) => {
@@ -134,6 +110,18 @@ export async function verifyCommit(
     root: proven.root,
     signed: proven.signed,
   }
+}
+
+/**
+ * The proofs authenticate the CAR's root commit; the frame's `commit` and `rev` are plain
+ * claims beside it. Tie them together, or a relay could attach any rev (and a rev decides
+ * which write wins).
+ */
+function checkEnvelope(evt: CommitBody, v: Pick<VerifiedCommit, 'root' | 'signed'>): void {
+  if (!v.root.equals(evt.commit)) throw new Error('frame commit is not the root of its blocks')
+  if (v.signed.did !== evt.repo)
+    throw new Error(`commit is for ${v.signed.did}, frame says ${evt.repo}`)
+  if (v.signed.rev !== evt.rev) throw new Error(`commit rev ${v.signed.rev}, frame says ${evt.rev}`)
 }
 
 /** @atproto/sync's formatCommitOps over the blocks verifyProofs already read. */

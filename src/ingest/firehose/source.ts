@@ -11,7 +11,6 @@ import {
   startFirehoseChain,
 } from './chain/firehose-chain.ts'
 import { createFrameProcessor, type FrameProcessor, type FrameProcessorOptions } from './frame.ts'
-import { createVerifyPool, type VerifyPool } from './verify-pool.ts'
 import { FirehoseWire } from './wire.ts'
 
 // com.atproto.sync.subscribeRepos of a relay or a single PDS. The stock @atproto/sync
@@ -34,13 +33,6 @@ type FrameSettings = Pick<
 export interface FirehoseSourceOptions extends FrameSettings {
   /** Relay or PDS: ws(s):// or http(s)://, with or without the /xrpc/… path. */
   url: string
-  /**
-   * Worker threads for commit signatures; 0 (the default) checks them on this thread. A
-   * verify is a fraction of a millisecond: worth a thread only where matching commits are
-   * many (the network's Letta commits are a trickle; a dedicated relay or a backlog is
-   * another matter). bench/README.md, "Figures behind the defaults".
-   */
-  verifyThreads?: number
   /** For `#sync`: default getRepo from the DID's PDS, verified, up to 3 tries. */
   fetchSnapshot?: (did: string, signal: AbortSignal) => Promise<RepoSnapshotEvent>
   /** Passed to the default fetchSnapshot: lets DID documents name loopback PDSes. */
@@ -68,27 +60,14 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
     resumesFrom: ['seq'],
     async run(sink: Sink, startCursor: SourceCursor | null, signal: AbortSignal) {
       const startSeq = startValueOf(startCursor, 'seq', 'firehose')
-      // Checks wait in the pool's workers while frames are decoded here; the pool lives
-      // exactly as long as this run.
-      const pool = createVerifyPool({
-        threads: opts.unauthenticated ? 0 : (opts.verifyThreads ?? 0),
-        logger: opts.logger,
-      })
       let chain: FirehoseChain | null = null
       try {
         if (opts.chain && !opts.unauthenticated)
-          chain = startFirehoseChain({
-            ...opts,
-            state: opts.chain,
-            sink,
-            startCursor,
-            checkSignature: pool.check,
-          })
-        const processor = makeProcessor(opts, signal, pool, chain)
+          chain = startFirehoseChain({ ...opts, state: opts.chain, sink, startCursor })
+        const processor = makeProcessor(opts, signal, chain)
         await readUntilAborted(opts, sink, startSeq, signal, processor, chain)
       } finally {
         await chain?.close()
-        await pool.close()
       }
     },
   }
@@ -97,7 +76,6 @@ export function createFirehoseSource(opts: FirehoseSourceOptions): Source {
 function makeProcessor(
   opts: FirehoseSourceOptions,
   signal: AbortSignal,
-  pool: VerifyPool,
   chain: FirehoseChain | null,
 ): FrameProcessor {
   const fetchSnapshot =
@@ -123,7 +101,6 @@ function makeProcessor(
     logger: opts.logger,
     metrics: opts.metrics,
     unauthenticated: opts.unauthenticated,
-    checkSignature: pool.check,
     isKnownDid: opts.isKnownDid,
     fetchSnapshot: (did) => fetchSnapshot(did, signal),
     chain: chain ?? undefined,

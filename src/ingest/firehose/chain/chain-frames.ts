@@ -5,7 +5,6 @@ import { seqCursor } from '../../../model/cursor.ts'
 import type { ChainEvent, CommitEvent, SourceItem } from '../../../model/events.ts'
 import type { Metrics } from '../../../observe/metrics.ts'
 import { lexToJson } from '../../lex-json.ts'
-import type { SignatureCheck } from '../native-verify.ts'
 import type { KeyLookup } from '../signature.ts'
 import { type CommitVerdict, checkCommit } from './check-commit.ts'
 import { checkSync, type SyncBody } from './check-sync.ts'
@@ -21,7 +20,6 @@ export interface ChainFrameOptions {
   tracker: ChainTracker
   resolveKey: KeyLookup
   match: (collection: string) => boolean
-  checkSignature?: SignatureCheck
   logger: Logger
   metrics: Metrics
   /** A repo whose commits keep arriving while it waits: make sure a resync is on its way. */
@@ -37,7 +35,7 @@ export interface ChainFrames {
 
 export function createChainFrames(o: ChainFrameOptions): ChainFrames {
   const { tracker, logger, metrics } = o
-  const deps = { resolveKey: o.resolveKey, match: o.match, check: o.checkSignature }
+  const deps = { resolveKey: o.resolveKey, match: o.match }
   const countOps = (body: CommitBody, outcome: 'ignored_rev' | 'error') => {
     for (const op of body.ops) {
       const collection = op.path.slice(0, op.path.indexOf('/'))

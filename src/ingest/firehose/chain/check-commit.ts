@@ -4,16 +4,13 @@ import type { ChainHead } from '../../../db/repo-chain.ts'
 import type { ChainEvent } from '../../../model/events.ts'
 import type { BreakReason } from '../../../observe/chain-metrics.ts'
 import { steadyNowMs } from '../../../observe/clock.ts'
-import type { SignatureCheck } from '../native-verify.ts'
 import { type KeyLookup, type VerifiedCommit, verifyCommit } from '../signature.ts'
 import { InversionError, invertCommit } from './invert.ts'
 
-// The Sync 1.1 checks of one #commit of a tracked repo (notes/sync-1.1.md, section 3), in
-// the order that lets the cheap ones refuse first: rev syntax and clock, the repo's sync
-// state, replay, then the signature and proofs, then the chain (since, prevData,
-// inversion). Policies: a commit without prevData whose ops carry no prev is legacy and
-// accepted (counted); inversion is strict, a proof that cannot give back prevData is a
-// break (a resync costs less than serving a hidden delete).
+// The Sync 1.1 checks of one #commit of a tracked repo (notes/sync-1.1.md, section 3), cheap
+// ones first: rev, sync state, replay, signature and proofs, then the chain (since,
+// prevData, inversion). A commit without prevData whose ops carry no prev is legacy and
+// accepted; inversion is strict, since a resync costs less than serving a hidden delete.
 
 type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
 
@@ -33,7 +30,6 @@ export type CommitVerdict =
 export interface CheckDeps {
   resolveKey: KeyLookup
   match: (collection: string) => boolean
-  check?: SignatureCheck
   now?: () => number
 }
 
@@ -49,8 +45,7 @@ export async function checkCommit(
   if (head?.rev && body.rev <= head.rev) return { kind: 'replay' }
   let verified: VerifiedCommit
   try {
-    verified = await verifyCommit(deps.resolveKey, body, deps.match, deps.check)
-    checkEnvelope(body, verified)
+    verified = await verifyCommit(deps.resolveKey, body, deps.match)
   } catch (err) {
     return { kind: 'reject', reason: 'invalid', detail: (err as Error).message }
   }
@@ -115,18 +110,6 @@ export function checkRev(rev: string, nowMs: number): CommitVerdict | null {
       detail: `rev ${rev} is ${Math.round((revMs - nowMs) / 1000)} s in the future`,
     }
   return null
-}
-
-/**
- * The proofs authenticate the CAR's root commit; the frame's `commit` and `rev` are plain
- * claims beside it. Tie them together, or a relay could attach any rev.
- */
-function checkEnvelope(body: CommitBody, v: VerifiedCommit): void {
-  if (!v.root.equals(body.commit)) throw new Error('frame commit is not the root of its blocks')
-  if (v.signed.did !== body.repo)
-    throw new Error(`commit is for ${v.signed.did}, frame says ${body.repo}`)
-  if (v.signed.rev !== body.rev)
-    throw new Error(`commit rev ${v.signed.rev}, frame says ${body.rev}`)
 }
 
 export function stateEvent(

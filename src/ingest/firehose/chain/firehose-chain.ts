@@ -5,17 +5,15 @@ import type { ChainEvent, RepoSnapshotEvent, Sink, SourceItem } from '../../../m
 import type { Metrics } from '../../../observe/metrics.ts'
 import { fetchRepoSnapshot } from '../../backfill/repo-snapshot.ts'
 import type { DidResolver } from '../../did-resolver.ts'
-import type { SignatureCheck } from '../native-verify.ts'
 import { type ChainFrames, createChainFrames } from './chain-frames.ts'
 import { type HeldCommit, ResyncBuffer } from './resync-buffer.ts'
 import { Resyncer, type ResyncerOptions } from './resyncer.ts'
 import { ChainTracker } from './tracker.ts'
 
-// Sync 1.1 for one run of the firehose source: the tracker, the chain checks of frames and
-// the resyncer, tied to the sink. A resync is asked for when a break's item is handed to the
-// sink (not when it is checked), so the snapshot always lands after the break it heals.
-// Commits of a repo waiting for its resync are held (resync-buffer.ts) and judged again
-// against the resynced state once it settles.
+// Sync 1.1 for one run of the firehose source: the tracker, the chain checks and the
+// resyncer, tied to the sink. A resync is asked for once a break's item is handed to the
+// sink, so the snapshot lands after the break it heals; a waiting repo's commits are held
+// (resync-buffer.ts) and judged again once it settles.
 
 /**
  * The stored chain state a run starts from (src/db/repo-chain.ts), read by the runtime
@@ -36,7 +34,6 @@ export interface FirehoseChainOptions {
   startCursor: SourceCursor | null
   resolver: DidResolver
   collections: string[]
-  checkSignature?: SignatureCheck
   allowPrivateNetwork?: boolean
   logger: Logger
   metrics: Metrics
@@ -105,7 +102,6 @@ export function startFirehoseChain(o: FirehoseChainOptions): FirehoseChain {
     tracker,
     resolveKey: (did, forceRefresh) => o.resolver.resolveKey(did, { forceRefresh }),
     match: (c) => wanted.has(c),
-    checkSignature: o.checkSignature,
     logger,
     metrics,
     hold: (body, timeUs) => void held.hold(body, timeUs),
