@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify'
 import type { Page } from 'playwright-core'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { lettaRecompiles } from '../api/letta-recompiles.ts'
 import { axeProblems, type Browser, type PageDocument, useBrowserApp } from '../helpers/browser.ts'
 import { apply, NSIDS, World } from '../helpers/events.ts'
+import { lettaRecompiles } from '../helpers/letta-recompiles.ts'
 
 declare const document: PageDocument
 declare const window: { innerWidth: number }
