@@ -35,11 +35,19 @@ useBrowserApp(
 )
 afterAll(() => rmSync(SHOTS, { recursive: true, force: true }))
 
+// Pages beside the shared one, opened when first wanted and kept: a fresh context costs
+// seconds (its renderer starts, and its first page and axe run cold).
 let noJsPage: Page | undefined
+let phonePage: Page | undefined
 /** One page without JavaScript, for the tests that submit forms as such a browser does. */
 const noJs = async () => {
   noJsPage ??= await b.newPage({ javaScript: false })
   return noJsPage
+}
+/** One page 390 px wide, a phone's. */
+const phone = async () => {
+  phonePage ??= await b.newPage({ width: 390 })
+  return phonePage
 }
 
 const rowKeys = (p: Page) => p.locator('table.prompts tbody tr td:first-child a').allTextContents()
@@ -215,9 +223,7 @@ describe('browsing in a real browser', () => {
 
   it('is readable on a phone and in the dark, and keyboard-usable', async () => {
     const prompt = `/prompts/${encodeURIComponent(SHOWCASE_DID)}/${showcase.rkey}`
-    // The phone, the dark page and the keyboard need nothing of each other: side by side.
-    const looks = [{ width: 390 }, { colorScheme: 'dark' as const }].map(async (opts) => {
-      const p = await b.newPage(opts)
+    const readable = async (p: Page) => {
       for (const url of ['/', prompt]) {
         await p.goto(url)
         const overflow = await p.evaluate(
@@ -226,10 +232,16 @@ describe('browsing in a real browser', () => {
         expect(overflow, url).toBeLessThanOrEqual(0)
         await expectAccessible(p)
       }
-      await p.context().close()
-    })
-    // The skip link is the first stop of the keyboard and lands on the content.
-    const keyboard = async () => {
+    }
+    // The phone's page and the shared one, dark for a while, side by side.
+    const dark = async () => {
+      await page.emulateMedia({ colorScheme: 'dark' })
+      try {
+        await readable(page)
+      } finally {
+        await page.emulateMedia({ colorScheme: 'light' })
+      }
+      // The skip link is the first stop of the keyboard and lands on the content.
       await page.goto('/')
       await page.keyboard.press('Tab')
       await expect(page.evaluate(() => document.activeElement?.textContent)).resolves.toBe(
@@ -238,7 +250,7 @@ describe('browsing in a real browser', () => {
       await page.keyboard.press('Enter')
       await expect(page.evaluate(() => document.activeElement?.id)).resolves.toBe('main')
     }
-    await Promise.all([...looks, keyboard()])
+    await Promise.all([readable(await phone()), dark()])
   })
 
   it('names agents and repos, gives times in one format and DIDs one line, at 1280 px and on a phone', async () => {
@@ -264,10 +276,8 @@ describe('browsing in a real browser', () => {
         await expect(p.locator('time:not([title])').count()).resolves.toBe(0)
       }
     }
-    // The shared page is 1280 px wide; the phone's page is checked beside it.
-    const phone = await b.newPage({ width: 390 })
-    await Promise.all([check(page, 1280), check(phone, 390)])
-    await phone.context().close()
+    // The shared page is 1280 px wide; the phone's is checked beside it.
+    await Promise.all([check(page, 1280), check(await phone(), 390)])
     // Recent changes name an agent as its record does, the API's answer for its page.
     await page.goto('/')
     const agents = page.locator('table.changes a[href^="/agents/"]')
