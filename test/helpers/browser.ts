@@ -38,7 +38,10 @@ export interface Browser {
   dialogs: string[]
   /** Console errors, CSP reports among them. */
   consoleErrors: string[]
-  /** A page in a context of its own: the browser process is shared, but each context starts a renderer (half a second or more). */
+  /**
+   * A page in a context of its own: the browser process is shared, but each context starts
+   * a renderer, and its first page and axe run are cold (seconds on a busy machine).
+   */
   newPage(opts?: PageOptions): Promise<Page>
   close(): Promise<void>
 }
