@@ -5,8 +5,8 @@ import type { Database } from '../../src/db/client.ts'
 import { applyBatch } from '../../src/indexer/apply.ts'
 import { usingPostgres } from '../helpers/db.ts'
 import { apply, NSIDS, World } from '../helpers/events.ts'
+import { LETTA_ANATOMY, lettaRecompiles } from '../helpers/letta-recompiles.ts'
 import { ALICE, CAROL, makeApp, promptUri, type Seeded, useSeededApp } from './fixtures.ts'
-import { LETTA_ANATOMY, lettaRecompiles } from './letta-recompiles.ts'
 
 interface Line {
   seq: number

@@ -11,8 +11,8 @@ import type { ExportTable } from '../../src/db/read/export.ts'
 import type { ExportFormat } from '../../src/export/files.ts'
 import { exportSnapshot } from '../../src/export/snapshot.ts'
 import { apply, NSIDS, sha256 } from '../helpers/events.ts'
+import { LETTA_ANATOMY, lettaRecompiles } from '../helpers/letta-recompiles.ts'
 import { ALICE, BOB, type Seeded, useSeededApp } from './fixtures.ts'
-import { LETTA_ANATOMY, lettaRecompiles } from './letta-recompiles.ts'
 
 // The snapshot export read back by two Parquet readers of their own (DuckDB, and Apache
 // Arrow's Rust reader through parquet-wasm), compared with what the read API answers; then

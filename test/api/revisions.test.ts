@@ -6,8 +6,8 @@ import type { IndexerDeps } from '../../src/indexer/apply.ts'
 import type { BatchEvent } from '../../src/indexer/plan.ts'
 import { createTestDatabase, usingPostgres } from '../helpers/db.ts'
 import { apply, indexerDeps, NSIDS, World } from '../helpers/events.ts'
+import { LETTA_ANATOMY, lettaRecompiles } from '../helpers/letta-recompiles.ts'
 import { isErrorShape, makeApp } from './fixtures.ts'
-import { LETTA_ANATOMY, lettaRecompiles } from './letta-recompiles.ts'
 
 // Revision content: every revision's content and coreMemory come back exactly, stored as
 // deltas that cost a fraction of the copies; the revision and diff endpoints of SPEC

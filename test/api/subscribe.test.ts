@@ -8,8 +8,8 @@ import type { Database } from '../../src/db/client.ts'
 import { testContext } from '../helpers/context.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { apply, NSIDS } from '../helpers/events.ts'
+import { LETTA_ANATOMY, lettaRecompiles } from '../helpers/letta-recompiles.ts'
 import { ALICE, BOB, isErrorShape, promptUri, type Seeded, seed } from './fixtures.ts'
-import { LETTA_ANATOMY, lettaRecompiles } from './letta-recompiles.ts'
 
 // GET /v1/changes/subscribe over real sockets, with the `ws` client: the backlog and the
 // live changes equal the NDJSON feed, slow and rude subscribers are cut with a reason and

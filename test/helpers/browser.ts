@@ -1,6 +1,17 @@
 import AxeBuilder from '@axe-core/playwright'
 import type { FastifyInstance } from 'fastify'
-import { type BrowserContext, chromium, type Page } from 'playwright-core'
+import {
+  type BrowserContext,
+  chromium,
+  type Page,
+  type Browser as PlaywrightBrowser,
+} from 'playwright-core'
+import { afterAll, beforeAll } from 'vitest'
+import type { Database } from '../../src/db/client.ts'
+import type { IndexerDeps } from '../../src/indexer/apply.ts'
+import { makeApp } from '../api/fixtures.ts'
+import { createTestDatabase } from './db.ts'
+import { indexerDeps } from './events.ts'
 
 // One headless Debian Chromium per test file (playwright-core drives the system binary;
 // nothing is downloaded), with a fresh profile, no network services of its own, and a
@@ -27,7 +38,10 @@ export interface Browser {
   dialogs: string[]
   /** Console errors, CSP reports among them. */
   consoleErrors: string[]
-  /** A page in a context of its own (cheap: the browser process is shared). */
+  /**
+   * A page in a context of its own: the browser process is shared, but each context starts
+   * a renderer, and its first page and axe run are cold (seconds on a busy machine).
+   */
   newPage(opts?: PageOptions): Promise<Page>
   close(): Promise<void>
 }
@@ -38,14 +52,21 @@ export interface PageOptions {
   javaScript?: boolean
 }
 
+/** Starts Chromium; `launch` gives it a fresh temporary profile, removed on close. */
+const launchChromium = (): Promise<PlaywrightBrowser> =>
+  chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS })
+
 /**
- * Listens on a loopback port and opens a browser pointed at it. `launch` gives the browser
- * a fresh temporary profile (user-data-dir) of its own and removes it on close.
+ * Listens on a loopback port and points a browser at it: `launched`, when the caller started
+ * Chromium early to overlap its start with other work, or one started now.
  */
-export async function openBrowser(app: FastifyInstance): Promise<Browser> {
+export async function openBrowser(
+  app: FastifyInstance,
+  launched?: Promise<PlaywrightBrowser>,
+): Promise<Browser> {
   const base = await app.listen({ host: '127.0.0.1', port: 0 })
   const origin = new URL(base).origin
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS })
+  const browser = await (launched ?? launchChromium())
   const contexts: BrowserContext[] = []
   const foreign: string[] = []
   const dialogs: string[] = []
@@ -85,9 +106,60 @@ export async function openBrowser(app: FastifyInstance): Promise<Browser> {
   }
 }
 
-/** axe's serious and critical violations on the page as it is, as readable lines. */
+export interface BrowserApp {
+  db: Database
+  deps: IndexerDeps
+  /** Closed after the file's tests: a test that replaces it (a restart) puts the new one here. */
+  app: FastifyInstance
+  b: Browser
+  /** A 1280-px, light, scripted page, open for the file's tests to share. */
+  page: Page
+}
+
+/**
+ * Registers a browser test file's hooks: a test database filled by `seed`, the app on it,
+ * Chromium (started while the seed runs) and one page, all closed after the file's tests.
+ * `onReady` hands them to the file's variables.
+ */
+export function useBrowserApp(
+  seed: (deps: IndexerDeps) => Promise<void>,
+  onReady: (x: BrowserApp) => void,
+): void {
+  let launched: Promise<PlaywrightBrowser> | undefined
+  let db: Database | undefined
+  let app: FastifyInstance | undefined
+  let rig: BrowserApp | undefined
+  beforeAll(async () => {
+    launched = launchChromium()
+    // A seed that throws leaves the launch to afterAll, not to an unhandled rejection.
+    launched.catch(() => undefined)
+    db = await createTestDatabase()
+    const deps = indexerDeps(db)
+    await seed(deps)
+    app = await makeApp(db)
+    const b = await openBrowser(app, launched)
+    rig = { db, deps, app, b, page: await b.newPage() }
+    onReady(rig)
+  }, 300_000)
+  afterAll(async () => {
+    if (rig) await rig.b.close()
+    else await (await launched?.catch(() => undefined))?.close()
+    await (rig?.app ?? app)?.close()
+    await db?.close()
+  })
+}
+
+/**
+ * axe's serious and critical violations on the page as it is, as readable lines. Legacy
+ * mode runs axe in the page itself: the default collects each frame's results in a blank
+ * page of its own, a new renderer per check, and these pages have no frames to collect.
+ * Only violations come back with every node (axe keeps one of each other kind): all we read.
+ */
 export async function axeProblems(page: Page): Promise<string[]> {
-  const result = await new AxeBuilder({ page }).analyze()
+  const result = await new AxeBuilder({ page })
+    .setLegacyMode(true)
+    .options({ resultTypes: ['violations'] })
+    .analyze()
   return result.violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map(

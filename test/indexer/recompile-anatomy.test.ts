@@ -1,10 +1,6 @@
 import { and, asc, eq } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
-import {
-  type CompileInput,
-  compileSystemPrompt,
-  type MemoryFile,
-} from '../../demo-network/letta-compile.ts'
+import type { CompileInput } from '../../demo-network/letta-compile.ts'
 import type { Database } from '../../src/db/client.ts'
 import { changes, promptRevisions, prompts } from '../../src/db/schema.ts'
 import type { IndexerDeps } from '../../src/indexer/apply.ts'
@@ -13,6 +9,7 @@ import { flagsToNames } from '../../src/model/flags.ts'
 import { createMetrics } from '../../src/observe/metrics.ts'
 import { apply, NSIDS, type World } from '../helpers/events.ts'
 import { useIndexerDb } from '../helpers/indexer-db.ts'
+import { editedFiles, LETTA_SYSTEM, lettaFields } from '../helpers/letta-recompiles.ts'
 
 // Letta-shaped records of each recompile kind, ingested, and the anatomy read back from
 // the prompt row, its revisions and the change log (SPEC 14).
@@ -30,31 +27,10 @@ useIndexerDb(
   },
 )
 
-const SYSTEM =
-  'You are Esme.\n<base_instructions>\nBe brief.\n</base_instructions>\n\n{CORE_MEMORY}'
-const FILES: MemoryFile[] = [
-  { path: 'MEMORY.md', raw: '# Memory\n- persona.md\n- human.md' },
-  { path: 'persona.md', raw: '---\ndescription: self\n---\nI am Esme.' },
-  { path: 'human.md', raw: 'The user is Sam.' },
-]
 const REV = (c: string) => c.repeat(40)
 
-/** A compiledPrompt's fields as Letta compiles them now (the world's clock). */
-function letta(over: Partial<CompileInput> = {}): Record<string, unknown> {
-  return {
-    ...compileSystemPrompt({
-      agentId: 'agent-esme',
-      system: SYSTEM,
-      conversationId: 'conv-1',
-      files: FILES,
-      memfsRevision: REV('a'),
-      compiledAt: new Date(w.us / 1000),
-      previousMessageCount: 4,
-      ...over,
-    }),
-    agent: w.agentUri(did, 'agentrkey'),
-  }
-}
+/** A compiledPrompt's fields in this test's repo as Letta compiles them now (the world's clock). */
+const letta = (over: Partial<CompileInput> = {}) => lettaFields(w, did, over)
 
 async function current(rkey: string) {
   const [row] = await db.orm
@@ -80,9 +56,6 @@ async function changeLines(rkey: string) {
     .orderBy(asc(changes.seq))
 }
 
-const edited = (path: string, raw: string) =>
-  FILES.map((f) => (f.path === path ? { path, raw } : f))
-
 describe('recompile anatomy, stored', () => {
   it('each kind of Letta recompile lands on the prompt, its revisions and the change log', async () => {
     const rkey = w.tid()
@@ -94,12 +67,12 @@ describe('recompile anatomy, stored', () => {
       w.prompt({ did, rkey, op: 'update', fields: letta({ previousMessageCount: 9 }) }),
     ])
     expect(await current(rkey)).toMatchObject({ changed: ['metadata'], memoryFiles: [] })
-    const files = edited('human.md', 'The user is Sam. Sam likes tea.')
+    const files = editedFiles('human.md', 'The user is Sam. Sam likes tea.')
     await apply(deps, [
       w.prompt({ did, rkey, op: 'update', fields: letta({ files, memfsRevision: REV('b') }) }),
     ])
     expect(await current(rkey)).toMatchObject({ changed: ['memory'], memoryFiles: ['human.md'] })
-    const system = `${SYSTEM}\nNever lie.`
+    const system = `${LETTA_SYSTEM}\nNever lie.`
     await apply(deps, [
       w.prompt({
         did,
@@ -126,7 +99,7 @@ describe('recompile anatomy, stored', () => {
   it('two recompiles in one batch: the second compares with the first', async () => {
     const rkey = w.tid()
     await apply(deps, [w.prompt({ did, rkey, fields: letta() })])
-    const files = edited('persona.md', '---\ndescription: self\n---\nI am Esme, older.')
+    const files = editedFiles('persona.md', '---\ndescription: self\n---\nI am Esme, older.')
     await apply(deps, [
       w.prompt({ did, rkey, op: 'update', fields: letta({ files, memfsRevision: REV('c') }) }),
       w.prompt({
@@ -179,7 +152,7 @@ describe('staleness against Letta semantics', () => {
   it('a metadata-only recompile never flags staleMemory or staleTemplate', async () => {
     const [r1, r2] = [w.tid(), w.tid()]
     await apply(deps, [
-      w.agent({ did, rkey: 'agentrkey', system: SYSTEM }),
+      w.agent({ did, rkey: 'agentrkey', system: LETTA_SYSTEM }),
       w.conversation({ did, rkey: r1 }),
       w.conversation({ did, rkey: r2 }),
       w.prompt({ did, rkey: r1, fields: letta({ conversationId: 'conv-1' }) }),

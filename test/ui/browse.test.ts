@@ -3,12 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import type { Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Database } from '../../src/db/client.ts'
-import { makeApp } from '../api/fixtures.ts'
-import { axeProblems, type Browser, openBrowser, type PageDocument } from '../helpers/browser.ts'
-import { createTestDatabase } from '../helpers/db.ts'
-import { indexerDeps } from '../helpers/events.ts'
+import { afterAll, describe, expect, it } from 'vitest'
+import { axeProblems, type Browser, type PageDocument, useBrowserApp } from '../helpers/browser.ts'
 import { indexDemoTraffic, indexShowcase, SHOWCASE_DID, SHOWCASE_HANDLE } from './fixtures.ts'
 
 declare const document: PageDocument
@@ -23,27 +19,36 @@ declare const window: { innerWidth: number; scrollTo(x: number, y: number): void
 
 const SHOTS = mkdtempSync(join(tmpdir(), 'pa-browse-shots-'))
 
-let db: Database
 let app: FastifyInstance
 let b: Browser
 let page: Page
 let showcase: { rkey: string; agentRkey: string; revs: string[] }
 
-beforeAll(async () => {
-  db = await createTestDatabase()
-  const deps = indexerDeps(db)
-  await indexDemoTraffic(deps, 2000)
-  showcase = await indexShowcase(deps)
-  app = await makeApp(db)
-  b = await openBrowser(app)
-  page = await b.newPage()
-}, 300_000)
-afterAll(async () => {
-  await b?.close()
-  await app?.close()
-  await db?.close()
-  rmSync(SHOTS, { recursive: true, force: true })
-})
+useBrowserApp(
+  async (deps) => {
+    await indexDemoTraffic(deps, 2000)
+    showcase = await indexShowcase(deps)
+  },
+  (x) => {
+    ;({ app, b, page } = x)
+  },
+)
+afterAll(() => rmSync(SHOTS, { recursive: true, force: true }))
+
+// Pages beside the shared one, opened when first wanted and kept: a fresh context costs
+// seconds (its renderer starts, and its first page and axe run cold).
+let noJsPage: Page | undefined
+let phonePage: Page | undefined
+/** One page without JavaScript, for the tests that submit forms as such a browser does. */
+const noJs = async () => {
+  noJsPage ??= await b.newPage({ javaScript: false })
+  return noJsPage
+}
+/** One page 390 px wide, a phone's. */
+const phone = async () => {
+  phonePage ??= await b.newPage({ width: 390 })
+  return phonePage
+}
 
 const rowKeys = (p: Page) => p.locator('table.prompts tbody tr td:first-child a').allTextContents()
 
@@ -100,35 +105,33 @@ describe('browsing in a real browser', () => {
   })
 
   it('filters by repo handle through the form, without JavaScript too', async () => {
-    const noJs = await b.newPage({ javaScript: false })
-    await noJs.goto('/prompts')
-    await noJs.locator('#f-did').fill(SHOWCASE_HANDLE)
-    await noJs.locator('.filters button[type=submit]').click()
-    await noJs.waitForURL(/did=showcase\.test/)
-    expect(await rowKeys(noJs)).toEqual([showcase.rkey])
-    await noJs.context().close()
+    const p = await noJs()
+    await p.goto('/prompts')
+    await p.locator('#f-did').fill(SHOWCASE_HANDLE)
+    await p.locator('.filters button[type=submit]').click()
+    await p.waitForURL(/did=showcase\.test/)
+    expect(await rowKeys(p)).toEqual([showcase.rkey])
   })
 
   it('orders by the selector without JavaScript, and the next page keeps the order', async () => {
-    const noJs = await b.newPage({ javaScript: false })
-    await noJs.goto('/prompts')
-    await noJs.locator('#f-sort').selectOption('size')
-    await noJs.locator('.filters button[type=submit]').click()
-    await noJs.waitForURL(/sort=size/)
+    const p = await noJs()
+    await p.goto('/prompts')
+    await p.locator('#f-sort').selectOption('size')
+    await p.locator('.filters button[type=submit]').click()
+    await p.waitForURL(/sort=size/)
     const answer = await app.inject('/v1/prompts?sort=size&limit=50')
     const want = (answer.json().items as Array<{ rkey: string; contentBytes: number | null }>).map(
       (i) => i.rkey,
     )
-    expect(await rowKeys(noJs)).toEqual(want.slice(0, 25))
-    await expect(noJs.locator('table.prompts caption').textContent()).resolves.toContain(
+    expect(await rowKeys(p)).toEqual(want.slice(0, 25))
+    await expect(p.locator('table.prompts caption').textContent()).resolves.toContain(
       'largest content first',
     )
-    await noJs.locator('#page-next').click()
-    await noJs.waitForURL(/cursor=/)
-    expect(new URL(noJs.url()).searchParams.get('sort')).toBe('size')
-    expect(await rowKeys(noJs)).toEqual(want.slice(25, 50))
-    await expect(noJs.locator('#f-sort').inputValue()).resolves.toBe('size')
-    await noJs.context().close()
+    await p.locator('#page-next').click()
+    await p.waitForURL(/cursor=/)
+    expect(new URL(p.url()).searchParams.get('sort')).toBe('size')
+    expect(await rowKeys(p)).toEqual(want.slice(25, 50))
+    await expect(p.locator('#f-sort').inputValue()).resolves.toBe('size')
   })
 
   it('searches prompt text from the search box, with the matches marked', async () => {
@@ -219,9 +222,9 @@ describe('browsing in a real browser', () => {
   })
 
   it('is readable on a phone and in the dark, and keyboard-usable', async () => {
-    for (const opts of [{ width: 390 }, { colorScheme: 'dark' as const }]) {
-      const p = await b.newPage(opts)
-      for (const url of ['/', `/prompts/${encodeURIComponent(SHOWCASE_DID)}/${showcase.rkey}`]) {
+    const prompt = `/prompts/${encodeURIComponent(SHOWCASE_DID)}/${showcase.rkey}`
+    const readable = async (p: Page) => {
+      for (const url of ['/', prompt]) {
         await p.goto(url)
         const overflow = await p.evaluate(
           () => document.documentElement.scrollWidth - window.innerWidth,
@@ -229,16 +232,25 @@ describe('browsing in a real browser', () => {
         expect(overflow, url).toBeLessThanOrEqual(0)
         await expectAccessible(p)
       }
-      await p.context().close()
     }
-    // The skip link is the first stop of the keyboard and lands on the content.
-    await page.goto('/')
-    await page.keyboard.press('Tab')
-    await expect(page.evaluate(() => document.activeElement?.textContent)).resolves.toBe(
-      'Skip to content',
-    )
-    await page.keyboard.press('Enter')
-    await expect(page.evaluate(() => document.activeElement?.id)).resolves.toBe('main')
+    // The phone's page and the shared one, dark for a while, side by side.
+    const dark = async () => {
+      await page.emulateMedia({ colorScheme: 'dark' })
+      try {
+        await readable(page)
+      } finally {
+        await page.emulateMedia({ colorScheme: 'light' })
+      }
+      // The skip link is the first stop of the keyboard and lands on the content.
+      await page.goto('/')
+      await page.keyboard.press('Tab')
+      await expect(page.evaluate(() => document.activeElement?.textContent)).resolves.toBe(
+        'Skip to content',
+      )
+      await page.keyboard.press('Enter')
+      await expect(page.evaluate(() => document.activeElement?.id)).resolves.toBe('main')
+    }
+    await Promise.all([readable(await phone()), dark()])
   })
 
   it('names agents and repos, gives times in one format and DIDs one line, at 1280 px and on a phone', async () => {
@@ -249,8 +261,7 @@ describe('browsing in a real browser', () => {
       '/prompts?q=coffee',
       `/repos/${encodeURIComponent(SHOWCASE_DID)}`,
     ]
-    for (const width of [1280, 390]) {
-      const p = await b.newPage({ width })
+    const check = async (p: Page, width: number) => {
       for (const url of urls) {
         await p.goto(url)
         const overflow = await p.evaluate(
@@ -264,8 +275,9 @@ describe('browsing in a real browser', () => {
         for (const t of await p.locator('time').allTextContents()) expect(t).toMatch(TIME)
         await expect(p.locator('time:not([title])').count()).resolves.toBe(0)
       }
-      await p.context().close()
     }
+    // The shared page is 1280 px wide; the phone's is checked beside it.
+    await Promise.all([check(page, 1280), check(await phone(), 390)])
     // Recent changes name an agent as its record does, the API's answer for its page.
     await page.goto('/')
     const agents = page.locator('table.changes a[href^="/agents/"]')

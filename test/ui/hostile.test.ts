@@ -1,17 +1,15 @@
 import type { FastifyInstance } from 'fastify'
 import type { Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Database } from '../../src/db/client.ts'
-import { makeApp } from '../api/fixtures.ts'
+import { describe, expect, it } from 'vitest'
+import type { IndexerDeps } from '../../src/indexer/apply.ts'
 import {
   axeProblems,
   type Browser,
-  openBrowser,
   type PageDocument,
   type PageElement,
+  useBrowserApp,
 } from '../helpers/browser.ts'
-import { createTestDatabase } from '../helpers/db.ts'
-import { apply, indexerDeps, NSIDS, World } from '../helpers/events.ts'
+import { apply, NSIDS, World } from '../helpers/events.ts'
 
 declare const document: PageDocument
 declare function getComputedStyle(el: PageElement): { display: string }
@@ -35,16 +33,14 @@ const HANDLE = `evil"><script>alert('handle')</script>.test`
 const AGENT_NAME = `<img src=x onerror=alert('name')>`
 const TITLE = `"><svg onload=alert('title')>`
 
-let db: Database
 let app: FastifyInstance
 let b: Browser
 let page: Page
 const rkeys = { hostile: '', linked: '', big: '', agent: '' }
 
-beforeAll(async () => {
-  db = await createTestDatabase()
+/** The hostile records, a prompt linked to the hostile agent, and the big prompt twice. */
+async function seedHostile(deps: IndexerDeps): Promise<void> {
   const w = new World()
-  const deps = indexerDeps(db)
   rkeys.hostile = w.tid()
   rkeys.linked = w.tid()
   rkeys.agent = w.tid()
@@ -98,14 +94,9 @@ beforeAll(async () => {
       },
     }),
   ])
-  app = await makeApp(db)
-  b = await openBrowser(app)
-  page = await b.newPage()
-}, 300_000)
-afterAll(async () => {
-  await b?.close()
-  await app?.close()
-  await db?.close()
+}
+useBrowserApp(seedHostile, (x) => {
+  ;({ app, b, page } = x)
 })
 
 const enc = encodeURIComponent

@@ -1,14 +1,10 @@
-import type { FastifyInstance } from 'fastify'
 import type { Page, WebSocketRoute } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/api/app.ts'
-import type { Database } from '../../src/db/client.ts'
-import type { IndexerDeps } from '../../src/indexer/apply.ts'
 import { makeApp } from '../api/fixtures.ts'
-import { type Browser, openBrowser } from '../helpers/browser.ts'
+import { type BrowserApp, useBrowserApp } from '../helpers/browser.ts'
 import { testContext } from '../helpers/context.ts'
-import { createTestDatabase } from '../helpers/db.ts'
-import { apply, indexerDeps, NSIDS, World } from '../helpers/events.ts'
+import { apply, NSIDS, World } from '../helpers/events.ts'
 import { indexDemoTraffic } from './fixtures.ts'
 
 declare const window: { marker?: number }
@@ -20,30 +16,22 @@ declare const window: { marker?: number }
 
 const DID = 'did:plc:livelivelivelivelivelive'
 
-let db: Database
-let deps: IndexerDeps
-let app: FastifyInstance
-let b: Browser
+// The restart test puts the restarted app in rig.app, for the hooks to close.
+let rig: BrowserApp
 const world = new World()
 
-beforeAll(async () => {
-  db = await createTestDatabase()
-  deps = indexerDeps(db)
-  await indexDemoTraffic(deps, 400)
-  app = await makeApp(db)
-  b = await openBrowser(app)
-}, 300_000)
-afterAll(async () => {
-  await b?.close()
-  await app?.close()
-  await db?.close()
-})
+useBrowserApp(
+  (deps) => indexDemoTraffic(deps, 400),
+  (x) => {
+    rig = x
+  },
+)
 
 /** A new agent and a prompt naming it: two changes the overview must show. */
 async function makeChange(name: string): Promise<string> {
   const agentRkey = world.tid()
   const rkey = world.tid()
-  await apply(deps, [
+  await apply(rig.deps, [
     world.commit({
       did: DID,
       collection: NSIDS.agent,
@@ -55,7 +43,7 @@ async function makeChange(name: string): Promise<string> {
   return rkey
 }
 
-const stats = async () => JSON.parse((await app.inject('/v1/stats')).body)
+const stats = async () => JSON.parse((await rig.app.inject('/v1/stats')).body)
 const shownTotal = (p: Page) =>
   p.locator('table.counts tr', { hasText: 'all prompts' }).locator('td').textContent()
 const liveState = (p: Page) => p.locator('#live-status').getAttribute('data-state')
@@ -72,7 +60,8 @@ async function expectConsistent(p: Page): Promise<void> {
 
 describe('the live overview', () => {
   it('shows a change the test makes without a reload', async () => {
-    const p = await b.newPage()
+    // The file's page, fresh yet: closed at the end like the other tests' own.
+    const p = rig.page
     await p.goto('/')
     await expect.poll(() => liveState(p)).toBe('live')
     await p.evaluate(() => {
@@ -89,19 +78,26 @@ describe('the live overview', () => {
   })
 
   it('refreshes on a timer when WebSockets are refused', async () => {
-    const refusing = await buildApp(testContext(db, { RATE_LIMIT_PER_MINUTE: '1000000' }), {
+    const refusing = await buildApp(testContext(rig.db, { RATE_LIMIT_PER_MINUTE: '1000000' }), {
       ingest: null,
       isReady: () => true,
       subscribe: { maxSubscribers: 0 },
     })
     const base = await refusing.listen({ host: '127.0.0.1', port: 0 })
     try {
-      const p = await b.newPage()
+      const p = await rig.b.newPage()
+      // The page's timers run on a clock the test can move on: the poll it announces comes
+      // when the test skips that far ahead, not after as long a real wait.
+      await p.clock.install()
       await p.goto(`${base}/`)
       await expect.poll(() => liveState(p)).toBe('polling')
-      await expect(p.locator('#live-status').textContent()).resolves.toContain('WebSocket refused')
+      const status = (await p.locator('#live-status').textContent()) ?? ''
+      expect(status).toContain('WebSocket refused')
+      const every = Number(/refreshing every (\d+) s/.exec(status)?.[1])
+      expect(every).toBeGreaterThan(0)
       const before = Number(await shownTotal(p))
       await makeChange('polled helper')
+      await p.clock.fastForward(every * 1000)
       await expect.poll(() => shownTotal(p), { timeout: 25_000 }).toBe(String(before + 1))
       await expectConsistent(p)
       await p.context().close()
@@ -111,7 +107,7 @@ describe('the live overview', () => {
   }, 60_000)
 
   it('reconnects from its last seq after a cut and a ConsumerTooSlow close', async () => {
-    const p = await b.newPage()
+    const p = await rig.b.newPage()
     const sinces: number[] = []
     let current: WebSocketRoute | null = null
     await p.routeWebSocket(/\/v1\/changes\/subscribe/, (ws) => {
@@ -151,15 +147,15 @@ describe('the live overview', () => {
   }, 90_000)
 
   it('survives the server restarting', async () => {
-    const p = await b.newPage()
+    const p = await rig.b.newPage()
     await p.goto('/')
     await expect.poll(() => liveState(p)).toBe('live')
-    const port = Number(new URL(b.base).port)
-    await app.close()
+    const port = Number(new URL(rig.b.base).port)
+    await rig.app.close()
     await expect.poll(() => liveState(p), { timeout: 15_000 }).not.toBe('live')
     await makeChange('while restarting')
-    app = await makeApp(db)
-    await app.listen({ host: '127.0.0.1', port })
+    rig.app = await makeApp(rig.db)
+    await rig.app.listen({ host: '127.0.0.1', port })
     await expect.poll(() => liveState(p), { timeout: 30_000 }).toBe('live')
     await expect
       .poll(() => p.locator('table.changes').textContent(), { timeout: 15_000 })

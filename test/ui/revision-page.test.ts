@@ -1,12 +1,9 @@
 import type { FastifyInstance } from 'fastify'
 import type { Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Database } from '../../src/db/client.ts'
-import { makeApp } from '../api/fixtures.ts'
-import { lettaRecompiles } from '../api/letta-recompiles.ts'
-import { axeProblems, type Browser, openBrowser, type PageDocument } from '../helpers/browser.ts'
-import { createTestDatabase } from '../helpers/db.ts'
-import { apply, indexerDeps, NSIDS, World } from '../helpers/events.ts'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { axeProblems, type Browser, type PageDocument, useBrowserApp } from '../helpers/browser.ts'
+import { apply, NSIDS, World } from '../helpers/events.ts'
+import { lettaRecompiles } from '../helpers/letta-recompiles.ts'
 
 declare const document: PageDocument
 declare const window: { innerWidth: number }
@@ -22,7 +19,6 @@ declare const window: { innerWidth: number }
 const DID = 'did:plc:lettaaaaaaaaaaaaaaaaaaaa'
 const LONG_NAME = `agent ${'n'.repeat(10_000)}`
 
-let db: Database
 let app: FastifyInstance
 let b: Browser
 let page: Page
@@ -30,34 +26,32 @@ let rkey: string
 let revs: string[]
 const broken = { agent: '', prompt: '' }
 
+useBrowserApp(
+  async (deps) => {
+    const w = new World()
+    rkey = w.tid()
+    await lettaRecompiles(deps, w, DID, rkey)
+    broken.agent = w.tid()
+    broken.prompt = w.tid()
+    await apply(deps, [
+      w.commit({
+        did: DID,
+        collection: NSIDS.agent,
+        rkey: broken.agent,
+        record: { $type: NSIDS.agent, name: LONG_NAME, system: 42, tags: 'not-a-list' },
+      }),
+      w.conversation({ did: DID, rkey: broken.prompt }),
+      w.prompt({ did: DID, rkey: broken.prompt, fields: { agent: w.agentUri(DID, broken.agent) } }),
+    ])
+  },
+  (x) => {
+    ;({ app, b, page } = x)
+  },
+)
+// The prompt's revisions as the API lists them, oldest first.
 beforeAll(async () => {
-  db = await createTestDatabase()
-  const w = new World()
-  const deps = indexerDeps(db)
-  rkey = w.tid()
-  await lettaRecompiles(deps, w, DID, rkey)
-  broken.agent = w.tid()
-  broken.prompt = w.tid()
-  await apply(deps, [
-    w.commit({
-      did: DID,
-      collection: NSIDS.agent,
-      rkey: broken.agent,
-      record: { $type: NSIDS.agent, name: LONG_NAME, system: 42, tags: 'not-a-list' },
-    }),
-    w.conversation({ did: DID, rkey: broken.prompt }),
-    w.prompt({ did: DID, rkey: broken.prompt, fields: { agent: w.agentUri(DID, broken.agent) } }),
-  ])
-  app = await makeApp(db)
   const page1 = JSON.parse((await app.inject(`/v1/prompts/${DID}/${rkey}/revisions`)).body)
   revs = page1.items.map((r: { rev: string }) => r.rev).reverse()
-  b = await openBrowser(app)
-  page = await b.newPage()
-}, 300_000)
-afterAll(async () => {
-  await b?.close()
-  await app?.close()
-  await db?.close()
 })
 
 const promptUrl = (k: string) => `/prompts/${encodeURIComponent(DID)}/${k}`

@@ -4,22 +4,47 @@ import {
   type MemoryFile,
 } from '../../demo-network/letta-compile.ts'
 import type { IndexerDeps } from '../../src/indexer/apply.ts'
-import { apply, type World } from '../helpers/events.ts'
+import { apply, type World } from './events.ts'
 
-// A prompt recompiled by Letta's algorithm once of each kind (SPEC 14), for the tests that
-// read the anatomy back through each door: the export, the feed, the subscription, the
-// revision reads and the UI.
+// Prompts compiled by Letta's algorithm (SPEC 14): their fields, for the tests that store
+// them, and one prompt recompiled once of each kind, for the tests that read the anatomy
+// back through each door: the export, the feed, the subscription, the revision reads and
+// the UI.
 
-const SYSTEM =
+export const LETTA_SYSTEM =
   'You are Esme.\n<base_instructions>\nBe brief.\n</base_instructions>\n\n{CORE_MEMORY}'
-const FILES: MemoryFile[] = [
+const LETTA_FILES: MemoryFile[] = [
   { path: 'MEMORY.md', raw: '# Memory\n- persona.md\n- human.md' },
   { path: 'persona.md', raw: '---\ndescription: self\n---\nI am Esme.' },
   { path: 'human.md', raw: 'The user is Sam.' },
 ]
-const HUMAN_EDITED = FILES.map((f) =>
-  f.path === 'human.md' ? { ...f, raw: 'The user is Sam. Sam likes tea.' } : f,
-)
+
+/** LETTA_FILES with the file at `path` rewritten to `raw`. */
+export const editedFiles = (path: string, raw: string): MemoryFile[] =>
+  LETTA_FILES.map((f) => (f.path === path ? { path, raw } : f))
+
+/** A compiledPrompt's fields in `did` as Letta compiles them at the world's clock, `over` changed. */
+export function lettaFields(
+  w: World,
+  did: string,
+  over: Partial<CompileInput> = {},
+): Record<string, unknown> {
+  return {
+    ...compileSystemPrompt({
+      agentId: 'agent-esme',
+      system: LETTA_SYSTEM,
+      conversationId: 'conv-1',
+      files: LETTA_FILES,
+      memfsRevision: 'a'.repeat(40),
+      compiledAt: new Date(w.us / 1000),
+      previousMessageCount: 4,
+      ...over,
+    }),
+    agent: w.agentUri(did, 'agentrkey'),
+  }
+}
+
+const HUMAN_EDITED = editedFiles('human.md', 'The user is Sam. Sam likes tea.')
 
 /** The anatomy of each revision, oldest first, as lettaRecompiles writes them. */
 export const LETTA_ANATOMY = [
@@ -39,19 +64,6 @@ export async function lettaRecompiles(
   did: string,
   rkey: string,
 ): Promise<void> {
-  const fields = (over: Partial<CompileInput>) => ({
-    ...compileSystemPrompt({
-      agentId: 'agent-esme',
-      system: SYSTEM,
-      conversationId: 'conv-1',
-      files: FILES,
-      memfsRevision: 'a'.repeat(40),
-      compiledAt: new Date(w.us / 1000),
-      previousMessageCount: 4,
-      ...over,
-    }),
-    agent: w.agentUri(did, 'agentrkey'),
-  })
   const steps: Array<Partial<CompileInput>> = [
     {},
     { previousMessageCount: 9 },
@@ -60,14 +72,14 @@ export async function lettaRecompiles(
       previousMessageCount: 9,
       files: HUMAN_EDITED,
       memfsRevision: 'b'.repeat(40),
-      system: `${SYSTEM}\nNever lie.`,
+      system: `${LETTA_SYSTEM}\nNever lie.`,
     },
   ]
   await apply(deps, [w.conversation({ did, rkey })])
   for (const [i, over] of steps.entries()) {
     w.tick(60_000_000)
     await apply(deps, [
-      w.prompt({ did, rkey, op: i === 0 ? 'create' : 'update', fields: fields(over) }),
+      w.prompt({ did, rkey, op: i === 0 ? 'create' : 'update', fields: lettaFields(w, did, over) }),
     ])
   }
 }
