@@ -1,4 +1,5 @@
 import { type Commit, RepoVerificationError, verifyCommitSig } from '@atproto/repo'
+import type { Logger } from 'pino'
 import { retry } from '../../faults/backoff.ts'
 import { isRetryable, UpstreamError } from '../../faults/errors.ts'
 import type { RepoSnapshotEvent } from '../../model/events.ts'
@@ -41,6 +42,8 @@ export interface RepoFetchOptions {
   /** Per-PDS concurrency and rate limits; default one limiter for the whole process. */
   limiter?: UpstreamLimiter
   metrics?: Metrics
+  /** Says which records were left out because JSON cannot hold them. */
+  logger?: Logger
   /**
    * A DID document names any URL it likes as its PDS. Unless this is set, only https
    * endpoints with a domain name are fetched (no localhost, no IP literals).
@@ -53,6 +56,7 @@ export interface RepoFetchOptions {
 export interface VerifiedSnapshot {
   rev: string
   records: RepoSnapshotEvent['records']
+  skipped: StreamedRepo['skipped']
   /** The signed commit's CID and MST root: where the chain continues from. */
   commit: { cid: string; data: string }
 }
@@ -94,11 +98,14 @@ async function fetchVerified(did: string, opts: RepoFetchOptions): Promise<RepoS
       throw new RepoFetchError(err.message, false, { cause: err, reason: 'bad_signature' })
     verified = await verifyRepoSnapshot(repo, did, fresh)
   }
+  for (const { collection, rkey, reason } of verified.skipped)
+    opts.logger?.warn({ did, path: `${collection}/${rkey}`, reason }, 'repo record skipped')
   return {
     kind: 'snapshot',
     did,
     rev: verified.rev,
     records: verified.records,
+    skipped: verified.skipped,
     timeUs: steadyNowMs() * 1000,
     commit: verified.commit,
     provenance: { source: 'backfill', verified: true, commit: verified.commit.cid },
@@ -125,6 +132,7 @@ export async function verifyRepoSnapshot(
   return {
     rev: commit.rev,
     records: repo.records,
+    skipped: repo.skipped,
     commit: { cid: repo.root.toString(), data: commit.data.toString() },
   }
 }
