@@ -84,8 +84,7 @@ async function fetchVerified(did: string, opts: RepoFetchOptions): Promise<RepoS
     if (!(err instanceof RepoVerificationError)) throw err
     // The key may have rotated since the document was cached: one more try with a fresh one.
     const fresh = await opts.resolver.resolveKey(did, { forceRefresh: true })
-    if (fresh === key)
-      throw new UpstreamError(err.message, { cause: err, reason: 'bad_signature' })
+    if (fresh === key) throw new UpstreamError(err.message, { cause: err, reason: 'bad_signature' })
     verified = await verifyRepoSnapshot(repo, did, fresh)
   }
   for (const { collection, rkey, reason } of verified.skipped)
