@@ -18,7 +18,6 @@ import {
 // Read by loadConfig (config.ts) and by the help text.
 
 export const SOURCE_NAMES = ['jetstream', 'firehose', 'replay'] as const
-export type SourceName = (typeof SOURCE_NAMES)[number]
 
 interface Setting<K extends string, T> {
   key: K
