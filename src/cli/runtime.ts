@@ -145,6 +145,7 @@ export async function startServer(
         collections: collectionsOf(config),
         allowPrivateNetwork: config.allowPrivateNetwork,
         forceRefresh: true,
+        logger: rt.ctx.logger,
       })
       await indexSnapshot(rt, snapshot)
     },

@@ -18,58 +18,24 @@ import {
 // Read by loadConfig (config.ts) and by the help text.
 
 export const SOURCE_NAMES = ['jetstream', 'firehose', 'replay'] as const
-export type SourceName = (typeof SOURCE_NAMES)[number]
 
-export interface Config {
-  databaseUrl: string | null
-  dataDir: string
-  pgliteSharedBuffers: string | null
-  pgliteMinFreeMb: number
-  readTimeoutMs: number
-  source: SourceName
-  jetstreamUrl: string
-  relayUrl: string
-  plcUrl: string
-  replayFile: string | null
-  host: string
-  port: number
-  logLevel: string
-  adminToken: string | null
-  trustProxy: boolean | string
-  promptNsid: string
-  conversationNsid: string
-  agentNsid: string
-  wantedCollections: string
-  batchSize: number
-  batchDelayMs: number
-  queueSize: number
-  firehoseUnauthenticated: boolean
-  allowPrivateNetwork: boolean
-  jetstreamRewindSeconds: number
-  jetstreamOnTooOld: 'stop' | 'tip'
-  jetstreamZstd: boolean
-  rateLimitPerMinute: number
-  serviceDid: string | null
-  publicUrl: string | null
-  partition: { index: number; count: number } | null
-}
-
-interface Setting<K extends keyof Config> {
+interface Setting<K extends string, T> {
   key: K
   env: string
   flag: string
-  default: Config[K]
-  parse: Parse<Config[K]>
+  default: T
+  parse: Parse<T>
   help: string
 }
 
-function setting<K extends keyof Config>(
+/** The value's type comes from its parser alone: a default must fit it, never widen it. */
+function setting<const K extends string, T>(
   key: K,
   env: string,
-  def: Config[K],
-  parse: Parse<Config[K]>,
+  def: NoInfer<T>,
+  parse: Parse<T>,
   help: string,
-): Setting<K> {
+): Setting<K, T> {
   const flag = env.toLowerCase().replaceAll('_', '-')
   return { key, env, flag, default: def, parse, help }
 }
@@ -267,7 +233,7 @@ export const SETTINGS = [
   ),
 ] as const
 
-// Every Config field must have a setting: a field without one would silently stay undefined.
-type Unset = Exclude<keyof Config, (typeof SETTINGS)[number]['key']>
-const everyFieldHasASetting: [Unset] extends [never] ? true : Unset = true
-void everyFieldHasASetting
+/** Every setting's value by its key, typed by its parser. */
+export type Config = {
+  [S in (typeof SETTINGS)[number] as S['key']]: ReturnType<S['parse']>
+}

@@ -78,10 +78,9 @@ interface Classifiable {
 }
 
 /**
- * Walks the cause chain: the first error that says `retryable` itself (AppError,
- * RepoFetchError) decides; else a retryable SQLSTATE or connection code, a full disk, a
- * PGlite PANIC, a timeout, or an HTTP 429 or 5xx anywhere along it makes the failure
- * retryable. Anything else is permanent.
+ * Walks the cause chain: the first error that says `retryable` itself (an AppError)
+ * decides; else a retryable SQLSTATE or connection code, a full disk, a PGlite PANIC, a
+ * timeout, or an HTTP 429 or 5xx anywhere along it makes the failure retryable. Anything else is permanent.
  */
 export function isRetryable(err: unknown): boolean {
   let e = err as Classifiable | null

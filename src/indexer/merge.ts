@@ -110,6 +110,12 @@ function planSnapshot(ctx: PlanContext, ev: RepoSnapshotEvent): void {
     })
     countOutcome(ctx, rec.collection, 'create', outcomeOf(r))
   }
+  // Not a deletion: like a skipped commit, a record JSON cannot hold leaves what is stored.
+  for (const rec of ev.skipped ?? []) {
+    const role = roleOf(ctx.nsids, rec.collection)
+    if (role) present.add(`${role}\u0000${rec.rkey}`)
+    countOutcome(ctx, rec.collection, 'create', 'error')
+  }
   // What we hold for this repo but the repo no longer has was deleted meanwhile.
   deleteLiveRecords(ctx, ev, provenance, (role, _key, rkey) => present.has(`${role}\u0000${rkey}`))
   if (ev.commit) ctx.plan.chains.set(ev.did, snapshotChain(ev, ev.commit))

@@ -71,6 +71,8 @@ export interface RepoSnapshotEvent {
   did: string
   rev: string
   records: Array<{ collection: string; rkey: string; cid: string; record: unknown }>
+  /** Records the repo has but JSON cannot hold: counted as errors, their stored rows kept. */
+  skipped?: Array<{ collection: string; rkey: string; reason: string }>
   timeUs: number
   /** The fetched commit: its CID and MST root. With it the repo's chain state is set too. */
   commit?: { cid: string; data: string }

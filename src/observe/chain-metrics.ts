@@ -15,16 +15,6 @@ export type BreakReason = (typeof BREAK_REASONS)[number]
 export const RESYNC_OUTCOMES = ['ok', 'failed', 'rate_limited'] as const
 export const SYNC_STATES = ['synchronized', 'desynchronized', 'resyncing', 'unknown'] as const
 
-export interface ChainMetrics {
-  chainBreaksTotal: Counter<'reason'>
-  legacyCommitsTotal: Counter
-  unverifiableSyncsTotal: Counter
-  resyncsTotal: Counter<'outcome'>
-  resyncDurationSeconds: Histogram
-  repos: Gauge<'sync_state'>
-  oldestUnsyncedSeconds: Gauge
-}
-
 /**
  * Declares metrics on one registry under one prefix. Both builders (metrics.ts, this file)
  * use it, so each declaration says only what differs: its name, help, labels, buckets.
@@ -100,7 +90,7 @@ export function metricKit(registry: Registry, prefix: string): MetricKit {
 export function createChainMetrics(
   m: MetricKit,
   collectRepos?: () => Promise<Record<string, number>>,
-): ChainMetrics {
+) {
   const chainBreaksTotal = m.counterOf(
     'chain_breaks_total',
     'Firehose commits or #sync events that did not continue a repo chain, by reason',

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { Secp256k1Keypair } from '@atproto/crypto'
 import { blocksToCarFile, MemoryBlockstore, Repo, WriteOpAction } from '@atproto/repo'
 import { afterEach, describe, expect, it } from 'vitest'
+import { UpstreamError } from '../../src/faults/errors.ts'
 import { fetchRepoSnapshot } from '../../src/ingest/backfill/repo-snapshot.ts'
 import { Resyncer } from '../../src/ingest/firehose/chain/resyncer.ts'
 import type { ChainEvent, RepoSnapshotEvent } from '../../src/model/events.ts'
@@ -124,6 +125,33 @@ describe('Resyncer', () => {
       'snapshot',
     ])
     await r.resyncer.close()
+  })
+
+  it('holds a host for the wait an UpstreamError says it asked for, then retries', async () => {
+    const did = 'did:plc:waitaaaaaaaaaaaaaaaaaaaa'
+    const calls: number[] = []
+    const emitted: Array<ChainEvent | RepoSnapshotEvent> = []
+    const resyncer = new Resyncer({
+      fetchSnapshot: async () => {
+        calls.push(performance.now())
+        if (calls.length === 1)
+          throw new UpstreamError('busy', { retryable: true, retryAfterMs: 1_000 })
+        return { kind: 'snapshot', did, rev: '3m6sm7ncql52c', records: [], timeUs: 1 }
+      },
+      hostOf: async () => 'pds.test',
+      emit: async (ev) => void emitted.push(ev),
+      head: async () => null,
+      settle: () => {},
+      logger: silentLogger(),
+      metrics: testMetrics(),
+      retryBaseMs: 10,
+    })
+    resyncer.request(did)
+    await until(() => emitted.some((e) => e.kind === 'snapshot'))
+    // The backoff alone (10 ms here) would have retried at once.
+    expect(calls.length).toBe(2)
+    expect(calls[1] - calls[0]).toBeGreaterThanOrEqual(950)
+    await resyncer.close()
   })
 
   it('a repo over its budget (2 a minute here) waits for a token and is counted rate_limited', async () => {

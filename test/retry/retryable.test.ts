@@ -7,7 +7,6 @@ import {
   isRetryable,
   UpstreamError,
 } from '../../src/faults/errors.ts'
-import { RepoFetchError } from '../../src/ingest/backfill/repo-snapshot.ts'
 
 // The one retry classifier, as the store retries (db/retry.ts, the pipeline) and the
 // ingestion retries (repo fetches, resyncs, backfill) read it.
@@ -60,8 +59,8 @@ describe('isRetryable', () => {
 
   it('lets an error that says retryable itself decide, over its cause', () => {
     const cause = coded('ECONNREFUSED')
-    expect(isRetryable(new RepoFetchError('invalid repo', false, { cause }))).toBe(false)
-    expect(isRetryable(new RepoFetchError('getRepo: 502', true))).toBe(true)
+    expect(isRetryable(new UpstreamError('invalid repo', { cause }))).toBe(false)
+    expect(isRetryable(new UpstreamError('getRepo: 502', { retryable: true }))).toBe(true)
     expect(isRetryable(new UpstreamError('dictionary: 503', { retryable: true }))).toBe(true)
     expect(isRetryable(new DataDirLockedError('locked', { cause }))).toBe(false)
     expect(isRetryable(new AppError('x'))).toBe(false)

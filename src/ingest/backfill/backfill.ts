@@ -195,6 +195,7 @@ function fetchWithRetries(opts: BackfillOptions, did: string): Promise<RepoSnaps
         limiter: opts.limiter,
         limits: opts.limits,
         metrics: opts.metrics,
+        logger: opts.logger,
       }),
     opts.attempts ?? 3,
     opts.signal,

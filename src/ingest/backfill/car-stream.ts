@@ -8,7 +8,7 @@ import {
 } from '@atproto/repo'
 import { AppError } from '../../faults/errors.ts'
 import type { RepoSnapshotEvent } from '../../model/events.ts'
-import { lexToJson } from '../lex-json.ts'
+import { recordJson } from '../lex-json.ts'
 import { type CidLike, MissingTreeBlockError, type NodeData, SparseMstIndex } from './mst-index.ts'
 
 // A getRepo CAR read as a stream, so a repo of any size costs the memory of its wanted
@@ -53,6 +53,8 @@ export interface StreamedRepo {
   root: CidLike
   commit: Commit
   records: RepoSnapshotEvent['records']
+  /** Wanted records JSON cannot hold (an integer beyond 2^53), left out of `records`. */
+  skipped: NonNullable<RepoSnapshotEvent['skipped']>
   stats: { bytes: number; blocks: number; nodes: number; keptRecordBytes: number }
 }
 
@@ -90,14 +92,20 @@ export async function readRepoCar(
     if (err instanceof MissingTreeBlockError) throw new CarStreamError('incomplete', err.message)
     throw err
   }
-  const records = leaves.map((leaf) => toRecord(leaf.key, leaf.cid, kept.records))
+  const records: StreamedRepo['records'] = []
+  const skipped: StreamedRepo['skipped'] = []
+  for (const leaf of leaves) {
+    const r = toRecord(leaf.key, leaf.cid, kept.records)
+    if ('reason' in r) skipped.push(r)
+    else records.push(r)
+  }
   const stats = {
     bytes: meter.pulled,
     blocks: kept.blocks,
     nodes: index.nodeCount,
     keptRecordBytes: kept.recordBytes,
   }
-  return { root, commit, records, stats }
+  return { root, commit, records, skipped, stats }
 }
 
 /** What the pass over the blocks keeps: the commit, the sparse index, the wanted records. */
@@ -175,7 +183,7 @@ function toRecord(
   key: string,
   cid: CidLike,
   kept: Map<string, Uint8Array>,
-): RepoSnapshotEvent['records'][number] {
+): StreamedRepo['records'][number] | StreamedRepo['skipped'][number] {
   const slash = key.indexOf('/')
   const collection = key.slice(0, slash)
   const bytes = kept.get(cid.toString())
@@ -187,7 +195,10 @@ function toRecord(
   const record = cborToLexRecord(bytes)
   if (record.$type !== collection)
     throw new CarStreamError('bad_car', `record ${key} has $type ${String(record.$type)}`)
-  return { collection, rkey: key.slice(slash + 1), cid: cid.toString(), record: lexToJson(record) }
+  const rkey = key.slice(slash + 1)
+  const json = recordJson(record)
+  if ('unrepresentable' in json) return { collection, rkey, reason: json.unrepresentable }
+  return { collection, rkey, cid: cid.toString(), record: json.json }
 }
 
 function asCarError(err: unknown, ended: boolean): CarStreamError | Error {

@@ -1,4 +1,5 @@
 import { type Commit, RepoVerificationError, verifyCommitSig } from '@atproto/repo'
+import type { Logger } from 'pino'
 import { retry } from '../../faults/backoff.ts'
 import { isRetryable, UpstreamError } from '../../faults/errors.ts'
 import type { RepoSnapshotEvent } from '../../model/events.ts'
@@ -18,17 +19,6 @@ export { retryAfterMs }
 // One repo, fetched with getRepo from the PDS its DID document names, read as a checked
 // stream (car-stream.ts) and verified: shared by backfill and the firehose's resyncs.
 
-/** An upstream error of a repo fetch, said shortly: retryable or not, `reason` from that. */
-export class RepoFetchError extends UpstreamError {
-  constructor(
-    message: string,
-    retryable: boolean,
-    o: ConstructorParameters<typeof UpstreamError>[1] = {},
-  ) {
-    super(message, { reason: retryable ? 'network' : 'invalid', ...o, retryable })
-  }
-}
-
 export interface RepoFetchOptions {
   resolver: DidResolver
   collections: string[]
@@ -41,6 +31,8 @@ export interface RepoFetchOptions {
   /** Per-PDS concurrency and rate limits; default one limiter for the whole process. */
   limiter?: UpstreamLimiter
   metrics?: Metrics
+  /** Says which records were left out because JSON cannot hold them. */
+  logger?: Logger
   /**
    * A DID document names any URL it likes as its PDS. Unless this is set, only https
    * endpoints with a domain name are fetched (no localhost, no IP literals).
@@ -53,6 +45,7 @@ export interface RepoFetchOptions {
 export interface VerifiedSnapshot {
   rev: string
   records: RepoSnapshotEvent['records']
+  skipped: StreamedRepo['skipped']
   /** The signed commit's CID and MST root: where the chain continues from. */
   commit: { cid: string; data: string }
 }
@@ -76,8 +69,9 @@ async function fetchVerified(did: string, opts: RepoFetchOptions): Promise<RepoS
   try {
     pds = await opts.resolver.resolvePds(did, refresh)
   } catch (err) {
-    throw new RepoFetchError(`resolving ${did}: ${(err as Error).message}`, isRetryable(err), {
+    throw new UpstreamError(`resolving ${did}: ${(err as Error).message}`, {
       cause: err,
+      retryable: isRetryable(err),
       reason: 'resolve',
     })
   }
@@ -90,15 +84,17 @@ async function fetchVerified(did: string, opts: RepoFetchOptions): Promise<RepoS
     if (!(err instanceof RepoVerificationError)) throw err
     // The key may have rotated since the document was cached: one more try with a fresh one.
     const fresh = await opts.resolver.resolveKey(did, { forceRefresh: true })
-    if (fresh === key)
-      throw new RepoFetchError(err.message, false, { cause: err, reason: 'bad_signature' })
+    if (fresh === key) throw new UpstreamError(err.message, { cause: err, reason: 'bad_signature' })
     verified = await verifyRepoSnapshot(repo, did, fresh)
   }
+  for (const { collection, rkey, reason } of verified.skipped)
+    opts.logger?.warn({ did, path: `${collection}/${rkey}`, reason }, 'repo record skipped')
   return {
     kind: 'snapshot',
     did,
     rev: verified.rev,
     records: verified.records,
+    skipped: verified.skipped,
     timeUs: steadyNowMs() * 1000,
     commit: verified.commit,
     provenance: { source: 'backfill', verified: true, commit: verified.commit.cid },
@@ -116,15 +112,14 @@ export async function verifyRepoSnapshot(
 ): Promise<VerifiedSnapshot> {
   const commit: Commit = repo.commit
   if (commit.did !== did)
-    throw new RepoFetchError(`repo is for ${commit.did}, not ${did}`, false, {
-      reason: 'wrong_did',
-    })
+    throw new UpstreamError(`repo is for ${commit.did}, not ${did}`, { reason: 'wrong_did' })
   if (!(await verifyCommitSig(commit, signingKey))) {
     throw new RepoVerificationError(`invalid signature on commit ${repo.root.toString()}`)
   }
   return {
     rev: commit.rev,
     records: repo.records,
+    skipped: repo.skipped,
     commit: { cid: repo.root.toString(), data: commit.data.toString() },
   }
 }
@@ -155,13 +150,9 @@ export async function fetchRepoCar(
       const length = Number(res.headers.get('content-length') ?? 0)
       if (length > maxBytes) {
         await res.body?.cancel().catch(() => {})
-        throw new RepoFetchError(
-          `repo is ${length} bytes, more than the limit of ${maxBytes}`,
-          false,
-          {
-            reason: 'too_large',
-          },
-        )
+        throw new UpstreamError(`repo is ${length} bytes, more than the limit of ${maxBytes}`, {
+          reason: 'too_large',
+        })
       }
       try {
         return await readRepoCar(res.body ?? emptyBody(), opts.collections, opts.limits)
@@ -173,7 +164,7 @@ export async function fetchRepoCar(
   )
 }
 
-async function httpError(url: URL, res: Response): Promise<RepoFetchError> {
+async function httpError(url: URL, res: Response): Promise<UpstreamError> {
   // At most 64 KiB of an error body: it is only read for its XRPC error name.
   const body = new TextDecoder().decode((await readPrefix(res, 64 * 1024)) ?? new Uint8Array())
   let detail = body.slice(0, 200)
@@ -184,7 +175,8 @@ async function httpError(url: URL, res: Response): Promise<RepoFetchError> {
     // Not an XRPC error body: keep the raw text.
   }
   const retryable = res.status === 429 || res.status >= 500
-  return new RepoFetchError(`getRepo ${url.host}: HTTP ${res.status} ${detail}`.trim(), retryable, {
+  return new UpstreamError(`getRepo ${url.host}: HTTP ${res.status} ${detail}`.trim(), {
+    retryable,
     retryAfterMs: retryAfterMs(res.headers),
     reason: `http_${res.status >= 500 ? '5xx' : res.status}`,
   })
@@ -209,26 +201,21 @@ async function readPrefix(res: Response, max: number): Promise<Uint8Array | null
 
 async function* emptyBody(): AsyncGenerator<Uint8Array> {}
 
-function asFetchError(err: unknown): RepoFetchError {
-  if (err instanceof RepoFetchError) return err
+function asFetchError(err: unknown): UpstreamError {
+  if (err instanceof UpstreamError) return err
   if (err instanceof CarStreamError)
-    return new RepoFetchError(`invalid repo CAR: ${err.message}`, false, {
-      cause: err,
-      reason: err.reason,
-    })
-  if (err instanceof UpstreamError)
-    return new RepoFetchError(err.message, err.retryable, {
-      cause: err,
-      reason: err.reason,
-      retryAfterMs: err.retryAfterMs,
-    })
+    return new UpstreamError(`invalid repo CAR: ${err.message}`, { cause: err, reason: err.reason })
   if (err instanceof RepoVerificationError)
-    return new RepoFetchError(err.message, false, { cause: err, reason: 'bad_signature' })
+    return new UpstreamError(err.message, { cause: err, reason: 'bad_signature' })
   const e = err as Error
   const name = e?.name
   if (name === 'TimeoutError' || name === 'AbortError' || e instanceof TypeError)
-    return new RepoFetchError(`getRepo: ${e.message}`, true, { cause: err, reason: 'network' })
-  return new RepoFetchError(`invalid repo: ${e?.message ?? String(err)}`, false, {
+    return new UpstreamError(`getRepo: ${e.message}`, {
+      cause: err,
+      retryable: true,
+      reason: 'network',
+    })
+  return new UpstreamError(`invalid repo: ${e?.message ?? String(err)}`, {
     cause: err,
     reason: 'invalid',
   })
@@ -243,9 +230,9 @@ function assertPublicEndpoint(url: URL): void {
     host === 'localhost' ||
     host.endsWith('.localhost')
   ) {
-    throw new RepoFetchError(
+    throw new UpstreamError(
       `refusing PDS endpoint ${url.origin} (set allowPrivateNetwork for local networks)`,
-      false,
+      { reason: 'invalid' },
     )
   }
 }

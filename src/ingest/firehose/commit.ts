@@ -2,7 +2,7 @@ import { parseCommitUnauthenticated } from '@atproto/sync'
 import type { Logger } from 'pino'
 import { seqCursor } from '../../model/cursor.ts'
 import type { CommitEvent, SourceItem } from '../../model/events.ts'
-import { lexToJson } from '../lex-json.ts'
+import { recordJson } from '../lex-json.ts'
 import { type KeyLookup, verifyCommit } from './signature.ts'
 import { eventUs, reasonOf } from './values.ts'
 
@@ -82,6 +82,15 @@ function eventOfOp(
     )
     return null
   }
+  const json = evt.event === 'delete' ? { json: null } : recordJson(evt.record)
+  if ('unrepresentable' in json) {
+    ctx.countError(collection, action)
+    ctx.logger.warn(
+      { did: body.repo, seq: body.seq, path: op.path, reason: json.unrepresentable },
+      'firehose record cannot be stored as JSON, skipped',
+    )
+    return null
+  }
   return {
     kind: 'commit',
     did: body.repo,
@@ -90,7 +99,7 @@ function eventOfOp(
     rev: body.rev,
     op: action,
     cid: evt.event === 'delete' ? null : evt.cid.toString(),
-    record: evt.event === 'delete' ? null : lexToJson(evt.record),
+    record: json.json,
     timeUs: eventUs(timeUs),
   }
 }

@@ -90,6 +90,7 @@ function makeProcessor(
             allowPrivateNetwork: opts.allowPrivateNetwork,
             forceRefresh: attempt > 1,
             metrics: opts.metrics,
+            logger: opts.logger,
           }),
         3,
         s,

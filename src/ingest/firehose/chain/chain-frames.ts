@@ -4,7 +4,7 @@ import type { ChainHead } from '../../../db/repo-chain.ts'
 import { seqCursor } from '../../../model/cursor.ts'
 import type { ChainEvent, CommitEvent, SourceItem } from '../../../model/events.ts'
 import type { Metrics } from '../../../observe/metrics.ts'
-import { lexToJson } from '../../lex-json.ts'
+import { recordJson } from '../../lex-json.ts'
 import type { KeyLookup } from '../signature.ts'
 import { type CommitVerdict, checkCommit } from './check-commit.ts'
 import { checkSync, type SyncBody } from './check-sync.ts'
@@ -107,10 +107,19 @@ function recordItems(
     if (!match(collection)) continue
     const rkey = op.path.slice(slash + 1)
     const evt = v.events.find((e) => e.collection === collection && e.rkey === rkey)
-    if (!evt) {
-      // @atproto/sync's rule: an op its MST does not prove (or without its record) is dropped.
+    const skip = (reason: string) => {
       metrics.eventsTotal.inc({ source: 'firehose', collection, op: op.action, outcome: 'error' })
-      logger.warn({ did: body.repo, seq: body.seq, path: op.path }, 'op not proven, skipped')
+      logger.warn({ did: body.repo, seq: body.seq, path: op.path, reason }, 'op skipped')
+    }
+    // @atproto/sync's rule: an op its MST does not prove (or without its record) is dropped;
+    // so is a record JSON cannot hold. The chain moves on past both.
+    if (!evt) {
+      skip('op not proven by its commit (or record missing)')
+      continue
+    }
+    const json = evt.event === 'delete' ? { json: null } : recordJson(evt.record)
+    if ('unrepresentable' in json) {
+      skip(json.unrepresentable)
       continue
     }
     const event: CommitEvent = {
@@ -121,7 +130,7 @@ function recordItems(
       rev: body.rev,
       op: evt.event,
       cid: evt.event === 'delete' ? null : evt.cid.toString(),
-      record: evt.event === 'delete' ? null : lexToJson(evt.record),
+      record: json.json,
       timeUs,
       provenance,
     }

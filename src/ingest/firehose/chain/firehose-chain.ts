@@ -142,5 +142,6 @@ function verifiedSnapshot(o: FirehoseChainOptions) {
       signal,
       allowPrivateNetwork: o.allowPrivateNetwork,
       metrics: o.metrics,
+      logger: o.logger,
     })
 }

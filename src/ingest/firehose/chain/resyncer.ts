@@ -1,11 +1,10 @@
 import type { Logger } from 'pino'
 import type { ChainHead } from '../../../db/repo-chain.ts'
 import { backoffMs } from '../../../faults/backoff.ts'
-import { isRetryable } from '../../../faults/errors.ts'
+import { isRetryable, UpstreamError } from '../../../faults/errors.ts'
 import type { ChainEvent, RepoSnapshotEvent } from '../../../model/events.ts'
 import { steadyNowMs } from '../../../observe/clock.ts'
 import type { Metrics } from '../../../observe/metrics.ts'
-import { RepoFetchError } from '../../backfill/repo-snapshot.ts'
 import { stateEvent } from './check-commit.ts'
 
 // Re-fetches desynchronized repos (a chain break, a #sync) and hands the verified snapshot
@@ -154,7 +153,9 @@ export class Resyncer {
       const head = await this.#o.head(did)
       if (head?.rev && snap.rev < head.rev) {
         this.#o.metrics.chainBreaksTotal.inc({ reason: 'rev_order' })
-        throw new RepoFetchError(`fetched rev ${snap.rev} is older than ${head.rev}`, true)
+        throw new UpstreamError(`fetched rev ${snap.rev} is older than ${head.rev}`, {
+          retryable: true,
+        })
       }
       await this.#o.emit(snap)
       if (snap.commit)
@@ -179,7 +180,7 @@ export class Resyncer {
   async #failed(job: Job, host: string, h: { blockedUntil: number }, err: unknown): Promise<void> {
     const { did } = job
     this.#o.metrics.resyncsTotal.inc({ outcome: 'failed' })
-    const retryAfter = err instanceof RepoFetchError ? err.retryAfterMs : null
+    const retryAfter = err instanceof UpstreamError ? err.retryAfterMs : null
     if (retryAfter !== null)
       h.blockedUntil = Math.max(h.blockedUntil, performance.now() + retryAfter)
     const retry = isRetryable(err) && job.attempt < this.#o.maxAttempts
