@@ -14,7 +14,7 @@ export default defineConfig({
     // Two cores: more workers only contend for the same database and CPU.
     maxWorkers: 2,
     // Test files share their worker's module graph instead of importing it afresh: imports
-    // were a third of the suite's CPU time (bench/README.md, "Test loop").
+    // were a third of the suite's CPU time (bench/README.md, "The test loop").
     isolate: false,
     testTimeout: 60_000,
     hookTimeout: 120_000,

@@ -13,8 +13,8 @@ describe('benchmark scenarios at tiny scale', () => {
     async () => {
       const r = await runReadApi({
         serverUrl: serverUrl!,
-        prompts: 3000,
-        seedPrompts: 800,
+        prompts: 2000,
+        seedPrompts: 500,
         durationS: 1,
         connections: 10,
         rate: 100,

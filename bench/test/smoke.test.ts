@@ -23,8 +23,8 @@ describe('benchmark scenarios at tiny scale', () => {
   it('ingest: product and naive baseline, on PGlite or on the Postgres server the run names', async () => {
     const r = await runIngest({
       serverUrl,
-      events: 1500,
-      baselineEvents: 300,
+      events: 600,
+      baselineEvents: 150,
       pgliteEvents: 600,
       pgliteBaselineEvents: 150,
       dids: 40,
@@ -56,7 +56,7 @@ describe('benchmark scenarios at tiny scale', () => {
       const r = await runFreshness({
         serverUrl: serverUrl!,
         rate: 300,
-        seconds: 3,
+        seconds: 2,
         warmupS: 1,
         pollMs: 5,
         drainMs: 60_000,
@@ -73,7 +73,7 @@ describe('benchmark scenarios at tiny scale', () => {
     async () => {
       const r = await runMemory({
         serverUrl: serverUrl!,
-        events: 3000,
+        events: 1200,
         dids: 30,
         nodeFlags: [],
         noiseRatio: 0.5,

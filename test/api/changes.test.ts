@@ -295,16 +295,19 @@ describe('concurrent writers', () => {
       }
     }
     const start = (await read(app, '?limit=10000')).at(-1)!.seq
-    let done = false
+    // Set once the writers are done: the last seq they committed, and when.
+    let end: number | null = null
+    let endedAt = 0
     const seen: Line[] = []
     const reader = (async () => {
       let last = start
-      let idle = 0
-      // Keep polling until the writers are done and one more read comes back empty.
-      while (!done || idle < 1) {
+      // Keep polling until the writers are done and the reader has come to their last
+      // change: the feed may show a commit a poll later (on a loaded machine, several).
+      const deadline = () => end !== null && Date.now() > endedAt + 30_000
+      while (end === null || last < end) {
+        if (deadline()) throw new Error(`the feed stopped at ${last}, the log ends at ${end}`)
         const page = await read(chunky, `?since=${last}&limit=9`)
         if (page.length === 0) {
-          if (done) idle++
           await new Promise((r) => setTimeout(r, 2))
           continue
         }
@@ -314,7 +317,9 @@ describe('concurrent writers', () => {
       }
     })()
     await Promise.all([writer('a'), writer('b')])
-    done = true
+    const [{ max }] = await db.rows<{ max: number }>(sql`SELECT max(seq)::int AS max FROM changes`)
+    endedAt = Date.now()
+    end = max
     await reader
     const rows = await db.rows<{ seq: number }>(
       sql`SELECT seq FROM changes WHERE seq > ${start} ORDER BY seq`,

@@ -16,7 +16,7 @@ import { COMMON_ENV, replayArgs } from './fault-run.ts'
 // once the tmpfs is grown the run must resume by itself and end where an uninterrupted run
 // ends. Needs root (mount); skipped with the reason elsewhere.
 
-const EVENTS = 2_000
+const EVENTS = 1_200
 const BIG = 512 << 20
 const probe = await mountTmpfs(1 << 20)
 const skip = typeof probe === 'string' ? probe : null

@@ -15,7 +15,7 @@ let app: ServingCli
 let prom: PrometheusServer
 
 beforeAll(async () => {
-  app = await startServing(['demo', '--rate', '200', '--dids', '20'], {})
+  app = await startServing(['demo', '--rate', '50', '--dids', '20'], {})
   await waitFor(
     'the demo to index something',
     async () => (await getJson(`${app.url}/v1/stats`)).prompts > 0,
