@@ -100,7 +100,7 @@ describe.skipIf(skip !== null)('a tablespace that fills under Postgres while run
     expect(got.records.size).toBe(reference.records.size)
     console.log(`disk-full (Postgres): paused as ${reasons}, ${body.details.ingest.paused.error}`)
     expect(await p.stop()).toBe(0)
-  })
+  }, 240_000)
 })
 
 async function admin(url: string, statement: string): Promise<void> {

@@ -103,7 +103,7 @@ describe.skipIf(skip !== null)('a disk that fills under PGlite while run ingests
       `disk-full (guard): paused ${pauseMs} ms after the fill, caught up ${Date.now() - grown} ms after growing`,
     )
     expect(await p.stop()).toBe(0)
-  })
+  }, 240_000)
 
   it('with no reserve (writes fail with ENOSPC, PGlite may PANIC): never hangs or skips, resumes, reopens after a restart', async () => {
     const { fs, p } = await fillMidway(0, 1 << 20)
@@ -133,7 +133,7 @@ describe.skipIf(skip !== null)('a disk that fills under PGlite while run ingests
     await waitCaughtUp(again, set.lastTimeUs, 60_000)
     expectSameState(await readDigest(again.url()!), await reference)
     expect(await again.stop()).toBe(0)
-  })
+  }, 240_000)
 })
 
 function expectSameState(got: Digest, want: Digest): void {

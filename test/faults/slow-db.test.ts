@@ -74,7 +74,7 @@ describe('a slow database under run (Postgres)', () => {
     console.log(
       `slow-db latency: cursor ${before} when 100 ms per packet began; reads took ${reads.join(', ')} ms`,
     )
-  })
+  }, 240_000)
 
   it('a locked table: a read is a 503 with Retry-After within the read timeout; /readyz and metrics say slow; then normal again', async () => {
     const admin = postgres(url, { max: 1, onnotice: () => {} })
@@ -102,7 +102,7 @@ describe('a slow database under run (Postgres)', () => {
     expect((await timed(`${p.url()}/v1/prompts?limit=33`)).status).toBe(200)
     console.log(`slow-db lock: a read answered ${a.status} in ${a.ms} ms`)
     expect(await p.stop()).toBe(0)
-  })
+  }, 240_000)
 })
 
 async function timed(u: string) {

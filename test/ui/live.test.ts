@@ -9,9 +9,6 @@ import { indexDemoTraffic } from './fixtures.ts'
 
 declare const window: { marker?: number }
 
-// driver-independent: what the page does with the subscription (follow, fall back to a timer,
-// reconnect from its seq, outlive a restart) is the browser's; the subscription itself on
-// Postgres is test/api/subscribe.test.ts's and test/cli/subscribe-replica.test.ts's.
 
 // The live overview in headless Chromium: it follows the change subscription and shows a
 // change the test makes without a reload; refused WebSockets make it refresh on a timer; a
