@@ -9,7 +9,6 @@ import { indexDemoTraffic } from './fixtures.ts'
 
 declare const window: { marker?: number }
 
-
 // The live overview in headless Chromium: it follows the change subscription and shows a
 // change the test makes without a reload; refused WebSockets make it refresh on a timer; a
 // cut, a ConsumerTooSlow close and a server restart make it reconnect from the last seq it
