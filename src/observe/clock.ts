@@ -24,3 +24,13 @@ export function steadyNotBefore(ms: number): void {
   anchorWall = ms
   anchorMono = performance.now()
 }
+
+/**
+ * Forgets every answer given so far and follows the wall clock again. Tests that step
+ * Date.now() forward call it when they put the clock back: in a shared test worker the
+ * steady clock would otherwise stay ahead for every file that runs after them.
+ */
+export function resetSteadyClock(): void {
+  anchorWall = Date.now()
+  anchorMono = performance.now()
+}

@@ -20,7 +20,7 @@ import { timeCursor } from '../../src/model/cursor.ts'
 import type { RepoSnapshotEvent } from '../../src/model/events.ts'
 import { steadyNowMs } from '../../src/observe/clock.ts'
 import { makeApp } from '../api/fixtures.ts'
-import { sleep, steppableClock, TEN_MINUTES, within } from '../helpers/clock.ts'
+import { restoreClock, sleep, steppableClock, TEN_MINUTES, within } from '../helpers/clock.ts'
 import { testContext } from '../helpers/context.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { captureLogger, silentLogger, testMetrics } from '../helpers/ingest-kit.ts'
@@ -31,7 +31,7 @@ import { captureLogger, silentLogger, testMetrics } from '../helpers/ingest-kit.
 // a step back, so nothing valid is refused after one. The guard tests come first: a forward
 // step is followed by that clock for the rest of the file, as it would be in a process.
 
-afterEach(() => vi.restoreAllMocks())
+afterEach(restoreClock)
 
 /** A counter's value for the labels given (0 when never counted). */
 async function counted(

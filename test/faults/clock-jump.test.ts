@@ -4,6 +4,7 @@ import { getCursor } from '../../src/db/read/stats.ts'
 import { IngestPipeline } from '../../src/indexer/pipeline.ts'
 import { timeCursor } from '../../src/model/cursor.ts'
 import type { SourceItem } from '../../src/model/events.ts'
+import { restoreClock } from '../helpers/clock.ts'
 import { testContext } from '../helpers/context.ts'
 import { createTestDatabase } from '../helpers/db.ts'
 import { NSIDS, World } from '../helpers/events.ts'
@@ -20,7 +21,7 @@ beforeAll(async () => {
   db = await createTestDatabase()
 })
 afterAll(async () => db?.close())
-afterEach(() => vi.restoreAllMocks())
+afterEach(restoreClock)
 
 const w = new World()
 
