@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { RUNTIME_NODE_FLAGS } from '../../../src/cli/node-flags.ts'
+import { RUNTIME_NODE_FLAGS, runtimeEnv } from '../../../src/cli/node-flags.ts'
 
 // The product as an operator runs it: `src/cli/main.ts` in its own OS process with the
 // heap flags it ships with, so a kill -9 or a crash is the real thing, not a test double.
@@ -44,7 +44,9 @@ export function liveProcesses(): CliProc[] {
 
 export function startCli(args: string[], env: Record<string, string>): CliProc {
   const child = spawn(process.execPath, [...RUNTIME_NODE_FLAGS, MAIN, ...args], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+    // With the flags given, the entry does not restart itself, so it would not add the
+    // compile cache either: it is given here, as the npm scripts give it.
+    env: runtimeEnv({ ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''
