@@ -49,6 +49,9 @@ module.exports = {
       { path: '^test/' }, { path: '^bench/' }),
     forbid('sql-only-in-db', 'Every SQL statement of the product is in db/ (drizzle stays there).',
       src('^src/db/'), { path: '^node_modules/drizzle-orm/' }),
+    forbid('drizzle-values-through-orm',
+      "drizzle-orm's values load from its CommonJS build in db/orm.ts (start-up cost: bench/README.md); other files import its types only.",
+      src('^src/db/orm[.]ts$'), { path: '^node_modules/drizzle-orm/', dependencyTypesNot: ['type-only'] }),
     forbid('nothing-imports-cli', 'cli/ wires the layers together; nothing in src/ imports it.',
       src('^src/cli/'), { path: '^src/cli/' }),
     {

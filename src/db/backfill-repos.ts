@@ -1,5 +1,5 @@
-import { eq, sql } from 'drizzle-orm'
 import type { Database } from './client.ts'
+import { eq, sql } from './orm.ts'
 import { backfillRepos } from './schema.ts'
 
 // The backfill's bookkeeping (schema.ts, backfill_repos): a repo is marked done only once

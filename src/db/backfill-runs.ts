@@ -1,6 +1,6 @@
-import { desc, notInArray, sql } from 'drizzle-orm'
 import type { BackfillCounts } from '../model/backfill-counts.ts'
 import type { Database } from './client.ts'
+import { desc, notInArray, sql } from './orm.ts'
 import { backfillRuns } from './schema.ts'
 
 // Each backfill run's progress (schema.ts, backfill_runs), written by the run itself: the

@@ -1,6 +1,7 @@
-import { type SQL, sql } from 'drizzle-orm'
+import type { SQL } from 'drizzle-orm'
 import type { Role } from '../model/nsids.ts'
 import { type Executor, rows } from './client.ts'
+import { sql } from './orm.ts'
 import { didSet, json } from './recordset.ts'
 import { TABLE } from './writes.ts'
 

@@ -2,12 +2,13 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
-import { Placeholder, type Query, type SQL, sql } from 'drizzle-orm'
-import { type PgDatabase, PgDialect, type PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import type { Query, SQL } from 'drizzle-orm'
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import type { Logger } from 'pino'
 import { backoffMs } from '../faults/backoff.ts'
 import { DataDirError } from '../faults/errors.ts'
 import { lockDataDir } from './data-dir-lock.ts'
+import { drivers, is, PgDialect, Placeholder, sql } from './orm.ts'
 import { type GuardedPglite, guardPglite, type PgliteModule, roomCheck } from './pglite-guard.ts'
 import { extractTemplate, readTemplate, templateNeeded } from './pglite-template.ts'
 import { readAgainIfConnectionLost } from './retry.ts'
@@ -138,7 +139,7 @@ function renderer(): (q: SQL, values?: Record<string, unknown>) => Query {
     rendered.set(q, once)
     return {
       sql: once.sql,
-      params: once.params.map((p) => (p instanceof Placeholder ? values[p.name] : p)),
+      params: once.params.map((p) => (is(p, Placeholder) ? values[p.name] : p)),
     }
   }
 }
@@ -172,10 +173,8 @@ function postgresOptions(opts: DatabaseOptions): PostgresOptions {
 const WRITES_UNBOUNDED = sql`SET LOCAL statement_timeout = 0`
 
 async function openPostgres(url: string, opts: DatabaseOptions): Promise<Database> {
-  const [{ default: postgres }, { drizzle }] = await Promise.all([
-    import('postgres'),
-    import('drizzle-orm/postgres-js'),
-  ])
+  const { default: postgres } = await import('postgres')
+  const { drizzle } = drivers.postgres()
   const options = postgresOptions(opts)
   const client = postgres(url, options)
   const orm = drizzle(client, { schema }) as unknown as Orm
@@ -196,7 +195,7 @@ async function openPostgres(url: string, opts: DatabaseOptions): Promise<Databas
     monitor: drizzle(monitorClient, { schema }) as unknown as Orm,
     ...transactions(() => orm, undefined, opts.readTimeoutMs ? WRITES_UNBOUNDED : null),
     migrate: async () => {
-      const { migrate } = await import('drizzle-orm/postgres-js/migrator')
+      const { migrate } = drivers.postgresMigrator()
       // A connection of its own without the read timeout: building an index takes its time.
       const { statement_timeout: _, ...connection } = options.connection ?? {}
       const once = postgres(url, { ...options, max: 1, connection })
@@ -290,7 +289,7 @@ async function openPglite(opts: DatabaseOptions): Promise<Database> {
     release()
     throw err
   }
-  const { drizzle } = await import('drizzle-orm/pglite')
+  const { drizzle } = drivers.pglite()
   let orm = drizzle(pg, { schema }) as unknown as Orm
   const render = renderer()
   const hasRoom = roomCheck(dataDir, opts.minFreeBytes ?? 0)
@@ -320,7 +319,7 @@ async function openPglite(opts: DatabaseOptions): Promise<Database> {
     },
     ...transactions(() => orm, hasRoom),
     migrate: async () => {
-      const { migrate } = await import('drizzle-orm/pglite/migrator')
+      const { migrate } = drivers.pgliteMigrator()
       await migrate(orm as never, { migrationsFolder: MIGRATIONS_DIR })
     },
     rows: (q) => rows(orm, q),

@@ -1,5 +1,5 @@
-import { sql } from 'drizzle-orm'
 import { FLAG_BITS } from '../model/flags.ts'
+import { sql } from './orm.ts'
 
 // The evidence behind a prompt's data-dependent flags, read in the same statement as a
 // single prompt's lookup so the sentence and the flag come from one snapshot. Each probe

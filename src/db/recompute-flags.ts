@@ -1,6 +1,7 @@
-import { type SQL, sql } from 'drizzle-orm'
+import type { SQL } from 'drizzle-orm'
 import { FLAG_BITS } from '../model/flags.ts'
 import { type Executor, rows } from './client.ts'
+import { sql } from './orm.ts'
 import { didSet, json } from './recordset.ts'
 import type { PromptRecord } from './schema.ts'
 

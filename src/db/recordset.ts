@@ -1,5 +1,6 @@
-import { getTableColumns, type SQL, type SQLChunk, sql } from 'drizzle-orm'
+import type { SQL, SQLChunk } from 'drizzle-orm'
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core'
+import { getTableColumns, sql } from './orm.ts'
 
 // Rows as one JSON parameter expanded with jsonb_to_recordset: one round trip whatever the
 // batch size, no parameter limit, and the same SQL on postgres.js and PGlite. The column list

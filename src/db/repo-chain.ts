@@ -1,6 +1,6 @@
-import { and, asc, count, desc, eq, ne, not, sql } from 'drizzle-orm'
 import type { ChainEvent, SyncState } from '../model/events.ts'
 import type { Database, Executor } from './client.ts'
+import { and, asc, count, desc, eq, ne, not, sql } from './orm.ts'
 import { recordset } from './recordset.ts'
 import { accounts, agents, conversations, prompts, repoChain } from './schema.ts'
 

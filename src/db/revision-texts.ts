@@ -1,6 +1,7 @@
-import { getTableColumns, type SQL, sql } from 'drizzle-orm'
+import type { SQL } from 'drizzle-orm'
 import { keyOf, type PreviousText, type TextRow } from '../model/rows.ts'
 import { type Executor, rows } from './client.ts'
+import { getTableColumns, sql } from './orm.ts'
 import { chunked, json, recordset, TEXT_ROWS_PER_STATEMENT, textValues } from './recordset.ts'
 import {
   type PromptRecord,

@@ -1,4 +1,7 @@
-import { type InferSelectModel, sql } from 'drizzle-orm'
+import type { InferSelectModel } from 'drizzle-orm'
+import type { CursorKind } from '../model/cursor.ts'
+import { FLAG_BITS, type FlagName } from '../model/flags.ts'
+import type { ListSort } from '../model/list-sort.ts'
 import {
   bigint,
   bigserial,
@@ -10,12 +13,10 @@ import {
   jsonb,
   pgTable,
   primaryKey,
+  sql,
   text,
   timestamp,
-} from 'drizzle-orm/pg-core'
-import type { CursorKind } from '../model/cursor.ts'
-import { FLAG_BITS, type FlagName } from '../model/flags.ts'
-import type { ListSort } from '../model/list-sort.ts'
+} from './orm.ts'
 
 // Record tables are keyed (did, rkey), did first, so the store can be sharded by did. A
 // delete keeps a tombstone (`deleted`, its rev) that refuses a replayed older create, and

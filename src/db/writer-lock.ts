@@ -1,5 +1,5 @@
-import { sql } from 'drizzle-orm'
 import type { Executor } from './client.ts'
+import { sql } from './orm.ts'
 
 // Every writer (live ingestion, backfill, admin actions, in any process) takes this lock
 // for its whole transaction: state read for the merge stays true until commit, and change

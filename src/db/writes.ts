@@ -1,4 +1,4 @@
-import { and, eq, getTableColumns, not, type SQL, sql } from 'drizzle-orm'
+import type { SQL } from 'drizzle-orm'
 import type { SourceCursor } from '../model/cursor.ts'
 import type { CursorPosition } from '../model/events.ts'
 import type { Role } from '../model/nsids.ts'
@@ -11,6 +11,7 @@ import {
   type StoredRecord,
 } from '../model/rows.ts'
 import { type Database, type Executor, rows } from './client.ts'
+import { and, eq, getTableColumns, not, sql } from './orm.ts'
 import {
   chunked,
   didSet,

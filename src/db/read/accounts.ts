@@ -1,5 +1,6 @@
-import { and, eq, inArray, isNotNull, not, type SQL, sql } from 'drizzle-orm'
+import type { SQL } from 'drizzle-orm'
 import type { Database } from '../client.ts'
+import { and, eq, inArray, isNotNull, not, sql } from '../orm.ts'
 import { readAgainIfConnectionLost } from '../retry.ts'
 import { accounts } from '../schema.ts'
 

@@ -1,5 +1,6 @@
-import { asc, gt, max, type SQL, sql } from 'drizzle-orm'
+import type { SQL } from 'drizzle-orm'
 import { type Database, rows } from '../client.ts'
+import { asc, gt, max, sql } from '../orm.ts'
 import { changes } from '../schema.ts'
 import { columnsOf, type RawRow } from './columns.ts'
 

@@ -1,4 +1,5 @@
-import { getTableColumns, type SQL, sql, type Table } from 'drizzle-orm'
+import type { SQL, Table } from 'drizzle-orm'
+import { getTableColumns, sql } from '../orm.ts'
 
 // Raw statements (the ones the builder cannot say) still take their select lists and row
 // types from schema.ts: columnsOf names each column by its schema key, so a row of

@@ -1,5 +1,6 @@
-import { type SQL, sql } from 'drizzle-orm'
+import type { SQL } from 'drizzle-orm'
 import { type Database, rows as rowsOn } from '../client.ts'
+import { sql } from '../orm.ts'
 import { type RepoTextRow, repoTextChainsQuery } from '../revision-texts.ts'
 
 // The snapshot export (SPEC 13): keyset pages inside one repeatable-read transaction, so

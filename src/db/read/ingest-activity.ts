@@ -1,6 +1,6 @@
-import { sql } from 'drizzle-orm'
 import type { BackfillCounts } from '../../model/backfill-counts.ts'
 import { type Database, rows } from '../client.ts'
+import { sql } from '../orm.ts'
 import { readAgainIfConnectionLost } from '../retry.ts'
 
 // Whether an ingest or a backfill is under way, and how far behind its newest event is, for

@@ -1,5 +1,6 @@
-import { type SQL, sql } from 'drizzle-orm'
+import type { SQL } from 'drizzle-orm'
 import type { ListSort } from '../../model/list-sort.ts'
+import { sql } from '../orm.ts'
 import { LIST_SORT_KEYS } from '../schema.ts'
 
 // The order and keyset bound of a prompt list page, spelled exactly like the order's partial

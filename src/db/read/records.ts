@@ -1,6 +1,7 @@
-import { type SQL, sql } from 'drizzle-orm'
+import type { SQL } from 'drizzle-orm'
 import { FLAG_BITS } from '../../model/flags.ts'
 import type { Database } from '../client.ts'
+import { sql } from '../orm.ts'
 import type { agents } from '../schema.ts'
 import { conversations } from '../schema.ts'
 import { columnsOf, type RawRow } from './columns.ts'

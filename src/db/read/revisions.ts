@@ -1,5 +1,6 @@
-import { type SQL, sql } from 'drizzle-orm'
+import type { SQL } from 'drizzle-orm'
 import type { Database } from '../client.ts'
+import { sql } from '../orm.ts'
 import {
   currentTextQuery,
   type RepoTextRow,

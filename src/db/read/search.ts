@@ -1,5 +1,6 @@
-import { type SQL, sql } from 'drizzle-orm'
+import type { SQL } from 'drizzle-orm'
 import type { Database } from '../client.ts'
+import { sql } from '../orm.ts'
 import { listOrder, sortKeyText } from './list-order.ts'
 import { listWhere, type PromptListQuery, type PromptListRow, promptListSelect } from './prompts.ts'
 

@@ -1,5 +1,5 @@
-import { and, desc, eq } from 'drizzle-orm'
 import type { Database } from '../client.ts'
+import { and, desc, eq } from '../orm.ts'
 import { readAgainIfConnectionLost } from '../retry.ts'
 import { ingestCursors } from '../schema.ts'
 import { readVisibleCounts } from './visible-counts.ts'

@@ -1,5 +1,5 @@
-import { sql } from 'drizzle-orm'
 import { type Database, rows } from '../client.ts'
+import { sql } from '../orm.ts'
 import { readAgainIfConnectionLost } from '../retry.ts'
 
 // The overview's sync card: repos by Sync 1.1 state and the ones waiting longest, of
