@@ -58,7 +58,7 @@ describe('benchmark scenarios at tiny scale', () => {
         rate: 300,
         seconds: 2,
         warmupS: 1,
-        pollMs: 5,
+        pollMs: 25,
         drainMs: 60_000,
         dids: 30,
       })

@@ -81,7 +81,7 @@ describe.runIf(serverUrl)('answer cache across processes', () => {
         const body = res.status === 200 ? ((await res.json()) as { cid: string }) : null
         if (!body) await res.text()
         seen.push({ sentAt, status: res.status, cid: body?.cid ?? null })
-        await new Promise((r) => setTimeout(r, 5))
+        await new Promise((r) => setTimeout(r, 25))
       }
     })()
     await waitFor('cached answers', async () => seen.filter((s) => s.cid === p.cid).length > 20)

@@ -91,7 +91,7 @@ describe.runIf(serverUrl)('change subscription on a serve replica', () => {
         const now = Date.now()
         for (let s = seen + 1; s <= Number(max ?? 0); s++) visibleAt.set(s, now)
         seen = Math.max(seen, Number(max ?? 0))
-        await new Promise((r) => setTimeout(r, 5))
+        await new Promise((r) => setTimeout(r, 25))
       }
     })()
 

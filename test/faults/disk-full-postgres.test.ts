@@ -71,7 +71,7 @@ describe.skipIf(skip !== null)('a tablespace that fills under Postgres while run
     const first = set.events[0].time_us
     while (((await readCursor(p)) ?? 0) < first + 0.2 * (set.lastTimeUs - first)) {
       if (p.exit()) throw new Error(tail(p.output()))
-      await sleep(10)
+      await sleep(25)
     }
     await fs.fill(512 << 10)
     const filled = Date.now()

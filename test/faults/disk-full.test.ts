@@ -73,7 +73,7 @@ describe.skipIf(skip !== null)('a disk that fills under PGlite while run ingests
     const target = first + 0.2 * (set.lastTimeUs - first)
     while (((await readCursor(p)) ?? 0) < target) {
       if (p.exit()) throw new Error(`exited before filling:\n${tail(p.output())}`)
-      await sleep(10)
+      await sleep(25)
     }
     await fs.fill(headroomBytes)
     return { fs, p, filledAt: Date.now() }

@@ -54,7 +54,7 @@ describe('a slow database under run (Postgres)', () => {
     p = startCli(replayArgs(file), { ...env, DATABASE_URL: proxy.urlFor(url) })
     await p.waitListening()
     const first = set.events[0].time_us
-    while (((await readCursor(p)) ?? 0) < first + 0.1 * (set.lastTimeUs - first)) await sleep(10)
+    while (((await readCursor(p)) ?? 0) < first + 0.1 * (set.lastTimeUs - first)) await sleep(25)
     proxy.setLatency(100)
     const before = await readCursor(p)
     const reads: number[] = []

@@ -110,7 +110,7 @@ async function killAfterPoison({ ctx, driver, file, h, last, failures }: Trial):
   while (Date.now() < deadline && !first.exit()) {
     c = await readCursor(first)
     if (c !== null && c >= h.afterPoisonUs) break
-    await sleep(10)
+    await sleep(25)
   }
   first.kill9()
   await first.exited

@@ -85,7 +85,7 @@ async function killAtCursor(p: CliProc, target: number): Promise<number | null> 
     const c = await readCursor(p)
     if (c !== null) last = c
     if (c !== null && c >= target) break
-    await sleep(10)
+    await sleep(25)
   }
   p.kill9()
   return last
