@@ -62,10 +62,10 @@ export async function uninterrupted(
 }
 
 /**
- * The short run's event count: enough for two cuts of a ~400-frame plan, a few kill points
+ * The short run's event count: enough for two cuts of a ~600-frame plan, a few kill points
  * and outages; every scenario of the short run replays it (most of its time is these events).
  */
-export const SHORT_EVENTS = 1_000
+export const SHORT_EVENTS = 1_500
 
 /** Where the one-event-per-batch run goes (the feed does not depend on the driver). */
 const FINE_DRIVER: Driver = process.env.CHAOS_FINE_DRIVER === 'pglite' ? 'pglite' : 'postgres'

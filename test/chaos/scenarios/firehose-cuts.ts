@@ -38,9 +38,9 @@ export function firehoseCutsScenario(driver: Driver): Scenario {
   return {
     name: `firehose-cuts-${driver}`,
     short: driver === 'postgres',
-    injects: `local relay of signed commits behind a proxy cutting every ~1,500 frames (short run: ~400), once mid-frame, on ${driver}`,
+    injects: `local relay of signed commits behind a proxy cutting every ~1,500 frames (short run: ~600), once mid-frame, on ${driver}`,
     async run(ctx) {
-      const frames = ctx.short ? 1_000 : 12_000
+      const frames = ctx.short ? 1_500 : 12_000
       const set = await loadOrBuildFrames(
         {
           frames,

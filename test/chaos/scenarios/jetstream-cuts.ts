@@ -28,11 +28,11 @@ import { type SyncTail, syncTail } from '../lib/sync-tail.ts'
 export type Wire = 'v1' | 'v2'
 
 /**
- * A cut every 1,200-1,800 frames; the short run's smaller event set gets one every 330-470,
+ * A cut every 1,200-1,800 frames; the short run's smaller event set gets one every 500-700,
  * so it still sees at least two cuts. One of the first two cuts is mid-frame.
  */
 export function cutPlan(ctx: ChaosContext, wire: Wire = 'v1'): CutPlan {
-  const [lo, hi] = ctx.short ? [330, 470] : [1_200, 1_800]
+  const [lo, hi] = ctx.short ? [500, 700] : [1_200, 1_800]
   const midAt = ctx.rand.int(1, 2)
   return {
     nextGap: () => ctx.rand.int(lo, hi),
@@ -87,7 +87,7 @@ export function jetstreamCutsScenario(driver: Driver, wire: Wire = 'v1'): Scenar
     name: `jetstream-${w}cuts-${driver}`,
     // The short run takes one driver per wire: v1 on PGlite, v2 on Postgres.
     short: driver === (wire === 'v1' ? 'pglite' : 'postgres'),
-    injects: `local Jetstream ${wire}${wire === 'v2' ? ' (dictionary zstd)' : ''} behind a proxy cutting the socket every ~1,500 frames (short run: ~400), once mid-frame, on ${driver}`,
+    injects: `local Jetstream ${wire}${wire === 'v2' ? ' (dictionary zstd)' : ''} behind a proxy cutting the socket every ~1,500 frames (short run: ~600), once mid-frame, on ${driver}`,
     async run(ctx, shared) {
       const base = await shared.baseline(driver)
       // v2 ends with a repo's resync and then silence, which only the clock can close. Its
