@@ -155,7 +155,7 @@ export async function startServer(
   let listening: Promise<unknown> = Promise.resolve()
   rt.shutdown.add('http server', async () => {
     await listening.catch(() => {})
-    await app.close()
+    await closeDraining(app, rt.ctx.logger)
   })
   if (rt.shutdown.closing) return app
   listening = app.listen({ host: config.host, port: config.port })
@@ -166,6 +166,27 @@ export async function startServer(
       `browse UI at ${uiAddress(app, config.host)}`,
     )
   return app
+}
+
+/** How long requests under way may finish at shutdown before their connections are cut. */
+const DRAIN_MS = 5000
+
+/**
+ * Closes the app, letting requests under way finish; a connection still open after
+ * DRAIN_MS is cut, so no client can hold the shutdown up to its deadline.
+ */
+async function closeDraining(app: FastifyInstance, logger: Logger): Promise<void> {
+  const cut = setTimeout(() => {
+    app.server.getConnections((_err, connections) => {
+      logger.warn({ connections, drainMs: DRAIN_MS }, 'requests still open at shutdown: cut')
+      app.server.closeAllConnections()
+    })
+  }, DRAIN_MS)
+  try {
+    await app.close()
+  } finally {
+    clearTimeout(cut)
+  }
 }
 
 /** Where a person points a browser: a wildcard bind address is reachable as localhost. */

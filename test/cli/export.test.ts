@@ -49,7 +49,7 @@ describe('prompt-appview export', () => {
       expect(res.headers.get('x-snapshot-seq')).toMatch(/^\d+$/)
       expect((await res.text()).trim().split('\n').length).toBe(stats.prompts)
       run.child.kill('SIGTERM')
-      expect(await run.exited).toBe(0)
+      expect(await run.exited, run.output()).toBe(0)
     } finally {
       run.child.kill('SIGKILL')
     }

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
@@ -110,4 +111,19 @@ describe('graceful shutdown', () => {
     await runToEnd(interrupted)
     expect(await dump(interrupted)).toEqual(await dump(straight))
   }, 420_000)
+
+  it('a request left open does not hold the shutdown up: its connection is cut after the drain', async () => {
+    const p = await startServing(['serve'], await store('held'))
+    // Headers begun and never finished: Node counts the connection as busy, not idle.
+    const socket = connect(p.port, '127.0.0.1')
+    await new Promise((resolve) => socket.once('connect', resolve))
+    socket.write('GET /v1/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n')
+    socket.on('error', () => {})
+    const t0 = performance.now()
+    p.child.kill('SIGTERM')
+    expect(await p.exited, p.output()).toBe(0)
+    expect(performance.now() - t0).toBeLessThan(12_000)
+    expect(p.output()).toMatch(/"connections":1,[^\n]*requests still open at shutdown: cut/)
+    socket.destroy()
+  })
 })
