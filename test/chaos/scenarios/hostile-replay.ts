@@ -100,9 +100,10 @@ async function runThrough({ ctx, driver, file, h, last, failures }: Trial): Prom
 
 async function killAfterPoison({ ctx, driver, file, h, last, failures }: Trial): Promise<Digest> {
   const db = await freshDb(ctx, driver)
-  // Small batches: the kill must land after the poison line and well before the end.
-  const env = { ...COMMON_ENV, ...db.env, BATCH_SIZE: '10' }
-  const first = startCli(replayArgs(file), env)
+  // Small batches: the kill must land after the poison line and well before the end. The
+  // restart only has to finish, at the default size.
+  const env = { ...COMMON_ENV, ...db.env }
+  const first = startCli(replayArgs(file), { ...env, BATCH_SIZE: '10' })
   ctx.defer('stop run B', () => void first.kill9())
   await first.waitListening()
   let c: number | null = null
