@@ -177,8 +177,8 @@ const DRAIN_MS = 5000
  */
 async function closeDraining(app: FastifyInstance, logger: Logger): Promise<void> {
   const cut = setTimeout(() => {
-    app.server.getConnections((_err, connections) => {
-      logger.warn({ connections, drainMs: DRAIN_MS }, 'requests still open at shutdown: cut')
+    app.server.getConnections((err, connections) => {
+      logger.warn({ err, connections, drainMs: DRAIN_MS }, 'requests still open at shutdown: cut')
       app.server.closeAllConnections()
     })
   }, DRAIN_MS)
