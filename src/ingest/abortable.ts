@@ -1,7 +1,5 @@
 import type { Sink, SourceItem } from '../model/events.ts'
 
-export { sleepUnlessAborted } from '../faults/timers.ts'
-
 /**
  * Pushes unless `signal` aborts first: a source must stop promptly on shutdown even while
  * a full write queue holds its push. Returns false when aborted.

@@ -1,11 +1,10 @@
+import type { Logger } from 'pino'
 import type { SourceItem } from '../model/events.ts'
-// Which source positions may become the stored cursor and the lag figures. One rule for every
-// source (replay, Jetstream v1 and v2, firehose): a stored cursor is where the next start
-// skips to, so a single hostile time or seq that became the cursor would hide every later
-// event after a restart, and a future time would make the lag read 0 forever. Pure: the
-// caller passes the clock, counts and logs the refusals (see cursor-refusals.ts).
+import type { CursorRefusal, Metrics } from '../observe/metrics.ts'
 
-import type { CursorRefusal } from '../observe/metrics.ts'
+// Which source positions may become the stored cursor and the lag figures, one pure rule for
+// every source: a hostile time or seq stored as the cursor would hide every later event after
+// a restart. The caller passes the clock, and counts and logs refusals with a RefusalReporter.
 
 /** How far a source time may run ahead of our clock: clock skew, not hostile input. */
 export const MAX_FUTURE_SKEW_US = 5 * 60 * 1_000_000
@@ -16,13 +15,6 @@ export const MAX_FUTURE_SKEW_US = 5 * 60 * 1_000_000
  * a larger jump is accepted once the following frame continues from it.
  */
 export const MAX_SEQ_LEAP = 1_000_000
-
-// Reasons (the metric's label values, in metrics.ts): `future_time` (more than the skew ahead
-// of now), `bad_time` (not readable), `seq_backwards` / `seq_leap` (a seq that does not
-// continue the sequence, not yet confirmed by the next frame), `stored_cursor` (a stored
-// cursor that is a future time, or of a kind the source cannot resume from: ignored and reset
-// at start, cli/start-cursor.ts).
-export type { CursorRefusal }
 
 /** A time fit for the cursor and the lag: a safe integer ≥ 0, at most the skew ahead of now. */
 export function checkSourceTime(timeUs: number, nowUs: number): CursorRefusal | null {
@@ -123,4 +115,45 @@ export function guardSeqFrame(
     }
   })
   return { track: adv.track, items: out, refusals: [...refusals] }
+}
+
+/** Counts every refusal and logs a few per window: a hostile stream must not flood the log. */
+export type RefusalReporter = (reason: CursorRefusal, detail: Record<string, unknown>) => void
+
+export interface RefusalReporterOptions {
+  source: string
+  logger: Logger
+  metrics: Metrics
+  /** Log lines per window; the rest are counted and summed up in the next line. */
+  burst?: number
+  windowMs?: number
+  now?: () => number
+}
+
+export function createRefusalReporter(opts: RefusalReporterOptions): RefusalReporter {
+  const burst = opts.burst ?? 10
+  const windowMs = opts.windowMs ?? 60_000
+  const now = opts.now ?? (() => performance.now())
+  let windowStart = Number.NEGATIVE_INFINITY
+  let logged = 0
+  let suppressed = 0
+  return (reason, detail) => {
+    opts.metrics.cursorRefusedTotal.inc({ source: opts.source, reason })
+    const t = now()
+    if (t - windowStart >= windowMs) {
+      windowStart = t
+      logged = 0
+    }
+    if (logged >= burst) {
+      suppressed++
+      return
+    }
+    logged++
+    // `detail` carries positions only (time_us, seq): DIDs of hostile input stay out of it.
+    opts.logger.warn(
+      { source: opts.source, reason, ...detail, suppressedBefore: suppressed },
+      `position refused for the cursor and the lag (${reason}); the event itself is not lost`,
+    )
+    suppressed = 0
+  }
 }

@@ -7,10 +7,9 @@ import type { Sink, SourceItem } from '../model/events.ts'
 import { steadyNowMs } from '../observe/clock.ts'
 import type { Metrics } from '../observe/metrics.ts'
 import { pushUnlessAborted } from './abortable.ts'
-import { advanceTimeCursor } from './cursor-guard.ts'
-import { createRefusalReporter } from './cursor-refusals.ts'
+import { advanceTimeCursor, createRefusalReporter } from './cursor-guard.ts'
 import { normalizeJetstreamEvent } from './jetstream/event.ts'
-import { recordSkip } from './record-skip.ts'
+import { recordSkip } from './jetstream/skip.ts'
 import type { Source } from './source.ts'
 
 export interface ReplaySourceOptions {

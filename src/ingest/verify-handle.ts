@@ -1,23 +1,23 @@
 import type { Logger } from 'pino'
 import { withTimeout } from '../faults/timers.ts'
+import type { IndexEvent } from '../model/events.ts'
 import type { HandleVerifier } from '../model/handles.ts'
 
-/**
- * A handle check that never holds a source up for long: after `timeoutMs`, or on failure,
- * the handle is stored as absent (the DID document, not the event, is authoritative).
- */
-export async function verifyWithTimeout(
-  verifyHandle: HandleVerifier | undefined,
-  did: string,
+/** An identity event's handle verified both ways, absent after `timeoutMs` or a failure. */
+export async function withVerifiedHandle(
+  event: IndexEvent | null,
   claimed: string | null,
-  timeoutMs: number,
+  o: { verifyHandle?: HandleVerifier; verifyTimeoutMs?: number },
   logger: Logger,
-): Promise<string | null> {
-  if (!verifyHandle) return null
+): Promise<IndexEvent | null> {
+  if (event?.kind !== 'identity') return event
+  if (!o.verifyHandle) return { ...event, handle: null }
   try {
-    return await withTimeout(verifyHandle(did, claimed), timeoutMs, () => null)
+    const verified = o.verifyHandle(event.did, claimed)
+    const handle = await withTimeout(verified, o.verifyTimeoutMs ?? 10_000, () => null)
+    return { ...event, handle }
   } catch (err) {
     logger.debug({ err, handle: claimed }, 'handle verification failed')
-    return null
+    return { ...event, handle: null }
   }
 }

@@ -1,7 +1,5 @@
 import type { IncomingMessage } from 'node:http'
 import { WebSocket } from 'ws'
-import { type BackoffOptions, backoffMs } from '../faults/backoff.ts'
-import { sleepUnlessAborted } from './abortable.ts'
 
 // The one WebSocket session of every network source (Jetstream v1 and v2, the firehose): it
 // connects, hands the frames over as an async iterator, pauses reading while the consumer
@@ -220,37 +218,6 @@ export class WsSession<T> {
   #notify(): void {
     this.#wake?.()
     this.#wake = null
-  }
-}
-
-/** What an end means: reconnect after the backoff, reconnect at once, or stop the source. */
-export type NextStep = 'retry' | 'now' | 'stop'
-
-export interface ReconnectOptions {
-  signal: AbortSignal
-  /** The source's backoff shape (backoff.ts); attempt 0 follows a session that had data. */
-  backoff: BackoffOptions
-  /** One session to its end, and what that end means. */
-  session: () => Promise<{ next: NextStep; received: number }>
-  /** Counts a reconnect (every session after the first). */
-  onReconnect: () => void
-  /** Before each wait: the source logs why it reconnects. */
-  onRetry: (wait: { attempt: number; delayMs: number }) => void
-}
-
-/** Sessions one after another until aborted or one's end means stop. */
-export async function reconnect(o: ReconnectOptions): Promise<void> {
-  let attempt = 0
-  for (let connects = 0; !o.signal.aborted; connects++) {
-    if (connects > 0) o.onReconnect()
-    const end = await o.session()
-    if (o.signal.aborted || end.next === 'stop') return
-    if (end.next === 'now') continue
-    // A session that delivered data was healthy: start the backoff over.
-    attempt = end.received > 0 ? 1 : attempt + 1
-    const delayMs = backoffMs(attempt - 1, o.backoff)
-    o.onRetry({ attempt, delayMs })
-    await sleepUnlessAborted(delayMs, o.signal)
   }
 }
 

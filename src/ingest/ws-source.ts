@@ -1,12 +1,14 @@
-import type { BackoffOptions } from '../faults/backoff.ts'
+import { type BackoffOptions, backoffMs } from '../faults/backoff.ts'
+import { sleepUnlessAborted } from '../faults/timers.ts'
 import type { Sink } from '../model/events.ts'
 import type { Metrics } from '../observe/metrics.ts'
-import { type NextStep, reconnect, type SessionEnd, WsSession } from './ws-session.ts'
+import { type SessionEnd, WsSession } from './ws-session.ts'
 
-// The one runner of every network source (Jetstream v1 and v2, the firehose). A source is a
-// Wire: the URL of its next connection (from its cursor), how it decodes and hands on the
-// frames of one connection (its cursor policy), and what a connection's end means. The
-// runner holds the connection loop: the session (ws-session.ts), backoff, reconnect counts.
+// The one runner of every network source: a Wire says the next URL (from its cursor), decodes
+// and hands on frames (its cursor policy) and what an end means; the runner reconnects.
+
+/** What an end means: reconnect after the backoff, reconnect at once, or stop the source. */
+export type NextStep = 'retry' | 'now' | 'stop'
 
 /** What a connection's frame handler says after a frame. */
 export type FrameVerdict =
@@ -47,7 +49,7 @@ export interface WireRunOptions {
   /** The socket opened: the source logs where it connected, and from which cursor. */
   onOpen: (url: string) => void
   /** Logs a reconnect's wait: what ended the connection, and the backoff. */
-  onRetry: (wait: { attempt: number; delayMs: number; end: SessionEnd | null }) => void
+  onRetry: (wait: { attempt: number; delayMs: number; end: SessionEnd }) => void
 }
 
 /** Connections one after another until `signal` aborts or an end means stop. */
@@ -57,19 +59,20 @@ export async function runWire<T>(
   signal: AbortSignal,
   o: WireRunOptions,
 ): Promise<void> {
-  let last: SessionEnd | null = null
-  await reconnect({
-    signal,
-    backoff: o.backoff,
-    onReconnect: () => o.metrics.sourceReconnectsTotal.inc({ source: o.source }),
-    session: async () => {
-      const end = await connectOnce(wire, sink, signal, o)
-      last = end
-      if (signal.aborted) return { next: 'stop', received: end.received }
-      return { next: wire.end(end), received: end.received }
-    },
-    onRetry: (wait) => o.onRetry({ ...wait, end: last }),
-  })
+  let attempt = 0
+  for (let connects = 0; !signal.aborted; connects++) {
+    if (connects > 0) o.metrics.sourceReconnectsTotal.inc({ source: o.source })
+    const end = await connectOnce(wire, sink, signal, o)
+    if (signal.aborted) return
+    const next = wire.end(end)
+    if (next === 'stop') return
+    if (next === 'now') continue
+    // A session that delivered data was healthy: start the backoff over.
+    attempt = end.received > 0 ? 1 : attempt + 1
+    const delayMs = backoffMs(attempt - 1, o.backoff)
+    o.onRetry({ attempt, delayMs, end })
+    await sleepUnlessAborted(delayMs, signal)
+  }
 }
 
 /** One connection from the wire's URL, each frame handled in turn, until it ends. */

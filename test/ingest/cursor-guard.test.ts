@@ -3,12 +3,12 @@ import {
   advanceSeqCursor,
   advanceTimeCursor,
   checkSourceTime,
+  createRefusalReporter,
   guardSeqFrame,
   MAX_FUTURE_SKEW_US,
   MAX_SEQ_LEAP,
   type SeqTrack,
 } from '../../src/ingest/cursor-guard.ts'
-import { createRefusalReporter } from '../../src/ingest/cursor-refusals.ts'
 import { seqCursor } from '../../src/model/cursor.ts'
 import { captureLogger, testMetrics } from '../helpers/ingest-kit.ts'
 

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { normalizeJetstreamEvent } from '../../src/ingest/jetstream/event.ts'
-import type { NormalizeResult } from '../../src/ingest/jetstream/skip.ts'
-import { recordSkip } from '../../src/ingest/record-skip.ts'
+import { type NormalizeResult, recordSkip } from '../../src/ingest/jetstream/skip.ts'
 import { timeCursor } from '../../src/model/cursor.ts'
 import {
   COLLECTIONS,

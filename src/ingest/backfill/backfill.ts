@@ -11,7 +11,7 @@ import {
   createProgressRecorder,
   createProgressReporter,
 } from './progress.ts'
-import { fetchRepoSnapshot, withRetries } from './repo-snapshot.ts'
+import { fetchSnapshotWithRetries, withRetries } from './repo-snapshot.ts'
 import { sharedUpstreamLimiter, type UpstreamLimiter } from './upstream-limiter.ts'
 
 // Backfill: find the repos that hold the indexed collections, stream each from its own PDS
@@ -93,7 +93,7 @@ export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummar
     opts.onProgress?.(p)
   }
   recorder?.update(snapshotOf())
-  const queue = counted(opts.dids ? fromList(opts.dids) : listRepos(opts), state)
+  const queue = counted(opts.dids ?? listRepos(opts), state)
   const one = (did: string) => backfillRepo(opts, did, state, failures)
   try {
     await runWorkers(opts, queue, async (did) => {
@@ -110,7 +110,10 @@ export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummar
 }
 
 /** The listed DIDs, each once, counted as they come. */
-async function* counted(source: AsyncIterable<string>, state: Counts): AsyncGenerator<string> {
+async function* counted(
+  source: AsyncIterable<string> | Iterable<string>,
+  state: Counts,
+): AsyncGenerator<string> {
   const seen = new Set<string>()
   for await (const did of source) {
     if (seen.has(did)) continue
@@ -183,53 +186,30 @@ async function backfillRepo(
 }
 
 function fetchWithRetries(opts: BackfillOptions, did: string): Promise<RepoSnapshotEvent> {
-  return withRetries(
-    (attempt) =>
-      fetchRepoSnapshot(did, {
-        resolver: opts.resolver,
-        collections: opts.collections,
-        signal: opts.signal,
-        fetch: opts.fetch,
-        allowPrivateNetwork: opts.allowPrivateNetwork,
-        forceRefresh: attempt > 1,
-        limiter: opts.limiter,
-        limits: opts.limits,
-        metrics: opts.metrics,
-        logger: opts.logger,
-      }),
-    opts.attempts ?? 3,
-    opts.signal,
-    opts.retryDelayMs,
-  )
-}
-
-async function* fromList(dids: string[]): AsyncGenerator<string> {
-  yield* dids
+  const { attempts, retryDelayMs, ...fetchOpts } = opts
+  return fetchSnapshotWithRetries(did, fetchOpts, attempts ?? 3, retryDelayMs)
 }
 
 // Typed by the lexicon, but a host's answer is checked, not trusted.
 type Page = { cursor?: unknown; repos?: Array<{ did?: unknown; active?: unknown }> }
-type Lister = (cursor: string | undefined) => Promise<Page | null>
+type Repo = NonNullable<Page['repos']>[number]
 
 /** listReposByCollection (a relay), falling back to listRepos (a PDS has only that). */
 async function* listRepos(opts: BackfillOptions): AsyncGenerator<string> {
   if (!opts.relayUrl) throw new Error('backfill needs relayUrl or a DID list')
   const base = httpBase(opts.relayUrl)
   const client = limitedClient(base, opts)
+  const { signal } = opts
+  const hasDid = (r: Repo) => typeof r.did === 'string'
   let implemented = true
   for (const collection of opts.collections) {
-    const byCollection: Lister = (cursor) =>
-      listed('listReposByCollection', opts, () =>
-        client.get('com.atproto.sync.listReposByCollection', {
-          params: {
-            collection: collection as `${string}.${string}.${string}`,
-            limit: PAGE,
-            cursor,
-          },
-          signal: opts.signal,
-        }),
-      )
-    implemented = yield* didsOf(paged(byCollection, opts.signal), (r) => typeof r.did === 'string')
+    const nsid = collection as `${string}.${string}.${string}`
+    implemented = yield* listDids(opts, 'listReposByCollection', hasDid, (cursor) =>
+      client.get('com.atproto.sync.listReposByCollection', {
+        params: { collection: nsid, limit: PAGE, cursor },
+        signal,
+      }),
+    )
     if (!implemented) break
   }
   if (implemented) return
@@ -237,44 +217,29 @@ async function* listRepos(opts: BackfillOptions): AsyncGenerator<string> {
     { url: base },
     'no listReposByCollection here (a PDS?): listing every repo with listRepos',
   )
-  const everyRepo: Lister = (cursor) =>
-    listed('listRepos', opts, () =>
-      client.get('com.atproto.sync.listRepos', {
-        params: { limit: PAGE, cursor },
-        signal: opts.signal,
-      }),
-    )
   // Inactive repos cannot be fetched; their account state comes from the live stream.
-  if (
-    !(yield* didsOf(
-      paged(everyRepo, opts.signal),
-      (r) => typeof r.did === 'string' && r.active !== false,
-    ))
+  const active = (r: Repo) => hasDid(r) && r.active !== false
+  const listedAll = yield* listDids(opts, 'listRepos', active, (cursor) =>
+    client.get('com.atproto.sync.listRepos', { params: { limit: PAGE, cursor }, signal }),
   )
-    throw new Error(`${base} implements neither listReposByCollection nor listRepos`)
+  if (!listedAll) throw new Error(`${base} implements neither listReposByCollection nor listRepos`)
 }
 
-/** Every page of one paginated list; returns false when the host does not implement it. */
-async function* paged(list: Lister, signal: AbortSignal): AsyncGenerator<Page, boolean> {
+/** The DIDs `keep` accepts, every page of one list; false when the host lacks the method. */
+async function* listDids(
+  opts: BackfillOptions,
+  method: string,
+  keep: (r: Repo) => boolean,
+  send: (cursor: string | undefined) => Promise<ListAnswer>,
+): AsyncGenerator<string, boolean> {
   let cursor: string | undefined
   do {
-    const page = await list(cursor)
+    const page = await listed(method, opts, () => send(cursor))
     if (!page) return false
-    yield page
+    for (const r of page.repos ?? []) if (keep(r)) yield r.did as string
     cursor = typeof page.cursor === 'string' && page.repos?.length ? page.cursor : undefined
-  } while (cursor && !signal.aborted)
+  } while (cursor && !opts.signal.aborted)
   return true
-}
-
-/** The DIDs of the repos `keep` accepts, page by page; returns what `pages` returns. */
-async function* didsOf(
-  pages: AsyncGenerator<Page, boolean>,
-  keep: (r: { did?: unknown; active?: unknown }) => boolean,
-): AsyncGenerator<string, boolean> {
-  for (let next = await pages.next(); ; next = await pages.next()) {
-    if (next.done) return next.value
-    for (const r of next.value.repos ?? []) if (keep(r)) yield r.did as string
-  }
 }
 
 type ListAnswer =

@@ -14,8 +14,6 @@ import {
 } from './car-stream.ts'
 import { retryAfterMs, sharedUpstreamLimiter, type UpstreamLimiter } from './upstream-limiter.ts'
 
-export { retryAfterMs }
-
 // One repo, fetched with getRepo from the PDS its DID document names, read as a checked
 // stream (car-stream.ts) and verified: shared by backfill and the firehose's resyncs.
 
@@ -249,4 +247,16 @@ export function withRetries<T>(
     attempts,
     signal,
   })
+}
+
+/** fetchRepoSnapshot tried up to `attempts` times, the DID document re-resolved on each retry. */
+export function fetchSnapshotWithRetries(
+  did: string,
+  opts: RepoFetchOptions,
+  attempts: number,
+  retryDelayMs?: number,
+): Promise<RepoSnapshotEvent> {
+  const fetchOnce = (attempt: number) =>
+    fetchRepoSnapshot(did, { ...opts, forceRefresh: attempt > 1 })
+  return withRetries(fetchOnce, attempts, opts.signal, retryDelayMs)
 }

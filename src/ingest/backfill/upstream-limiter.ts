@@ -1,6 +1,6 @@
 import { UpstreamError } from '../../faults/errors.ts'
+import { sleepUnlessAborted } from '../../faults/timers.ts'
 import type { Metrics } from '../../observe/metrics.ts'
-import { sleepUnlessAborted } from '../abortable.ts'
 
 // Requests to one upstream host (a PDS, a relay) go through here: at most `perHost` at
 // once, each held until its body is read; the host's `ratelimit-remaining: 0` with

@@ -1,28 +1,29 @@
 import { cborDecodeMulti } from '@atproto/common'
+import { parseCommitUnauthenticated } from '@atproto/sync'
 import type { Logger } from 'pino'
 import { seqCursor } from '../../model/cursor.ts'
 import type {
   AccountEvent,
+  CommitEvent,
   IdentityEvent,
   RepoSnapshotEvent,
   SourceItem,
 } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'
+import { steadyNowMs } from '../../observe/clock.ts'
 import type { Metrics } from '../../observe/metrics.ts'
 import type { DidResolver } from '../did-resolver.ts'
+import { recordJson } from '../lex-json.ts'
 import type { ChainFrames } from './chain/chain-frames.ts'
-import {
-  type CommitBody,
-  type CommitContext,
-  collectionOf,
-  commitItems,
-  isCommitBody,
-} from './commit.ts'
 import { collectionNeedles, skimUnmatchedCommit } from './frame-skim.ts'
-import { eventUs, reasonOf, str, toTimeUs } from './values.ts'
+import { type CommitBody, type KeyLookup, verifyCommit } from './signature.ts'
 
-// One subscribeRepos frame in, the SourceItems it means out. Kept apart from the socket so
-// a benchmark can measure decode, filter and verification on recorded frames.
+// One subscribeRepos frame in, the SourceItems it means out (a `#commit` without chain state
+// proven against its MST and signature here). Apart from the socket, so a benchmark can
+// measure decode, filter and verification on recorded frames.
+
+type RepoOp = CommitBody['ops'][number]
+type ParsedOps = Awaited<ReturnType<typeof parseCommitUnauthenticated>>
 
 export interface FrameResult {
   items: SourceItem[]
@@ -67,21 +68,15 @@ const SOURCE = 'firehose'
 
 export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcessor {
   const wanted = new Set(opts.collections)
-  const { logger, metrics } = opts
   const countError = (collection: string, op: string) =>
-    metrics.eventsTotal.inc({ source: SOURCE, collection, op, outcome: 'error' })
+    opts.metrics.eventsTotal.inc({ source: SOURCE, collection, op, outcome: 'error' })
   const ctx: FrameContext = {
     opts,
     needles: collectionNeedles(opts.collections),
     chain: opts.unauthenticated ? undefined : opts.chain,
     countError,
-    commit: {
-      match: (collection) => wanted.has(collection),
-      unauthenticated: opts.unauthenticated ?? false,
-      resolveKey: (did, forceRefresh) => opts.resolver.resolveKey(did, { forceRefresh }),
-      logger,
-      countError,
-    },
+    match: (collection) => wanted.has(collection),
+    resolveKey: (did, forceRefresh) => opts.resolver.resolveKey(did, { forceRefresh }),
   }
   return (frame) => processFrame(ctx, frame)
 }
@@ -92,7 +87,8 @@ interface FrameContext {
   needles: Buffer[]
   chain: FrameProcessorOptions['chain']
   countError: (collection: string, op: string) => void
-  commit: CommitContext
+  match: (collection: string) => boolean
+  resolveKey: KeyLookup
 }
 
 type Body = Record<string, unknown>
@@ -177,7 +173,7 @@ async function commitFrameItems(
   timeUs: number | null,
 ): Promise<SourceItem[]> {
   const { chain } = ctx
-  const ops = body.ops.filter((op) => ctx.commit.match(collectionOf(op.path)))
+  const ops = body.ops.filter((op) => ctx.match(collectionOf(op.path)))
   if (chain) {
     if (ops.length === 0 && !chain.isTracked(body.repo))
       return [cursorOnly({ seq: body.seq, timeUs })]
@@ -188,7 +184,7 @@ async function commitFrameItems(
   }
   if (ops.length === 0) return [cursorOnly({ seq: body.seq, timeUs })]
   if (body.tooBig) return snapshotItems(ctx, body.repo, body.seq, timeUs)
-  return commitItems(ctx.commit, body, ops, timeUs)
+  return commitItems(ctx, body, ops, timeUs)
 }
 
 function accountItems(m: Message): SourceItem[] | null {
@@ -247,4 +243,133 @@ async function snapshotItems(
     )
     return [cursorOnly({ seq, timeUs })]
   }
+}
+
+/** The items of a commit's wanted `ops`; one cursor-only item when none survives. */
+async function commitItems(
+  ctx: FrameContext,
+  body: CommitBody,
+  ops: RepoOp[],
+  timeUs: number | null,
+): Promise<SourceItem[]> {
+  const seq = body.seq
+  const parsed = await parseOps(ctx, body, ops)
+  if (parsed === null) return [cursorOnly({ seq, timeUs })]
+  const items: SourceItem[] = []
+  for (const op of ops) {
+    const event = eventOfOp(ctx, body, op, parsed, timeUs)
+    if (event) items.push({ event, cursor: seqCursor(seq), timeUs })
+  }
+  if (items.length === 0) return [cursorOnly({ seq, timeUs })]
+  // Only the last item of a frame completes it: a cursor committed after an earlier item
+  // must make a restart replay the whole frame (seq - 1), never skip the rest of it.
+  for (let i = 0; i < items.length - 1; i++) items[i].cursor = seqCursor(seq - 1)
+  return items
+}
+
+/** The proven ops; null (counted and logged) when the commit fails verification. */
+async function parseOps(
+  ctx: FrameContext,
+  body: CommitBody,
+  ops: RepoOp[],
+): Promise<ParsedOps | null> {
+  try {
+    if (ctx.opts.unauthenticated) return await parseCommitUnauthenticated(body, ctx.match)
+    return (await verifyCommit(ctx.resolveKey, body, ctx.match)).events
+  } catch (err) {
+    for (const op of ops) ctx.countError(collectionOf(op.path), opLabel(op))
+    ctx.opts.logger.warn(
+      { did: body.repo, seq: body.seq, rev: body.rev, reason: reasonOf(err) },
+      'firehose commit failed verification, skipped',
+    )
+    return null
+  }
+}
+
+function eventOfOp(
+  ctx: FrameContext,
+  body: CommitBody,
+  op: RepoOp,
+  parsed: ParsedOps,
+  timeUs: number | null,
+): CommitEvent | null {
+  const { collection, rkey } = splitPath(op.path)
+  const evt = parsed.find((p) => p.collection === collection && p.rkey === rkey)
+  const action = opLabel(op)
+  if (!evt || action === 'unknown') {
+    // @atproto/sync drops ops the MST does not prove, and ops whose record block is absent.
+    ctx.countError(collection, action)
+    ctx.opts.logger.warn(
+      { did: body.repo, seq: body.seq, path: op.path, action: op.action },
+      'firehose op not proven by its commit (or record missing), skipped',
+    )
+    return null
+  }
+  const json = evt.event === 'delete' ? { json: null } : recordJson(evt.record)
+  if ('unrepresentable' in json) {
+    ctx.countError(collection, action)
+    ctx.opts.logger.warn(
+      { did: body.repo, seq: body.seq, path: op.path, reason: json.unrepresentable },
+      'firehose record cannot be stored as JSON, skipped',
+    )
+    return null
+  }
+  return {
+    kind: 'commit',
+    did: body.repo,
+    collection,
+    rkey,
+    rev: body.rev,
+    op: action,
+    cid: evt.event === 'delete' ? null : evt.cid.toString(),
+    record: json.json,
+    timeUs: eventUs(timeUs),
+  }
+}
+
+function isCommitBody(b: Record<string, unknown>): b is CommitBody & Record<string, unknown> {
+  return (
+    typeof b.repo === 'string' &&
+    typeof b.rev === 'string' &&
+    b.blocks instanceof Uint8Array &&
+    b.commit != null &&
+    Array.isArray(b.ops) &&
+    b.ops.every((op) => op && typeof op.path === 'string' && typeof op.action === 'string')
+  )
+}
+
+function collectionOf(path: string): string {
+  const slash = path.indexOf('/')
+  return slash < 0 ? path : path.slice(0, slash)
+}
+
+function splitPath(path: string): { collection: string; rkey: string } {
+  const slash = path.indexOf('/')
+  return { collection: path.slice(0, slash), rkey: path.slice(slash + 1) }
+}
+
+function opLabel(op: RepoOp): CommitEvent['op'] | 'unknown' {
+  const a: string = op.action
+  return a === 'create' || a === 'update' || a === 'delete' ? a : 'unknown'
+}
+
+/** An event's own time: the frame's, else when it was read (items keep null for the lag). */
+function eventUs(timeUs: number | null): number {
+  return timeUs ?? steadyNowMs() * 1000
+}
+
+function reasonOf(err: unknown): string {
+  const e = err as Error & { cause?: unknown }
+  const msg = e?.message ?? String(err)
+  return e?.cause instanceof Error ? `${msg}: ${e.cause.message}` : msg
+}
+
+/** The frame's `time` in µs, or null when it is not a date (never our clock: the lag would lie). */
+function toTimeUs(time: unknown): number | null {
+  const ms = typeof time === 'string' ? Date.parse(time) : Number.NaN
+  return Number.isFinite(ms) ? ms * 1000 : null
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : undefined
 }

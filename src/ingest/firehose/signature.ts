@@ -19,7 +19,8 @@ import { verifySignatureNative } from './native-verify.ts'
 // verifyProofs/formatCommitOps are reproduced from the same library pieces, with the same
 // errors (a RepoVerificationError retries once with a refreshed key; nothing else does).
 
-type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
+/** A `#commit` frame's body, as @atproto/sync types it. */
+export type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
 type RepoOp = CommitBody['ops'][number]
 type Cid = NonNullable<RepoOp['cid']>
 

@@ -1,5 +1,7 @@
 import { isValidDid } from '@atproto/syntax'
+import type { Logger } from 'pino'
 import type { SourceItem } from '../../model/events.ts'
+import type { Metrics } from '../../observe/metrics.ts'
 
 // The vocabulary of Jetstream v1 normalization shared by its commit, account and identity
 // readers (and the v2 frame reader): results, skip reasons, and the envelope checks.
@@ -99,4 +101,30 @@ export function skipOf(
 export function str(v: unknown): string {
   const s = typeof v === 'string' ? JSON.stringify(v) : String(v)
   return s.length > 80 ? `${s.slice(0, 80)}…` : s
+}
+
+/** Counts a skipped event as `outcome=error` and logs why (with e.g. `{ line }` in `extra`). */
+export function recordSkip(
+  deps: { logger: Logger; metrics: Metrics },
+  source: string,
+  skip: NormalizeSkip,
+  extra: Record<string, unknown> = {},
+): void {
+  deps.metrics.eventsTotal.inc({
+    source,
+    collection: skip.collection,
+    op: skip.op,
+    outcome: 'error',
+  })
+  deps.logger.warn(
+    {
+      source,
+      reason: skip.reason,
+      collection: skip.collection,
+      op: skip.op,
+      timeUs: skip.timeUs,
+      ...extra,
+    },
+    `skipped bad event (${skip.reason}): ${skip.detail}`,
+  )
 }

@@ -2,37 +2,72 @@ import type { Logger } from 'pino'
 import { type Config, collectionsOf } from '../../config/config.ts'
 import { backoffMs } from '../../faults/backoff.ts'
 import { type SourceCursor, seqCursor, timeCursor, valueOfKind } from '../../model/cursor.ts'
-import type { IdentityEvent, IndexEvent, Sink, SourceItem } from '../../model/events.ts'
+import type { IndexEvent, Sink, SourceItem } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'
 import { steadyNowMs } from '../../observe/clock.ts'
 import type { Metrics } from '../../observe/metrics.ts'
 import { pushUnlessAborted } from '../abortable.ts'
-import { advanceTimeCursor } from '../cursor-guard.ts'
-import { createRefusalReporter, type RefusalReporter } from '../cursor-refusals.ts'
-import { recordSkip } from '../record-skip.ts'
+import { advanceTimeCursor, createRefusalReporter, type RefusalReporter } from '../cursor-guard.ts'
 import type { Source } from '../source.ts'
-import { verifyWithTimeout } from '../verify-handle.ts'
-import type { NextStep } from '../ws-session.ts'
-import { runWire, type Wire, type WireConnection } from '../ws-source.ts'
-import { type JetstreamConnectionOptions, jetstreamConnection } from './connection.ts'
+import { withVerifiedHandle } from '../verify-handle.ts'
+import {
+  type NextStep,
+  runWire,
+  type Wire,
+  type WireConnection,
+  type WireRunOptions,
+} from '../ws-source.ts'
 import { normalizeJetstreamEvent } from './event.ts'
-import type { NormalizeResult } from './skip.ts'
+import { type NormalizeResult, recordSkip } from './skip.ts'
 
-export interface JetstreamSourceOptions extends JetstreamConnectionOptions {
-  /** The v1 `/subscribe` URL. */
+/** How a Jetstream client connects and reconnects; both wires take the same defaults. */
+export interface JetstreamConnectionOptions {
+  backoffBaseMs?: number
+  backoffMaxMs?: number
+  /** Limit for the TCP connect plus the websocket upgrade. */
+  connectTimeoutMs?: number
+  /** Ping period; a connection that answers neither pings nor with data in one period is cut. */
+  heartbeatMs?: number
+  /** Jitter source, for tests. */
+  random?: () => number
+}
+
+type Connection = 'source' | 'metrics' | 'backoff' | 'connectTimeoutMs' | 'heartbeatMs'
+
+export function jetstreamConnection(o: JetstreamOptions): Pick<WireRunOptions, Connection> {
+  return {
+    source: SOURCE,
+    metrics: o.metrics,
+    backoff: {
+      baseMs: o.backoffBaseMs ?? 1000,
+      maxMs: o.backoffMaxMs ?? 60_000,
+      jitter: 'full',
+      random: o.random,
+    },
+    connectTimeoutMs: o.connectTimeoutMs ?? 10_000,
+    heartbeatMs: o.heartbeatMs ?? 30_000,
+  }
+}
+
+/** What both Jetstream wires take. */
+export interface JetstreamOptions extends JetstreamConnectionOptions {
+  /** The v1 `/subscribe` or the v2 `subscribeEvents` URL. */
   url: string
   /** Asked of Jetstream: exact NSIDs or `prefix.*` patterns. */
   wantedCollections: string[]
   /** Collections we keep; other commits only move the cursor. */
   collections: Iterable<string>
-  rewindSeconds: number
   logger: Logger
   metrics: Metrics
   /** Verifies a handle both ways; absent: identity events carry no handle. */
   verifyHandle?: HandleVerifier
+  verifyTimeoutMs?: number
+}
+
+export interface JetstreamSourceOptions extends JetstreamOptions {
+  rewindSeconds: number
   /** Slack beyond the rewind before a late first event counts as a resume gap. */
   gapToleranceSeconds?: number
-  verifyTimeoutMs?: number
 }
 
 const SOURCE = 'jetstream'
@@ -113,13 +148,11 @@ export function createJetstreamSource(opts: JetstreamSourceOptions): Source & {
     run: (sink: Sink, startCursor: SourceCursor | null, signal: AbortSignal) => {
       wire.lastCursor = startCursor
       return runWire(wire, sink, signal, {
-        source: SOURCE,
-        metrics: opts.metrics,
         ...jetstreamConnection(opts),
         onOpen: (url) => logger.info({ url, cursor: wire.lastCursor }, 'connected to Jetstream'),
         onRetry: ({ attempt, delayMs, end }) =>
           logger.warn(
-            { reason: end?.reason, attempt, delayMs, cursor: wire.lastCursor },
+            { reason: end.reason, attempt, delayMs, cursor: wire.lastCursor },
             'Jetstream connection lost; reconnecting',
           ),
       })
@@ -205,16 +238,7 @@ class JetstreamV1Wire implements Wire<string> {
   /** An identity event's handle, verified both ways; other events as they came. */
   async #eventOf(res: NormalizeResult): Promise<IndexEvent | null> {
     if (!res.ok) return null
-    const event = res.item.event
-    if (event?.kind !== 'identity') return event
-    const handle = await verifyWithTimeout(
-      this.#opts.verifyHandle,
-      event.did,
-      res.unverifiedHandle,
-      this.#opts.verifyTimeoutMs ?? 10_000,
-      this.#logger,
-    )
-    return { ...event, handle } satisfies IdentityEvent
+    return withVerifiedHandle(res.item.event, res.unverifiedHandle, this.#opts, this.#logger)
   }
 
   #checkGap(requested: SourceCursor | null, firstUs: number): void {

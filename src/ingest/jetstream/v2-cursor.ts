@@ -1,8 +1,12 @@
 import type { Logger } from 'pino'
 import { type SourceCursor, seqCursor, valueOfKind } from '../../model/cursor.ts'
 import { steadyNowMs } from '../../observe/clock.ts'
-import { advanceSeqCursor, checkSourceTime, type SeqTrack } from '../cursor-guard.ts'
-import type { RefusalReporter } from '../cursor-refusals.ts'
+import {
+  advanceSeqCursor,
+  checkSourceTime,
+  type RefusalReporter,
+  type SeqTrack,
+} from '../cursor-guard.ts'
 
 // Jetstream v2's cursor policy: a seq resume is inclusive (the frame at the seq is sent again
 // and dropped), duplicates and backwards seqs are dropped, and only a seq the cursor guard

@@ -1,4 +1,5 @@
 import type { RepoPruneEvent } from '../../model/events.ts'
+import type { FrameVerdict } from '../ws-source.ts'
 
 // `#sync(did, rev R)` on Jetstream v2 (notes/jetstream-v2.md section 5): Jetstream resynced
 // the repo and re-sends its whole record set as creates at rev R right after the marker.
@@ -90,12 +91,9 @@ export class SyncWindows {
   }
 }
 
-/** What a message asks of the session: go on, end it (an error frame), or stop (aborted). */
-export type Verdict = 'continue' | 'end' | 'abort'
-
 export interface QuietWatch {
   /** The session's message handler, taking turns with the quiet close. */
-  onMessage(data: Buffer, binary: boolean): Promise<Verdict>
+  onMessage(data: Buffer, binary: boolean): Promise<FrameVerdict>
   /** Stops the clock and waits for a close under way. */
   stop(): Promise<void>
 }
@@ -107,7 +105,7 @@ export interface QuietWatch {
  * failed fails the next message, which ends the session as a failed sink does.
  */
 export function watchQuiet(o: {
-  handle: (data: Buffer, binary: boolean) => Promise<Verdict>
+  handle: (data: Buffer, binary: boolean) => Promise<FrameVerdict>
   closeQuiet: () => Promise<boolean>
   windows: SyncWindows
   quietMs: number

@@ -1,38 +1,43 @@
 import type { Logger } from 'pino'
 import { AppError } from '../../faults/errors.ts'
-import { type SourceCursor, valueOfKind } from '../../model/cursor.ts'
-import type { Sink } from '../../model/events.ts'
-import type { HandleVerifier } from '../../model/handles.ts'
-import type { Metrics } from '../../observe/metrics.ts'
-import { createRefusalReporter } from '../cursor-refusals.ts'
+import { type SourceCursor, seqCursor, valueOfKind } from '../../model/cursor.ts'
+import type { IndexEvent, Sink, SourceItem } from '../../model/events.ts'
+import { pushUnlessAborted } from '../abortable.ts'
+import { createRefusalReporter } from '../cursor-guard.ts'
 import type { IngestGap, Source } from '../source.ts'
-import { verifyWithTimeout } from '../verify-handle.ts'
-import type { NextStep, SessionEnd } from '../ws-session.ts'
-import { runWire, type Wire } from '../ws-source.ts'
-import { type JetstreamConnectionOptions, jetstreamConnection } from './connection.ts'
+import { withVerifiedHandle } from '../verify-handle.ts'
+import type { SessionEnd } from '../ws-session.ts'
+import { type FrameVerdict, type NextStep, runWire, type Wire } from '../ws-source.ts'
+import { recordSkip } from './skip.ts'
+import { type JetstreamOptions, jetstreamConnection } from './v1.ts'
 import { V2Cursor } from './v2-cursor.ts'
-import { V2Decoder } from './v2-decoder.ts'
-import { SOURCE, type V2End, V2Frames } from './v2-handler.ts'
+import { parseV2Frame, type V2Frame } from './v2-frame.ts'
 import { SyncWindows, watchQuiet } from './v2-sync.ts'
+import { V2Decoder } from './v2-zstd.ts'
 
-// Jetstream v2 `network.bsky.jetstream.subscribeEvents` (notes/jetstream-v2.md, SPEC 5).
+// Jetstream v2 `network.bsky.jetstream.subscribeEvents` (notes/jetstream-v2.md, SPEC 5): each
+// message decoded (v2-zstd.ts), parsed (v2-frame.ts), placed by the cursor policy
+// (v2-cursor.ts), with `#sync` windows (v2-sync.ts) closed and opened.
+
+const SOURCE = 'jetstream'
+
+/** An error frame or an unknown dictionary ended the connection: what it said. */
+interface V2End {
+  error: string
+  message: string
+}
+
+type EventFrame = Extract<V2Frame, { type: 'item' | 'sync' }>
 
 export const V2_NSID = 'network.bsky.jetstream.subscribeEvents'
 
-export interface JetstreamV2Options extends JetstreamConnectionOptions {
-  url: string
-  /** `collections` asked of Jetstream: exact NSIDs or `prefix.*`. No `kinds`: we need them all. */
-  wantedCollections: string[]
-  collections: Iterable<string>
-  logger: Logger
-  metrics: Metrics
-  verifyHandle?: HandleVerifier
+/** `wantedCollections` is asked as `collections`; no `kinds`: we need them all. */
+export interface JetstreamV2Options extends JetstreamOptions {
   /** What a 400 CursorTooOld does: stop ingesting (default) or go on from the live tip. */
   onTooOld?: 'stop' | 'tip'
   /** Ask for dictionary zstd frames (default true); falls back to text when that fails. */
   zstd?: boolean
   idleTimeoutMs?: number
-  verifyTimeoutMs?: number
   /** Cap on one decoded zstd frame (the Go client's read limit). */
   maxDecodedBytes?: number
   /**
@@ -75,8 +80,6 @@ export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
     run: (sink: Sink, startCursor: SourceCursor | null, signal: AbortSignal) => {
       wire.cursor.start(startCursor)
       return runWire(wire, sink, signal, {
-        source: SOURCE,
-        metrics: opts.metrics,
         ...jetstreamConnection(opts),
         idleTimeoutMs: opts.idleTimeoutMs ?? 120_000,
         onOpen: (url) =>
@@ -106,7 +109,7 @@ class JetstreamV2Wire implements Wire<{ data: Buffer; binary: boolean }> {
   readonly #logger: Logger
   readonly #decoder: V2Decoder
   readonly #windows: SyncWindows
-  readonly #frames: V2Frames
+  readonly #collections: ReadonlySet<string>
   readonly #quietMs: number
   /** What the current connection's error frame or unknown dictionary said. */
   #ended: V2End | null = null
@@ -130,17 +133,7 @@ class JetstreamV2Wire implements Wire<{ data: Buffer; binary: boolean }> {
     const quietSeconds = opts.syncQuietSeconds ?? 10
     this.#quietMs = quietSeconds * 1000
     this.#windows = new SyncWindows({ quietSeconds, maxOpen: 10_000 })
-    this.#frames = new V2Frames({
-      logger,
-      metrics,
-      collections: new Set(opts.collections),
-      windows: this.#windows,
-      cursor: this.cursor,
-      decoder: this.#decoder,
-      verify: (did, claimed) =>
-        verifyWithTimeout(opts.verifyHandle, did, claimed, opts.verifyTimeoutMs ?? 10_000, logger),
-      onOutdatedCursor: (message) => this.#outdatedCursor(message),
-    })
+    this.#collections = new Set(opts.collections)
   }
 
   /** From the last seq, with the current dictionary when zstd is on. */
@@ -160,13 +153,8 @@ class JetstreamV2Wire implements Wire<{ data: Buffer; binary: boolean }> {
     this.cursor.newSession()
     this.#ended = null
     const quiet = watchQuiet({
-      handle: async (d, b) => {
-        const r = await this.#frames.handle(d, b, sink, signal)
-        if (typeof r === 'string') return r
-        this.#ended = r.end
-        return 'end'
-      },
-      closeQuiet: () => this.#frames.closeQuiet(sink, signal),
+      handle: (d, b) => this.#handle(d, b, sink, signal),
+      closeQuiet: () => this.#closeQuiet(sink, signal),
       windows: this.#windows,
       quietMs: this.#quietMs,
     })
@@ -239,6 +227,122 @@ class JetstreamV2Wire implements Wire<{ data: Buffer; binary: boolean }> {
     this.#opts.metrics.resumeGapsTotal.inc({ source: SOURCE })
   }
 
+  /** One message: 'continue', 'abort' (stopped while pushing), or 'end' with `#ended` set. */
+  async #handle(
+    data: Buffer,
+    binary: boolean,
+    sink: Sink,
+    signal: AbortSignal,
+  ): Promise<FrameVerdict> {
+    const decoded = this.#decoder.decode(data, binary)
+    if ('skip' in decoded) return 'continue'
+    if ('end' in decoded) return this.#end(decoded.end)
+    const { text } = decoded
+    const f = parseV2Frame(text, { collections: this.#collections })
+    switch (f.type) {
+      case 'error':
+        this.#fault(errorFault(f.error))
+        this.#logger.warn(
+          { error: f.error, message: f.message },
+          `Jetstream error frame ${f.error}: reconnecting`,
+        )
+        return this.#end({ error: f.error, message: f.message })
+      case 'info':
+        if (f.name === 'OutdatedCursor') this.#outdatedCursor(f.message)
+        else this.#logger.info({ name: f.name, message: f.message }, 'Jetstream info')
+        return 'continue'
+      case 'skip':
+        return (await this.#onSkip(f, text.length, sink, signal)) ? 'continue' : 'abort'
+      default:
+        return (await this.#onEvent(f, text.length, sink, signal)) ? 'continue' : 'abort'
+    }
+  }
+
+  /**
+   * No frame for the quiet period: every open `#sync` window ends and its prune is pushed,
+   * with the cursor past the last frame handled (no window holds it back any more).
+   */
+  #closeQuiet(sink: Sink, signal: AbortSignal): Promise<boolean> {
+    const prunes = this.#windows.closeAll()
+    if (prunes.length > 0)
+      this.#logger.info({ windows: prunes.length }, 'stream quiet: closing open #sync windows')
+    return this.#pushPrunes(prunes, sink, signal)
+  }
+
+  #end(ended: V2End): FrameVerdict {
+    this.#ended = ended
+    return 'end'
+  }
+
+  /** The cursor an item carries: held back before any open window's `#sync`. */
+  #cursorAt(accepted: number | null) {
+    return accepted === null ? null : seqCursor(this.#windows.safeCursor(accepted))
+  }
+
+  async #pushPrunes(events: IndexEvent[], sink: Sink, signal: AbortSignal) {
+    for (const event of events) {
+      const item = { event, cursor: this.#cursorAt(this.cursor.accepted), timeUs: null }
+      if (!(await pushUnlessAborted(sink, item, signal))) return false
+    }
+    return true
+  }
+
+  async #onEvent(f: EventFrame, bytes: number, sink: Sink, signal: AbortSignal) {
+    const { cursor } = this
+    const windows = this.#windows
+    if (cursor.seen(f.seq)) return true
+    const at = cursor.position(f.seq, f.type === 'sync' ? f.timeUs : (f.item.timeUs ?? 0))
+    // A refused (future) time must not end every open window: the quiet rule skips it.
+    const timeUs = at.timeUs ?? 0
+    if (!(await this.#pushPrunes(windows.closeBefore(closingOf(f, timeUs)), sink, signal)))
+      return false
+    if (f.type === 'sync' && !(await this.#openWindow(f, timeUs, sink, signal))) return false
+    const event =
+      f.type === 'item'
+        ? await withVerifiedHandle(f.item.event, f.unverifiedHandle, this.#opts, this.#logger)
+        : null
+    cursor.handled(f.seq, at.cursor)
+    const item: SourceItem = { event, cursor: this.#cursorAt(at.cursor), timeUs: at.timeUs, bytes }
+    return pushUnlessAborted(sink, item, signal)
+  }
+
+  /** A `#sync`: the repo's records are replaced by what its window sees. */
+  #openWindow(
+    f: Extract<V2Frame, { type: 'sync' }>,
+    timeUs: number,
+    sink: Sink,
+    signal: AbortSignal,
+  ) {
+    this.#logger.info(
+      { did: f.did, rev: f.rev, seq: f.seq },
+      'repo resynced upstream: replacing its records',
+    )
+    return this.#pushPrunes(this.#windows.open(f.did, f.rev, f.seq, timeUs), sink, signal)
+  }
+
+  async #onSkip(
+    f: Extract<V2Frame, { type: 'skip' }>,
+    bytes: number,
+    sink: Sink,
+    signal: AbortSignal,
+  ) {
+    if (f.unknownType) {
+      this.#fault('unknown_type')
+      this.#logger.warn({ seq: f.seq }, `skipped frame: ${f.skip.detail}`)
+    } else {
+      recordSkip({ logger: this.#logger, metrics: this.#opts.metrics }, SOURCE, f.skip, {
+        seq: f.seq,
+      })
+    }
+    // A readable seq still moves the cursor past the frame, as a filtered one would.
+    const { cursor } = this
+    if (f.seq === undefined || f.timeUs === undefined || cursor.seen(f.seq)) return true
+    const at = cursor.position(f.seq, f.timeUs)
+    cursor.handled(f.seq, at.cursor)
+    const item = { event: null, cursor: this.#cursorAt(at.cursor), timeUs: at.timeUs, bytes }
+    return pushUnlessAborted(sink, item, signal)
+  }
+
   #fault(reason: string): void {
     this.#opts.metrics.sourceFaultsTotal.inc({ source: SOURCE, reason })
   }
@@ -253,3 +357,17 @@ const refusalFault = (status: number): string =>
 
 const BACKFILL =
   'Recover the missing records with `prompt-appview backfill` (it re-fetches every repo of the collections).'
+
+/** What an event frame closes windows before: its repo's position, or just its time. */
+function closingOf(f: EventFrame, timeUs: number) {
+  const event = f.type === 'item' ? f.item.event : null
+  const did = f.type === 'sync' ? f.did : event?.did
+  if (!did) return { timeUs }
+  const commit = event?.kind === 'commit' ? { op: event.op, rev: event.rev } : null
+  return { did, seq: f.seq, timeUs, commit }
+}
+
+function errorFault(error: string): string {
+  if (error === 'ConsumerTooSlow') return 'consumer_too_slow'
+  return error === 'InternalError' ? 'internal_error' : 'error_frame'
+}

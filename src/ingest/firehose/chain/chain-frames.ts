@@ -1,20 +1,16 @@
-import type { parseCommitUnauthenticated } from '@atproto/sync'
 import type { Logger } from 'pino'
 import type { ChainHead } from '../../../db/repo-chain.ts'
 import { seqCursor } from '../../../model/cursor.ts'
 import type { ChainEvent, CommitEvent, SourceItem } from '../../../model/events.ts'
 import type { Metrics } from '../../../observe/metrics.ts'
 import { recordJson } from '../../lex-json.ts'
-import type { KeyLookup } from '../signature.ts'
-import { type CommitVerdict, checkCommit } from './check-commit.ts'
-import { checkSync, type SyncBody } from './check-sync.ts'
+import type { CommitBody, KeyLookup } from '../signature.ts'
+import { type CommitVerdict, checkCommit, checkSync, type SyncBody } from './check-commit.ts'
 import type { ChainTracker } from './tracker.ts'
 
 // The verified firehose's #commit and #sync frames under Sync 1.1: each frame of a tracked
 // repo is checked against the repo's chain (check-commit.ts, check-sync.ts), one repo at a
 // time in arrival order, and turns into record events plus the repo's new chain state.
-
-export type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
 
 export interface ChainFrameOptions {
   tracker: ChainTracker
@@ -47,7 +43,7 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
   const judge = async (body: CommitBody, timeUs: number): Promise<SourceItem[]> => {
     const did = body.repo
     const seq = body.seq
-    const cursorOnly: SourceItem[] = [{ event: null, cursor: seqCursor(seq), timeUs }]
+    const cursorOnly = itemAt(null, seq, timeUs)
     const head = await tracker.head(did)
     const v: CommitVerdict = await checkCommit(deps, body, head, timeUs)
     const log = { did, seq, rev: body.rev }
@@ -72,14 +68,14 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
         // Judged again after the resync: dropped as a replay if the fetched repo has it.
         o.hold?.(body, timeUs)
         desynchronize(tracker, did, head)
-        return chainItem(v.chain, seq, timeUs)
+        return itemAt(v.chain, seq, timeUs)
       case 'accept': {
         if (v.legacy) metrics.legacyCommitsTotal.inc()
         tracker.setHead({ did, rev: v.chain.rev, data: v.chain.data, state: 'synchronized' })
         const items = recordItems(body, v, timeUs, logger, metrics, o.match)
         // Only the last item completes the frame: an earlier cursor replays all of it.
         for (const it of items) it.cursor = seqCursor(seq - 1)
-        return [...items, ...chainItem(v.chain, seq, timeUs)]
+        return [...items, ...itemAt(v.chain, seq, timeUs)]
       }
     }
   }
@@ -150,32 +146,32 @@ async function judgeSync(
   if (head && head.state !== 'synchronized') {
     // A resync is on its way already; it brings a state at least as new as this.
     o.onWaiting(did)
-    return [{ event: null, cursor: seqCursor(seq), timeUs }]
+    return itemAt(null, seq, timeUs)
   }
   const v = await checkSync(o.resolveKey, body, head, timeUs)
   const log = { did, seq, rev: body.rev }
   switch (v.kind) {
     case 'noop':
-      return [{ event: null, cursor: seqCursor(seq), timeUs }]
+      return itemAt(null, seq, timeUs)
     case 'unverifiable':
     case 'future_rev':
       if (v.kind === 'future_rev') metrics.chainBreaksTotal.inc({ reason: 'future_rev' })
       else metrics.unverifiableSyncsTotal.inc()
       logger.warn({ ...log, reason: v.detail }, 'firehose #sync ignored')
-      return [{ event: null, cursor: seqCursor(seq), timeUs }]
+      return itemAt(null, seq, timeUs)
     case 'advance':
       tracker.setHead({ did, rev: v.chain.rev, data: v.chain.data, state: 'synchronized' })
-      return chainItem(v.chain, seq, timeUs)
+      return itemAt(v.chain, seq, timeUs)
     case 'resync':
       metrics.chainBreaksTotal.inc({ reason: 'sync_event' })
       logger.info(log, 'firehose #sync: the repo moved on, resync')
       desynchronize(tracker, did, head)
-      return chainItem(v.chain, seq, timeUs)
+      return itemAt(v.chain, seq, timeUs)
   }
 }
 
-const chainItem = (ev: ChainEvent, seq: number, timeUs: number): SourceItem[] => [
-  { event: ev, cursor: seqCursor(seq), timeUs },
+const itemAt = (event: ChainEvent | null, seq: number, timeUs: number): SourceItem[] => [
+  { event, cursor: seqCursor(seq), timeUs },
 ]
 
 /** The stored head stays (a resync starts from it); only the state says it is stale. */

@@ -1,18 +1,15 @@
 import { TID } from '@atproto/common'
-import type { CommitEvt, parseCommitUnauthenticated } from '@atproto/sync'
+import { def, MemoryBlockstore, readCarWithRoot, verifyCommitSig } from '@atproto/repo'
+import type { CommitEvt } from '@atproto/sync'
 import type { ChainHead } from '../../../db/repo-chain.ts'
 import type { ChainEvent } from '../../../model/events.ts'
 import type { BreakReason } from '../../../observe/chain-metrics.ts'
 import { steadyNowMs } from '../../../observe/clock.ts'
-import { type KeyLookup, type VerifiedCommit, verifyCommit } from '../signature.ts'
+import { type CommitBody, type KeyLookup, type VerifiedCommit, verifyCommit } from '../signature.ts'
 import { InversionError, invertCommit } from './invert.ts'
 
 // The Sync 1.1 checks of one #commit of a tracked repo (notes/sync-1.1.md, section 3), cheap
-// ones first: rev, sync state, replay, signature and proofs, then the chain (since,
-// prevData, inversion). A commit without prevData whose ops carry no prev is legacy and
-// accepted; inversion is strict, since a resync costs less than serving a hidden delete.
-
-type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
+// ones first; inversion is strict, since a resync costs less than serving a hidden delete.
 
 /** A rev this far ahead of our clock is refused (the relay's and atmos's tolerance). */
 export const FUTURE_REV_TOLERANCE_MS = 5 * 60 * 1000
@@ -119,4 +116,69 @@ export function stateEvent(
   timeUs: number,
 ): ChainEvent {
   return { kind: 'chain', did, rev: null, data: null, commit: null, state, reason, timeUs }
+}
+
+// `#sync`: "this is the repo's current commit" (notes section 6): a signed commit at a newer
+// rev advances the chain on the same MST root, and has the repo re-fetched otherwise.
+
+/** Relays and hydrant accept up to 2 MB; the lexicon says 10,000 bytes. */
+const MAX_SYNC_BLOCKS = 2_000_000
+
+export type SyncVerdict =
+  | { kind: 'noop' }
+  | { kind: 'advance'; chain: ChainEvent }
+  | { kind: 'resync'; chain: ChainEvent }
+  | { kind: 'unverifiable'; detail: string }
+  | { kind: 'future_rev'; detail: string }
+
+export interface SyncBody {
+  did: string
+  rev: string
+  blocks: Uint8Array
+}
+
+export async function checkSync(
+  resolveKey: KeyLookup,
+  body: SyncBody,
+  head: ChainHead | null,
+  timeUs: number,
+  nowMs = steadyNowMs(),
+): Promise<SyncVerdict> {
+  const early = checkRev(body.rev, nowMs)
+  if (early?.kind === 'reject')
+    return early.reason === 'future_rev'
+      ? { kind: 'future_rev', detail: early.detail }
+      : { kind: 'unverifiable', detail: early.detail }
+  let signed: { data: string; commit: string }
+  try {
+    signed = await verifySyncCommit(resolveKey, body)
+  } catch (err) {
+    return { kind: 'unverifiable', detail: (err as Error).message }
+  }
+  if (head?.rev && body.rev <= head.rev) return { kind: 'noop' }
+  if (head?.state === 'synchronized' && head.data === signed.data) {
+    return {
+      kind: 'advance',
+      chain: { ...stateEvent(body.did, 'synchronized', null, timeUs), rev: body.rev, ...signed },
+    }
+  }
+  return { kind: 'resync', chain: stateEvent(body.did, 'desynchronized', 'sync_event', timeUs) }
+}
+
+async function verifySyncCommit(
+  resolveKey: KeyLookup,
+  body: SyncBody,
+): Promise<{ data: string; commit: string }> {
+  if (body.blocks.byteLength > MAX_SYNC_BLOCKS)
+    throw new Error(`#sync blocks of ${body.blocks.byteLength} bytes`)
+  const car = await readCarWithRoot(body.blocks)
+  const commit = await new MemoryBlockstore(car.blocks).readObj(car.root, def.commit)
+  if (commit.did !== body.did)
+    throw new Error(`commit is for ${commit.did}, frame says ${body.did}`)
+  if (commit.rev !== body.rev) throw new Error(`commit rev ${commit.rev}, frame says ${body.rev}`)
+  let ok = await verifyCommitSig(commit, await resolveKey(body.did, false))
+  // The key may have rotated since it was cached: one more try with a fresh one.
+  if (!ok) ok = await verifyCommitSig(commit, await resolveKey(body.did, true))
+  if (!ok) throw new Error(`invalid signature on #sync commit ${car.root}`)
+  return { data: commit.data.toString(), commit: car.root.toString() }
 }

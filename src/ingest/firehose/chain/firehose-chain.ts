@@ -3,7 +3,7 @@ import type { ChainHead } from '../../../db/repo-chain.ts'
 import type { SourceCursor } from '../../../model/cursor.ts'
 import type { ChainEvent, RepoSnapshotEvent, Sink, SourceItem } from '../../../model/events.ts'
 import type { Metrics } from '../../../observe/metrics.ts'
-import { fetchRepoSnapshot } from '../../backfill/repo-snapshot.ts'
+import { fetchSnapshotWithRetries } from '../../backfill/repo-snapshot.ts'
 import type { DidResolver } from '../../did-resolver.ts'
 import { type ChainFrames, createChainFrames } from './chain-frames.ts'
 import { type HeldCommit, ResyncBuffer } from './resync-buffer.ts'
@@ -85,7 +85,7 @@ export function startFirehoseChain(o: FirehoseChainOptions): FirehoseChain {
   }
   const resyncer = new Resyncer({
     ...o.resync,
-    fetchSnapshot: o.fetchSnapshot ?? verifiedSnapshot(o),
+    fetchSnapshot: o.fetchSnapshot ?? pdsSnapshots(o),
     hostOf: async (did) => new URL(await o.resolver.resolvePds(did)).host,
     emit,
     head: (did) => tracker.head(did),
@@ -133,15 +133,12 @@ export function startFirehoseChain(o: FirehoseChainOptions): FirehoseChain {
   }
 }
 
-/** A verified getRepo from the DID's PDS (backfill/repo-snapshot.ts). */
-function verifiedSnapshot(o: FirehoseChainOptions) {
+type SnapshotSettings = 'resolver' | 'collections' | 'allowPrivateNetwork' | 'metrics' | 'logger'
+
+/** A verified getRepo from the DID's PDS (backfill/repo-snapshot.ts), tried `attempts` times. */
+export function pdsSnapshots(o: Pick<FirehoseChainOptions, SnapshotSettings>, attempts = 1) {
+  const { resolver, collections, allowPrivateNetwork, metrics, logger } = o
+  const settings = { resolver, collections, allowPrivateNetwork, metrics, logger }
   return (did: string, signal: AbortSignal) =>
-    fetchRepoSnapshot(did, {
-      resolver: o.resolver,
-      collections: o.collections,
-      signal,
-      allowPrivateNetwork: o.allowPrivateNetwork,
-      metrics: o.metrics,
-      logger: o.logger,
-    })
+    fetchSnapshotWithRetries(did, { ...settings, signal }, attempts)
 }

@@ -1,16 +1,9 @@
-import type { parseCommitUnauthenticated } from '@atproto/sync'
 import type { Logger } from 'pino'
+import type { CommitBody } from '../signature.ts'
 
-// Commits of a repo that waits for its resync, held in bounded memory and judged again
-// once the resync has settled: those at or below the fetched rev are replays and drop, the
-// first newer one must continue the fetched commit (since/prevData), and the rest follow
-// it. Dropping them instead would be safe (the next commit would not continue the fetched
-// state and cost another resync), but an active repo would then resync over and over.
-// Bounds: `perRepo` commits a repo (atmos keeps 2,048), `maxBytes` of CAR slices in all,
-// `maxRepos` repos. A repo over a bound loses its whole buffer and takes no more until its
-// resync settles: its next commit then breaks the chain and asks for another resync.
-
-type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
+// Commits of a repo awaiting its resync, held (bounded) and judged again once it settles, so
+// an active repo does not resync over and over; a repo over a bound loses its buffer and holds
+// no more until then (its next commit breaks the chain and asks for another resync).
 
 export interface HeldCommit {
   body: CommitBody

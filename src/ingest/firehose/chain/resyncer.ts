@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache'
 import type { Logger } from 'pino'
 import type { ChainHead } from '../../../db/repo-chain.ts'
 import { backoffMs } from '../../../faults/backoff.ts'
@@ -46,7 +47,7 @@ export class Resyncer {
   readonly #o: Required<ResyncerOptions>
   readonly #pending = new Map<string, Job>()
   readonly #running = new Set<string>()
-  readonly #buckets = new Map<string, { tokens: number; at: number }>()
+  readonly #buckets = new LRUCache<string, { tokens: number; at: number }>({ max: 16_384 })
   readonly #hosts = new Map<string, { active: number; blockedUntil: number }>()
   readonly #abort = new AbortController()
   readonly #tasks = new Set<Promise<void>>()
@@ -95,9 +96,7 @@ export class Resyncer {
     const b = this.#buckets.get(did) ?? { tokens: this.#o.perRepoPerMinute, at: now }
     b.tokens = Math.min(this.#o.perRepoPerMinute, b.tokens + (now - b.at) * rate)
     b.at = now
-    this.#buckets.delete(did)
     this.#buckets.set(did, b)
-    if (this.#buckets.size > 16_384) this.#buckets.delete(this.#buckets.keys().next().value!)
     b.tokens -= 1
     if (b.tokens >= 0) return now
     this.#o.metrics.resyncsTotal.inc({ outcome: 'rate_limited' })

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache'
 import type { Logger } from 'pino'
 import type { ChainHead } from '../../../db/repo-chain.ts'
 import type { ChainEvent } from '../../../model/events.ts'
@@ -28,13 +29,15 @@ export interface ChainTrackerOptions {
 export class ChainTracker {
   readonly #opts: Required<ChainTrackerOptions>
   readonly #tracked = new Set<string>()
-  #heads = new Map<string, ChainHead>()
-  readonly #pushed = new Map<string, ChainHead>()
+  readonly #heads: LRUCache<string, ChainHead>
+  readonly #pushed: LRUCache<string, ChainHead>
   readonly #tails = new Map<string, Promise<unknown>>()
   #full = false
 
   constructor(opts: ChainTrackerOptions) {
     this.#opts = { maxTracked: MAX_TRACKED, maxHeads: 50_000, ...opts }
+    this.#heads = new LRUCache({ max: this.#opts.maxHeads })
+    this.#pushed = new LRUCache({ max: this.#opts.maxHeads })
   }
 
   isTracked(did: string): boolean {
@@ -61,7 +64,7 @@ export class ChainTracker {
 
   /** A new connection: frames not handed on will be read again, so forget what they said. */
   resetConnection(): void {
-    this.#heads = new Map()
+    this.#heads.clear()
   }
 
   async head(did: string): Promise<ChainHead | null> {
@@ -77,20 +80,19 @@ export class ChainTracker {
 
   /** The state after a checked frame of the current connection. */
   setHead(head: ChainHead): void {
-    put(this.#heads, head, this.#opts.maxHeads)
+    this.#heads.set(head.did, head)
   }
 
   /** An item carrying this chain state was handed to the pipeline. */
   pushed(ev: ChainEvent): void {
-    const prev = this.#pushed.get(ev.did)
-    put(this.#pushed, headOf(ev, prev), this.#opts.maxHeads)
+    this.#pushed.set(ev.did, headOf(ev, this.#pushed.get(ev.did)))
   }
 
   /** A resync's state, at once in both layers: later frames continue from it. */
   settle(ev: ChainEvent): void {
     const head = headOf(ev, this.#pushed.get(ev.did))
-    put(this.#pushed, head, this.#opts.maxHeads)
-    put(this.#heads, head, this.#opts.maxHeads)
+    this.#pushed.set(ev.did, head)
+    this.#heads.set(ev.did, head)
   }
 
   /** Runs `task` after every earlier task of the same repo: one repo's frames stay in order. */
@@ -113,10 +115,4 @@ function headOf(ev: ChainEvent, prev: ChainHead | undefined): ChainHead {
     data: ev.data ?? prev?.data ?? null,
     state: ev.state,
   }
-}
-
-function put(map: Map<string, ChainHead>, head: ChainHead, max: number): void {
-  map.delete(head.did)
-  map.set(head.did, head)
-  if (map.size > max) map.delete(map.keys().next().value as string)
 }
