@@ -9,11 +9,7 @@ import type { CursorRefusal, Metrics } from '../observe/metrics.ts'
 /** How far a source time may run ahead of our clock: clock skew, not hostile input. */
 export const MAX_FUTURE_SKEW_US = 5 * 60 * 1_000_000
 
-/**
- * How far one seq may jump ahead of the last accepted one before it needs the next frame
- * to confirm it. A relay or PDS numbers its events contiguously (gaps are rare and small);
- * a larger jump is accepted once the following frame continues from it.
- */
+/** A seq jump larger than this needs the next frame to confirm it (upstreams number contiguously). */
 export const MAX_SEQ_LEAP = 1_000_000
 
 /** A time fit for the cursor and the lag: a safe integer ≥ 0, at most the skew ahead of now. */
@@ -30,11 +26,7 @@ export interface TimeAdvance {
   refusal: CursorRefusal | null
 }
 
-/**
- * For `time_us` cursors (replay, Jetstream v1). `timeUs` must come from an event whose DID and
- * time could be read (jetstream/event.ts decides that); a refused time leaves the cursor where
- * it was. The cursor never moves backwards: rewound replays are older than what was read.
- */
+/** For `time_us` cursors: a refused time leaves the cursor; it never moves backwards. */
 export function advanceTimeCursor(
   highWater: number | null,
   timeUs: number,
@@ -62,11 +54,8 @@ export interface SeqAdvance {
 const continues = (from: number, seq: number) => seq > from && seq - from <= MAX_SEQ_LEAP
 
 /**
- * For upstream seqs (firehose, Jetstream v2). A seq continues the sequence when it is above
- * the last accepted one by at most MAX_SEQ_LEAP. One that does not (a hostile huge seq, or one
- * going backwards) is refused for the cursor; if the next seq continues from it, the upstream
- * really renumbered (a relay reset, a jump) and the new numbering is adopted, even backwards:
- * going back only replays idempotent writes, going forward on one frame's word could skip.
+ * For upstream seqs: a seq that does not continue the sequence is refused, and adopted once the
+ * next seq continues from it (a real renumbering; going back only replays idempotent writes).
  */
 export function advanceSeqCursor(track: SeqTrack, seq: number): SeqAdvance {
   if (!Number.isSafeInteger(seq) || seq < 0) {
@@ -91,11 +80,7 @@ export interface GuardedFrame {
   refusals: CursorRefusal[]
 }
 
-/**
- * The items of one seq-numbered frame (firehose, Jetstream v2), their positions checked: a
- * refused seq takes the cursor off every item (they are still applied), a refused or missing
- * time takes the item out of the lag figures.
- */
+/** A refused seq takes the cursor off every item (still applied), a bad time the lag figure. */
 export function guardSeqFrame(
   track: SeqTrack,
   seq: number,

@@ -49,10 +49,7 @@ export interface DidResolverOptions {
   /** A forced refresh of a document younger than this is answered from the cache. */
   minRefreshMs?: number
   concurrency?: number
-  /**
-   * Fetch for did:web. The default refuses http, IP literals and private addresses (SSRF);
-   * tests and local networks pass `globalThis.fetch`.
-   */
+  /** Fetch for did:web; the default refuses http, IP literals and private addresses (SSRF). */
   webFetch?: typeof fetch
   now?: () => number
   /** Counts each document fetch in upstream_requests_total (endpoint `plc` or `did:web`). */
@@ -171,10 +168,7 @@ class CachingDidResolver implements DidResolver {
   }
 }
 
-/**
- * Counts one upstream lookup by what it came to. The resolvers hide the HTTP answer: a
- * document is a 200, "no such DID" their 404, anything thrown is `error`.
- */
+/** Counts one upstream lookup: a document as 200, "no such DID" as 404, a throw as `error`. */
 export async function counted<R>(
   metrics: Pick<Metrics, 'upstreamRequestsTotal'> | undefined,
   endpoint: string,

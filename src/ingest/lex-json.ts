@@ -1,18 +1,10 @@
 import { CID } from 'multiformats/cid'
 import { AppError } from '../faults/errors.ts'
 
-/**
- * A record value JSON cannot carry: DAG-CBOR allows integers up to 2^64, which
- * @atproto/repo decodes as a bigint when beyond 2^53. Permanent: the record is counted and
- * skipped, never retried.
- */
+/** An integer beyond 2^53 (a bigint from DAG-CBOR): JSON cannot carry it; never retried. */
 class UnrepresentableRecordError extends AppError {}
 
-/**
- * A decoded CBOR record as lex-JSON: CIDs become `{"$link": …}`, bytes `{"$bytes": …}`
- * (base64, unpadded). One pass instead of @atproto/lexicon's lexToIpld + ipldToJson,
- * because every firehose and backfill record goes through it.
- */
+/** A decoded record as lex-JSON in one pass (every firehose and backfill record goes through it). */
 function lexToJson(value: unknown): unknown {
   if (typeof value === 'bigint') {
     throw new UnrepresentableRecordError(`integer ${value} is beyond ±2^53: JSON cannot hold it`)

@@ -28,12 +28,7 @@ export interface ReplayStats {
   skippedBeforeCursor: number
 }
 
-/**
- * A finite source over a file. The cursor is the `time_us` of the newest line read (a line
- * whose DID and time could be read, even if its record is bad), so a restart with the stored
- * cursor resumes after it (lines with `time_us <= cursor` are skipped). A line that cannot be
- * read, or whose time is in the future, never moves the cursor (cursor-guard.ts).
- */
+/** A finite source over a file; its cursor is the newest readable line's `time_us`. */
 export function createReplaySource(opts: ReplaySourceOptions): Source & {
   readonly stats: ReplayStats
 } {

@@ -20,27 +20,13 @@ export interface Source {
   readonly name: string
   /** The URL or file: cursors are kept per (name, key). */
   readonly key: string
-  /**
-   * What a record read here is stamped as having come through when it carries no proof of
-   * its own (SPEC 4): the pipeline marks such commits unverified from this source.
-   */
+  /** What a record without proof of its own is stamped as having come through (SPEC 4). */
   readonly provenance: Provenance['source']
-  /**
-   * The kinds of stored position this source can start from (model/cursor.ts). A stored
-   * cursor of another kind is refused at start, and a stored `time_us` in the future too
-   * (cli/start-cursor.ts).
-   */
+  /** The kinds of stored cursor this source starts from; others are refused at start. */
   readonly resumesFrom: readonly CursorKind[]
-  /**
-   * Reads until `signal` aborts (or, for finite sources, the input ends), pushing into `sink`.
-   * `startCursor` is the stored cursor, one of `resumesFrom`'s kinds, or null to start at the
-   * live tip / top of file.
-   */
+  /** Pushes into `sink` until `signal` aborts or the input ends; null starts at the tip. */
   run(sink: Sink, startCursor: SourceCursor | null, signal: AbortSignal): Promise<void>
-  /**
-   * Settles what must be known before the cursor is read (Jetstream wire auto-detection:
-   * `key` names the wire chosen). Absent: nothing to settle.
-   */
+  /** Settles what must be known before the cursor is read (the Jetstream wire, named by `key`). */
   prepare?(signal: AbortSignal): Promise<void>
   /** The newest gap this source left, if any. */
   readonly gap?: IngestGap | null

@@ -1,13 +1,10 @@
 import type { IncomingMessage } from 'node:http'
 import { WebSocket } from 'ws'
 
-// The one WebSocket session of every network source (Jetstream v1 and v2, the firehose): it
-// connects, hands the frames over as an async iterator, pauses reading while the consumer
-// holds `readAhead` of them (so TCP pushes back on the server while the sink is full), cuts a
-// dead or silent upstream, and ends with a reason once the socket closed AND every frame
-// read was handed over, so a reconnect never races frames of the previous connection.
-// `reconnect` is the one loop around it, waiting with backoff.ts. What a source keeps is its
-// own: the URL, the frame decoding, and what an end means (retry, retry now, or stop).
+// The one WebSocket session of every network source: frames as an async iterator, reading
+// paused while the consumer holds `readAhead` of them (TCP pushes back), a dead or silent
+// upstream cut, and an end only once every frame read was handed over, so a reconnect never
+// races frames of the previous connection.
 
 // Far above any record (relays cap commits at a few MB); bounds memory per message without
 // ever refusing a real event, which would otherwise be re-sent forever after each reconnect.
@@ -30,15 +27,9 @@ export interface WsSessionOptions<T> {
   heartbeatMs: number
   /** No message for this long on an open socket, however it answers pings: cut ('idle'). */
   idleTimeoutMs?: number
-  /**
-   * Frames read but not yet done with (queued, or the one the consumer holds) before reading
-   * pauses; it resumes at half. Default 1: reading pauses while the consumer is busy.
-   */
+  /** Frames read but not yet done with before reading pauses (resumes at half; default 1). */
   readAhead?: number
-  /**
-   * Runs as each message arrives, in order: what the iterator yields for it (a decoding that
-   * may start at once), or null to drop it. A dropped message does not count as received.
-   */
+  /** Runs as each message arrives: what the iterator yields for it, or null to drop it. */
   accept: (data: Buffer, binary: boolean) => T | null
   onOpen?: () => void
 }
@@ -86,10 +77,7 @@ export class WsSession<T> {
     return this.#received
   }
 
-  /**
-   * The accepted messages in arrival order, until the socket closed and all were handed
-   * over, or the run aborted. Leaving the loop early cuts the connection.
-   */
+  /** The accepted messages in order until the socket closed; leaving early cuts it. */
   async *frames(): AsyncGenerator<T> {
     try {
       while (!this.#o.signal.aborted) {

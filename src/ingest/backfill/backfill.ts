@@ -14,10 +14,8 @@ import {
 import { fetchSnapshotWithRetries, withRetries } from './repo-snapshot.ts'
 import { sharedUpstreamLimiter, type UpstreamLimiter } from './upstream-limiter.ts'
 
-// Backfill: find the repos that hold the indexed collections, stream each from its own PDS
-// (only the MST and the indexed collections' records are kept, backfill/car-stream.ts), verify it
-// and hand it on as one snapshot. Resumable: repos marked done are skipped. Every request
-// to a host goes through one UpstreamLimiter (per-host concurrency, 429 waits).
+// Backfill: list the repos of the indexed collections, stream each from its PDS, verify it and
+// hand it on as one snapshot; repos marked done are skipped, every request is host-limited.
 
 export interface BackfillOptions {
   logger: Logger
@@ -34,10 +32,7 @@ export interface BackfillOptions {
   emit(snapshot: RepoSnapshotEvent): Promise<void>
   signal: AbortSignal
   onProgress?: (p: BackfillProgress) => void
-  /**
-   * Stores the progress for other processes (the overview): at the start, now and then, and
-   * `finished` at the end. A rejection is logged, never the backfill's failure.
-   */
+  /** Stores the progress for the overview; a rejection is logged, never the run's failure. */
   recordProgress?: (p: BackfillProgress, finished: boolean) => Promise<void>
   /** Tries per repo for transient failures (network, 429, 5xx). Default 3. */
   attempts?: number
@@ -124,10 +119,7 @@ async function* counted(
   state.listingDone = true
 }
 
-/**
- * `concurrency` workers taking DIDs off one queue. A store failure in one worker stops the
- * others too, instead of leaving them running, and rejects.
- */
+/** `concurrency` workers on one queue; a store failure in one stops them all and rejects. */
 async function runWorkers(
   opts: BackfillOptions,
   queue: AsyncIterator<string>,

@@ -11,17 +11,10 @@ import type { RepoSnapshotEvent } from '../../model/events.ts'
 import { recordJson } from '../lex-json.ts'
 import { type CidLike, MissingTreeBlockError, type NodeData, SparseMstIndex } from './mst-index.ts'
 
-// A getRepo CAR read as a stream, so a repo of any size costs the memory of its wanted
-// records plus a sparse MST index (backfill/mst-index.ts), never the whole repo. The parsing and
-// the per-block hash check are @atproto/repo's `readCarStream` (its own reader, kept up
-// with the format by the protocol's authors); this file only decides what to keep:
-// - the commit block (the first root);
-// - MST nodes, folded into the sparse index as they come;
-// - record blocks under a wanted key, known either from an index entry seen before the
-//   block or, when the block comes first, from its `$type` naming a wanted collection
-//   (the PDS refuses records whose `$type` differs from their collection); such blocks
-//   count against `maxRecordBytes` until the walk at the end keeps the referenced ones.
-// Anything else is hashed and dropped.
+// A getRepo CAR read as a stream (@atproto/repo's `readCarStream` parses and hash-checks),
+// so a repo costs its wanted records plus a sparse MST index (mst-index.ts), never the whole
+// repo: kept are the commit, MST nodes, and record blocks under a wanted key (known from the
+// index, or from a `$type` naming a wanted collection when the block comes first).
 
 export type CarRejectReason =
   | 'too_large'
@@ -216,11 +209,7 @@ function asCarError(err: unknown, ended: boolean): CarStreamError | Error {
   return new CarStreamError('bad_car', message, { cause: err })
 }
 
-/**
- * Counts the body as it is pulled: past `maxBytes` it is cut, and bytes pulled but not yet
- * handed out as blocks (what the parser buffers for one block) stay under `maxBlockBytes`
- * plus a chunk, so a block header claiming 2 GB is refused instead of buffered.
- */
+/** Cuts the body past `maxBytes`, and a block past `maxBlockBytes` before it is buffered. */
 class ByteMeter {
   pulled = 0
   ended = false

@@ -1,17 +1,6 @@
-// A sparse index of a repo's MST, built from node blocks in whatever order a CAR streams
-// them, that keeps only what a walk of the wanted collections' key ranges needs. Every
-// block was hash-checked against its CID before it got here, so a node's decoded contents
-// are as good as its bytes and the bytes are not kept.
-//
-// Per node (by a 48-bit fingerprint of its CID): the entries under a wanted key and the
-// child pointers whose key interval can meet a wanted range. A node with neither (most of
-// a large repo: leaf-layer nodes of other collections) keeps only its fingerprint, so the
-// walk can tell "seen, holds nothing wanted" from "missing from the CAR". Memory: about 40
-// bytes per MST node (~1 node per 3 records) plus the wanted entries.
-//
-// A fingerprint collision could make a missing node look seen-and-empty; with 48 bits and a
-// million nodes that is ~2^-28 per missing node, and only a CAR that omits blocks (already
-// broken) can be hurt by it.
+// A sparse index of a repo's MST, from hash-checked node blocks in any order: per node (by a
+// 48-bit CID fingerprint) only its wanted entries and the children that can reach a wanted
+// key, so a walk tells "seen, nothing wanted" from "missing" (bench/README.md, lab notes).
 
 export interface CidLike {
   readonly bytes: Uint8Array

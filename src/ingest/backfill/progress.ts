@@ -51,11 +51,7 @@ export interface ProgressRecorder {
   finish(p: BackfillProgress): Promise<void>
 }
 
-/**
- * Writes at the start, at most every `intervalMs` while running (skipped while a write is
- * in flight, so a slow store never queues them), and at the end, one at a time so the end is
- * the last word. A failed write is logged and counted: the overview is not worth the run.
- */
+/** Writes at the start, now and then (never queued behind a slow store) and last at the end. */
 export function createProgressRecorder(opts: {
   write: (p: BackfillProgress, finished: boolean) => Promise<void>
   logger: Logger

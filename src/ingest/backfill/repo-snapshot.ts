@@ -31,10 +31,7 @@ export interface RepoFetchOptions {
   metrics?: Metrics
   /** Says which records were left out because JSON cannot hold them. */
   logger?: Logger
-  /**
-   * A DID document names any URL it likes as its PDS. Unless this is set, only https
-   * endpoints with a domain name are fetched (no localhost, no IP literals).
-   */
+  /** Unless set, only https PDS endpoints with a domain name are fetched (a DID names any URL). */
   allowPrivateNetwork?: boolean
   /** Re-resolve the DID document first (a retry after the PDS moved or the key rotated). */
   forceRefresh?: boolean
@@ -99,10 +96,7 @@ async function fetchVerified(did: string, opts: RepoFetchOptions): Promise<RepoS
   }
 }
 
-/**
- * Checks a streamed repo's signed commit. The records were proven while streaming: each
- * one is a leaf of the MST under the commit's `data`, every block hash-checked.
- */
+/** Checks a streamed repo's signed commit (its records were proven while streaming). */
 export async function verifyRepoSnapshot(
   repo: StreamedRepo,
   did: string,

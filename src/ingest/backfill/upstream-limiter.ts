@@ -2,13 +2,8 @@ import { UpstreamError } from '../../faults/errors.ts'
 import { sleepUnlessAborted } from '../../faults/timers.ts'
 import type { Metrics } from '../../observe/metrics.ts'
 
-// Requests to one upstream host (a PDS, a relay) go through here: at most `perHost` at
-// once, each held until its body is read; the host's `ratelimit-remaining: 0` with
-// `ratelimit-reset`, and a 429's (or 503's) `retry-after`, hold every request to it until
-// then. A 429 waits and tries again instead of failing; a host that keeps answering 429
-// gives up after `maxWaits` waits (or a wait longer than `maxWaitMs`) with a retryable
-// error that carries the wait it asked for. Every answer is counted in
-// `prompt_appview_upstream_requests_total{endpoint,status}`.
+// Requests to one upstream host: at most `perHost` at once, all held while the host asks for a
+// wait (429/503 `retry-after`, `ratelimit-reset`), a 429 retried up to `maxWaits` times.
 
 export interface UpstreamLimiterOptions {
   perHost?: number
@@ -148,11 +143,7 @@ export class UpstreamLimiter {
   }
 }
 
-/**
- * `retry-after` (seconds or an HTTP date), else `ratelimit-reset` (seconds), in ms. A date is
- * the server's wall time, so it becomes a delay by ours; the caller keeps the delay on the
- * monotonic clock.
- */
+/** `retry-after` (seconds or an HTTP date), else `ratelimit-reset` (seconds), as a delay in ms. */
 export function retryAfterMs(headers: Headers, now = Date.now()): number | null {
   const after = headers.get('retry-after')
   if (after) {

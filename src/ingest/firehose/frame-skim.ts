@@ -1,12 +1,6 @@
-// Most firehose frames (well over 95% on the network) are commits to other collections:
-// all they mean here is a new cursor. Decoding them whole costs a CBOR decode of every
-// block; this reads just enough of the frame to prove it has nothing to index and to
-// take its seq and time, skipping byte strings by their length without copying them.
-//
-// An op path is a CBOR text string, stored as raw UTF-8, so a frame whose bytes do not
-// contain a wanted collection's name cannot have an op in it. Anything unusual (another
-// frame type, a malformed body, a needle present) returns null and takes the full path,
-// which is also the one that counts and logs malformed frames.
+// Most firehose frames are commits to other collections, only a new cursor here: this reads
+// just their seq and time, without decoding the blocks (a frame whose raw bytes lack every
+// wanted collection's name has no op of ours), and hands anything unusual to the full path.
 
 import { CID } from 'multiformats/cid'
 
@@ -17,11 +11,7 @@ export interface SkimmedCommit {
   repo: string
 }
 
-/**
- * Byte patterns of which every wanted op path contains one: the wanted collections'
- * common namespace when it is specific (three segments or more, like
- * `xyz.quasigod.lab.letta.`), each name otherwise (`app.bsky.` is in nearly every frame).
- */
+/** Byte patterns every wanted op path holds one of: a specific common namespace, or each name. */
 export function collectionNeedles(collections: string[]): Buffer[] {
   if (collections.length === 0) return []
   let prefix = collections[0]
@@ -134,11 +124,7 @@ function opsWellFormed(r: Reader): boolean {
 const HEAD_SIZES: readonly number[] = [1, 2, 4, 8]
 const HEAD_MINIMA: readonly number[] = [24, 0x100, 0x10000, 0x100000000]
 
-/**
- * Just the CBOR this needs, as strict as the full decoder (DAG-CBOR through @atproto's
- * lex-cbor): minimal heads, no indefinite lengths, text keys without duplicates, tag 42
- * CIDs only. What it does not handle (floats, undefined) throws and takes the full path.
- */
+/** Just the CBOR this needs, as strict as the full DAG-CBOR decoder; the rest throws. */
 class Reader {
   pos = 0
   readonly bytes: Uint8Array

@@ -45,16 +45,9 @@ export interface FrameProcessorOptions {
   unauthenticated?: boolean
   /** The repo's current state, for `#sync` (and `tooBig` commits). */
   fetchSnapshot: (did: string) => Promise<RepoSnapshotEvent>
-  /**
-   * Whether this DID matters here (has or had records). A relay sends #sync and #identity
-   * for every account on the network; for DIDs it says no to, those only move the cursor
-   * instead of costing a getRepo or a handle lookup. Default: every DID matters.
-   */
+  /** Whether this DID has or had records here: others' #sync and #identity only move the cursor. */
   isKnownDid?: (did: string) => boolean | Promise<boolean>
-  /**
-   * Sync 1.1 (verified firehose): every #commit and #sync of a tracked repo goes through the
-   * chain checks, wanted ops or not; the frame skim then skips untracked repos only.
-   */
+  /** Sync 1.1: every #commit and #sync of a tracked repo is chain-checked, wanted ops or not. */
   chain?: {
     frames: ChainFrames
     isTracked: (did: string) => boolean

@@ -54,11 +54,7 @@ function nativeKey(didKey: string): NativeKey {
 const toBigInt = (bytes: Uint8Array) =>
   BigInt(`0x${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex')}`)
 
-/**
- * @atproto/crypto's `verifySignature(didKey, data, sig)` with default options, on OpenSSL.
- * Same verdicts: only 64-byte compact r||s (DER or any other length throws), r and s in
- * [1, n-1] (else throws), high-S is false (atproto forbids malleable signatures).
- */
+/** @atproto/crypto's `verifySignature` with default options, on OpenSSL: the same verdicts. */
 export function verifySignatureNative(didKey: string, data: Uint8Array, sig: Uint8Array): boolean {
   const { key, curve: c } = nativeKey(didKey)
   if (!(sig instanceof Uint8Array) || sig.length !== 64)

@@ -14,10 +14,8 @@ import type { CommitEvt, parseCommitUnauthenticated } from '@atproto/sync'
 import { AtUri } from '@atproto/syntax'
 import { verifySignatureNative } from './native-verify.ts'
 
-// @atproto/sync's parseCommitAuthenticated with the signature checked by OpenSSL
-// (native-verify.ts): neither @atproto/sync nor @atproto/repo takes a verifier, so their
-// verifyProofs/formatCommitOps are reproduced from the same library pieces, with the same
-// errors (a RepoVerificationError retries once with a refreshed key; nothing else does).
+// @atproto/sync's parseCommitAuthenticated with the signature checked by OpenSSL: neither
+// library takes a verifier, so verifyProofs/formatCommitOps are rebuilt from their pieces.
 
 /** A `#commit` frame's body, as @atproto/sync types it. */
 export type CommitBody = Parameters<typeof parseCommitUnauthenticated>[0]
@@ -69,12 +67,7 @@ export interface VerifiedCommit {
   signed: { data: Cid; rev: string; did: string }
 }
 
-/**
- * parseCommitAuthenticated with native signature checks, plus the frame's envelope: checks
- * the signature whatever its ops (Sync 1.1 advances a repo's chain on every commit), proves
- * the matching ops against its MST, and ties the frame's `commit` and `rev` to the signed
- * block. Throws on any failure.
- */
+/** Checks the signature whatever the ops, proves the matching ones, and ties the envelope. */
 export async function verifyCommit(
   resolveKey: KeyLookup,
   evt: CommitBody,
@@ -113,11 +106,7 @@ export async function verifyCommit(
   }
 }
 
-/**
- * The proofs authenticate the CAR's root commit; the frame's `commit` and `rev` are plain
- * claims beside it. Tie them together, or a relay could attach any rev (and a rev decides
- * which write wins).
- */
+/** The frame's `commit` and `rev` are claims beside the proofs: a rev decides which write wins. */
 function checkEnvelope(evt: CommitBody, v: Pick<VerifiedCommit, 'root' | 'signed'>): void {
   if (!v.root.equals(evt.commit)) throw new Error('frame commit is not the root of its blocks')
   if (v.signed.did !== evt.repo)

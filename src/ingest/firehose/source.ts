@@ -30,10 +30,8 @@ import {
   type FrameResult,
 } from './frame.ts'
 
-// com.atproto.sync.subscribeRepos of a relay or a single PDS. The stock @atproto/sync
-// Firehose neither awaits its handler nor stops at a failed event, so the socket is read
-// here: frames are processed concurrently (DID lookups overlap) but handed to the sink
-// strictly in order, and reading pauses while too many are waiting (backpressure).
+// subscribeRepos of a relay or PDS over the one runner (@atproto/sync's Firehose neither awaits
+// its handler nor stops at a failed event): frames processed concurrently, handed on in order.
 
 /** The frame processor's settings are the source's own (firehose/frame.ts documents them). */
 type FrameSettings = Pick<
@@ -60,10 +58,7 @@ export interface FirehoseSourceOptions extends FrameSettings {
   reconnectMaxMs?: number
   /** No frame or pong for this long: the connection is presumed dead. */
   idleTimeoutMs?: number
-  /**
-   * Sync 1.1's stored chain state, loaded by the runtime (verified mode only); without it
-   * commits are checked one by one.
-   */
+  /** Sync 1.1's stored chain state (verified mode only); without it commits are checked alone. */
   chain?: ChainState
   /** Resync pacing (tests shorten it). */
   resync?: FirehoseChainOptions['resync']

@@ -4,7 +4,8 @@ import type { SourceItem } from '../../model/events.ts'
 import type { Metrics } from '../../observe/metrics.ts'
 
 // The vocabulary of Jetstream v1 normalization shared by its commit, account and identity
-// readers (and the v2 frame reader): results, skip reasons, and the envelope checks.
+// readers (and the v2 frame reader): results, skip reasons, the envelope checks, and how a
+// skip is counted and logged.
 
 export type SkipReason =
   | 'invalid_json'

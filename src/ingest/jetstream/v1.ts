@@ -106,10 +106,8 @@ export function backoffDelayMs(
   return backoffMs(attempt - 1, { baseMs, maxMs, jitter: 'full', random })
 }
 
-// The v1 wire counts time: a line's `time_us` is its position, a `time_us` cursor. A v2 server
-// serving this frozen wire adds its own seq to every line as `cursor` (SPEC 5); that seq is
-// the better resume point, so against such a server the position is a `seq` cursor. Both
-// kinds are this source's own: it resumes from either (`resumesFrom`).
+// A line's position is its `time_us`, or the seq a v2 server adds as `cursor` (SPEC 5): the
+// better resume point, so this source resumes from either kind.
 
 /** Where a connection resumes: a time_us minus the rewind, a seq as is (inclusive). */
 function requestedCursor(last: SourceCursor | null, rewindUs: number): SourceCursor | null {

@@ -15,11 +15,7 @@ import {
 const NO_TRACK: SeqTrack = { accepted: null, candidate: null }
 
 export class V2Cursor {
-  /**
-   * What a reconnect resumes from: the newest seq the cursor guard accepted, or the `time_us`
-   * the run started from until a seq arrives (the server translates a timestamp cursor to
-   * its first seq at or after it, SPEC 5).
-   */
+  /** What a reconnect resumes from: the newest accepted seq, else the run's start `time_us`. */
   #resume: SourceCursor | null = null
   /** Highest seq of the current session: a lower one after it is out of order. */
   #sessionSeq: number | null = null
@@ -80,10 +76,7 @@ export class V2Cursor {
     return { cursor: adv.cursor, timeUs: timeRefusal ? null : timeUs }
   }
 
-  /**
-   * A handled frame: the session has read up to its seq, but a reconnect resumes only from a
-   * seq the cursor guard accepted, so a hostile huge seq never becomes the reconnect cursor.
-   */
+  /** A handled frame; a reconnect resumes only from an accepted seq, never a hostile one. */
   handled(seq: number, accepted: number | null): void {
     this.#sessionSeq = seq
     if (accepted !== null) this.#resume = seqCursor(accepted)

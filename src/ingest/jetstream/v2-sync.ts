@@ -1,19 +1,10 @@
 import type { RepoPruneEvent } from '../../model/events.ts'
 import type { FrameVerdict } from '../ws-source.ts'
 
-// `#sync(did, rev R)` on Jetstream v2 (notes/jetstream-v2.md section 5): Jetstream resynced
-// the repo and re-sends its whole record set as creates at rev R right after the marker.
-// Those creates go through the normal write path (an unchanged CID is then a no-op); when
-// the window ends, every record of the DID still older than R was not re-sent and is gone,
-// which a `prune` event tombstones. The window ends at the DID's first later event that is
-// not a create at R (the replacement rows are archived in one run before anything newer of
-// that repo), or once the stream has moved `quietUs` past the window's last create, or when
-// no frame at all has come for the quiet period (`closeAll`, by the monotonic clock: on a sparse,
-// filtered stream a repo's resync can be the last thing for a long time, and stream time
-// only moves with frames).
-//
-// While a window is open the stored cursor stays just before its `#sync`: a crash replays
-// the marker and its creates (idempotent) instead of forgetting the deletes it owes.
+// `#sync(did, rev R)` on Jetstream v2 (notes/jetstream-v2.md section 5): the repo's records
+// are re-sent as creates at R, and when the window ends (the DID's first other event, stream
+// time or the monotonic clock gone quiet) a `prune` tombstones those older than R. The stored
+// cursor stays before an open window's `#sync`, so a crash replays it instead of losing deletes.
 
 interface Window {
   rev: string
@@ -99,10 +90,8 @@ export interface QuietWatch {
 }
 
 /**
- * Runs `closeQuiet` once no message has arrived or been handled for `quietMs` while a window
- * is open. It takes turns with the messages: a message that arrives during the close waits
- * for it, and a message being handled (a full sink holds it) is not quiet. A close that
- * failed fails the next message, which ends the session as a failed sink does.
+ * Runs `closeQuiet`, taking turns with the messages, once none arrived or was handled for
+ * `quietMs` while a window is open; a failed close fails the next message, ending the session.
  */
 export function watchQuiet(o: {
   handle: (data: Buffer, binary: boolean) => Promise<FrameVerdict>

@@ -40,10 +40,7 @@ export interface JetstreamV2Options extends JetstreamOptions {
   idleTimeoutMs?: number
   /** Cap on one decoded zstd frame (the Go client's read limit). */
   maxDecodedBytes?: number
-  /**
-   * A `#sync` window also ends once the stream is this far past its last create, or once no
-   * frame has come for this long.
-   */
+  /** A `#sync` window also ends this far past its last create, or this long without a frame. */
   syncQuietSeconds?: number
   fetch?: typeof fetch
 }

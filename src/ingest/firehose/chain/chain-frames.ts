@@ -9,7 +9,7 @@ import { type CommitVerdict, checkCommit, checkSync, type SyncBody } from './che
 import type { ChainTracker } from './tracker.ts'
 
 // The verified firehose's #commit and #sync frames under Sync 1.1: each frame of a tracked
-// repo is checked against the repo's chain (check-commit.ts, check-sync.ts), one repo at a
+// repo is checked against the repo's chain (check-commit.ts), one repo at a
 // time in arrival order, and turns into record events plus the repo's new chain state.
 
 export interface ChainFrameOptions {

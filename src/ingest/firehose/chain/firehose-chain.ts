@@ -10,15 +10,10 @@ import { type HeldCommit, ResyncBuffer } from './resync-buffer.ts'
 import { Resyncer, type ResyncerOptions } from './resyncer.ts'
 import { ChainTracker } from './tracker.ts'
 
-// Sync 1.1 for one run of the firehose source: the tracker, the chain checks and the
-// resyncer, tied to the sink. A resync is asked for once a break's item is handed to the
-// sink, so the snapshot lands after the break it heals; a waiting repo's commits are held
-// (resync-buffer.ts) and judged again once it settles.
+// Sync 1.1 for one run of the firehose: tracker, chain checks and resyncer tied to the sink; a
+// resync is asked for once the break is handed on, so its snapshot lands after it.
 
-/**
- * The stored chain state a run starts from (src/db/repo-chain.ts), read by the runtime
- * (cli/create-source.ts) and handed in: the source never reads the store itself.
- */
+/** The stored chain state a run starts from, handed in by the runtime (no source reads the store). */
 export interface ChainState {
   /** Repos with records here, newest first: their every commit is checked. */
   tracked: readonly string[]

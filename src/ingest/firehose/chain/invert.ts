@@ -1,9 +1,7 @@
 import { type BlockMap, MemoryBlockstore, MST } from '@atproto/repo'
 
-// Sync 1.1's "inductive firehose" check: the partial MST a commit carries, with every op
-// undone, must give back the previous commit's root (prevData). @atproto/repo has no helper
-// for it; its MST does the tree work, so this only maps each op to its inverse. A node the
-// proof left out surfaces as a missing-block error from the MST, reported as a failure too.
+// Sync 1.1's "inductive firehose" check: the commit's partial MST with every op undone must give
+// back prevData; @atproto/repo's MST does the tree work, this maps each op to its inverse.
 
 type CID = Parameters<MST['add']>[1]
 
@@ -22,11 +20,7 @@ export class InversionError extends Error {
   }
 }
 
-/**
- * The MST root before the commit: undoes `ops` on the tree at `data` (proof `blocks`).
- * Also checks each op against the new tree (a create/update's CID is the value at its path,
- * a delete's path is absent), which the inversion itself would not notice for a create.
- */
+/** The MST root before the commit; each op is also checked against the new tree. */
 export async function invertCommit(blocks: BlockMap, data: CID, ops: InvertibleOp[]): Promise<CID> {
   const paths = new Set<string>()
   for (const op of ops) {

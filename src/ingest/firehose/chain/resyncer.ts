@@ -8,13 +8,9 @@ import { steadyNowMs } from '../../../observe/clock.ts'
 import type { Metrics } from '../../../observe/metrics.ts'
 import { stateEvent } from './check-commit.ts'
 
-// Re-fetches desynchronized repos (a chain break, a #sync) and hands the verified snapshot
-// to the writer, which reconciles it like a backfill: records the repo no longer holds are
-// deleted. Limits (notes section 8): per repo a token bucket of 5 a minute (atmos), per PDS
-// a concurrency cap and the wait a 429 asks for; failures retry with capped exponential
-// backoff and jitter. Everything here is bounded: pending repos, buckets and hosts. Every wait
-// and token is on the monotonic clock: a step of the wall clock neither holds a repo back nor
-// lets it through early.
+// Re-fetches desynchronized repos and hands the verified snapshot to the writer (reconciled
+// like a backfill), within bounded limits (notes section 8): a token bucket per repo, a cap and
+// 429 waits per PDS, capped backoff on failure, every wait on the monotonic clock.
 
 export interface ResyncerOptions {
   /** One verified getRepo, no retries (they are scheduled here). */

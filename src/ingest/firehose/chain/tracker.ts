@@ -3,12 +3,8 @@ import type { Logger } from 'pino'
 import type { ChainHead } from '../../../db/repo-chain.ts'
 import type { ChainEvent } from '../../../model/events.ts'
 
-// What the firehose knows of each tracked repo's chain, ahead of the database. Two layers:
-// `heads` is the state as frames of the current connection were checked (frames are
-// checked before they are handed on, and a connection's unhanded frames are read again
-// after a reconnect, so this layer is dropped on every connect); `pushed` is the state as
-// of the items already handed to the pipeline, which will commit in order. Below both is
-// the database. Both layers are LRU maps: an evicted repo is read back from below.
+// Each tracked repo's chain ahead of the database, in two LRU layers: `heads` as checked on
+// this connection (dropped on connect: unhanded frames are read again), `pushed` as handed on.
 
 /** Tracked DIDs kept in memory by default (~20 MB): also what the runtime loads of them. */
 export const MAX_TRACKED = 200_000
@@ -16,11 +12,7 @@ export const MAX_TRACKED = 200_000
 export interface ChainTrackerOptions {
   loadHead: (did: string) => Promise<ChainHead | null>
   logger: Logger
-  /**
-   * Tracked DIDs kept in memory (default 200,000, ~20 MB). Past it a new repo is not added:
-   * its commits without wanted ops are then skipped, and its next wanted commit does not
-   * continue the stored chain, which costs one resync but loses nothing.
-   */
+  /** Past it a new repo is not tracked: its next wanted commit costs a resync, loses nothing. */
   maxTracked?: number
   /** Heads per layer (default 50,000). */
   maxHeads?: number
