@@ -6,11 +6,10 @@ import { type SourceCursor, startValueOf, timeCursor } from '../model/cursor.ts'
 import type { Sink, SourceItem } from '../model/events.ts'
 import { steadyNowMs } from '../observe/clock.ts'
 import type { Metrics } from '../observe/metrics.ts'
-import { pushUnlessAborted } from './abortable.ts'
 import { advanceTimeCursor, createRefusalReporter } from './cursor-guard.ts'
 import { normalizeJetstreamEvent } from './jetstream/event.ts'
 import { recordSkip } from './jetstream/skip.ts'
-import type { Source } from './source.ts'
+import { pushUnlessAborted, type Source } from './source.ts'
 
 export interface ReplaySourceOptions {
   /** A Jetstream-format NDJSON file: one event per line. */

@@ -1,5 +1,5 @@
 import type { CursorKind, SourceCursor } from '../model/cursor.ts'
-import type { Sink } from '../model/events.ts'
+import type { Sink, SourceItem } from '../model/events.ts'
 import type { Provenance } from '../model/rows.ts'
 
 /** A hole the source knows it left in the stream (backfill needed): /v1/stats and /readyz. */
@@ -30,4 +30,26 @@ export interface Source {
   prepare?(signal: AbortSignal): Promise<void>
   /** The newest gap this source left, if any. */
   readonly gap?: IngestGap | null
+}
+
+/**
+ * Pushes unless `signal` aborts first: a source must stop promptly on shutdown even while
+ * a full write queue holds its push. Returns false when aborted.
+ */
+export async function pushUnlessAborted(
+  sink: Sink,
+  item: SourceItem,
+  signal: AbortSignal,
+): Promise<boolean> {
+  if (signal.aborted) return false
+  let onAbort: (() => void) | undefined
+  const aborted = new Promise<false>((resolve) => {
+    onAbort = () => resolve(false)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    return await Promise.race([sink.push(item).then(() => !signal.aborted), aborted])
+  } finally {
+    signal.removeEventListener('abort', onAbort!)
+  }
 }

@@ -1,14 +1,13 @@
 import { type SourceCursor, startValueOf } from '../../model/cursor.ts'
 import type { RepoSnapshotEvent, Sink, SourceItem } from '../../model/events.ts'
 import { steadyNowMs } from '../../observe/clock.ts'
-import { pushUnlessAborted } from '../abortable.ts'
 import {
   createRefusalReporter,
   guardSeqFrame,
   type RefusalReporter,
   type SeqTrack,
 } from '../cursor-guard.ts'
-import type { Source } from '../source.ts'
+import { pushUnlessAborted, type Source } from '../source.ts'
 import {
   type NextStep,
   runWire,

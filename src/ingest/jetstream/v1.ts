@@ -6,9 +6,8 @@ import type { IndexEvent, Sink, SourceItem } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'
 import { steadyNowMs } from '../../observe/clock.ts'
 import type { Metrics } from '../../observe/metrics.ts'
-import { pushUnlessAborted } from '../abortable.ts'
 import { advanceTimeCursor, createRefusalReporter, type RefusalReporter } from '../cursor-guard.ts'
-import type { Source } from '../source.ts'
+import { pushUnlessAborted, type Source } from '../source.ts'
 import { withVerifiedHandle } from '../verify-handle.ts'
 import {
   type NextStep,

@@ -2,12 +2,16 @@ import type { Logger } from 'pino'
 import { AppError } from '../../faults/errors.ts'
 import { type SourceCursor, seqCursor, valueOfKind } from '../../model/cursor.ts'
 import type { IndexEvent, Sink, SourceItem } from '../../model/events.ts'
-import { pushUnlessAborted } from '../abortable.ts'
 import { createRefusalReporter } from '../cursor-guard.ts'
-import type { IngestGap, Source } from '../source.ts'
+import { type IngestGap, pushUnlessAborted, type Source } from '../source.ts'
 import { withVerifiedHandle } from '../verify-handle.ts'
-import type { SessionEnd } from '../ws-session.ts'
-import { type FrameVerdict, type NextStep, runWire, type Wire } from '../ws-source.ts'
+import {
+  type FrameVerdict,
+  type NextStep,
+  runWire,
+  type SessionEnd,
+  type Wire,
+} from '../ws-source.ts'
 import { recordSkip } from './skip.ts'
 import { type JetstreamOptions, jetstreamConnection } from './v1.ts'
 import { V2Cursor } from './v2-cursor.ts'
@@ -173,7 +177,7 @@ class JetstreamV2Wire implements Wire<{ data: Buffer; binary: boolean }> {
       this.#decoder.refused(ended.message)
       return 'now'
     }
-    // A healthy session starts the dictionary refetch over (and the backoff: ws-session.ts).
+    // A healthy session starts the dictionary refetch over (and the backoff: ws-source.ts).
     if (end.received > 0) this.#decoder.healthy()
     return 'retry'
   }
