@@ -94,46 +94,29 @@ export async function readAgentCurrency(
   }
 }
 
-// A name is cut to 1,000 characters here already: pages show at most 100 of them, and a
-// page of agents with record-sized names would otherwise read megabytes.
-const AGENT_NAMES = sql`
-  SELECT a.did, a.rkey, left(a.record->>'name', 1000) AS name
-  FROM unnest(${sql.placeholder('dids')}::text[], ${sql.placeholder('rkeys')}::text[]) AS k(did, rkey)
-  JOIN agents a ON a.did = k.did AND a.rkey = k.rkey
-  WHERE NOT a.deleted AND NOT a.hidden AND jsonb_typeof(a.record->'name') = 'string'`
-
 /**
- * The names visible agent records give themselves (`name`, when a string), by `did rkey`:
- * what the browse UI shows for an agent instead of its at-uri.
+ * The label visible records of `table` give themselves (`field`, when a string), by
+ * `did rkey`: what the browse UI shows instead of an at-uri. Cut to 1,000 characters, since
+ * pages show at most 100 and a page of record-sized labels would otherwise read megabytes.
  */
-export async function readAgentNames(
-  db: Database,
-  keys: ReadonlyArray<{ did: string; rkey: string }>,
-): Promise<Map<string, string>> {
-  if (keys.length === 0) return new Map()
-  const rows = await db.read<{ did: string; rkey: string; name: string }>(AGENT_NAMES, {
-    dids: keys.map((k) => k.did),
-    rkeys: keys.map((k) => k.rkey),
-  })
-  return new Map(rows.map((r) => [`${r.did} ${r.rkey}`, r.name]))
-}
-
-// Cut as agent names are (AGENT_NAMES).
-const CONVERSATION_TITLES = sql`
-  SELECT c.did, c.rkey, left(c.record->>'title', 1000) AS title
+function labelRead(table: 'agents' | 'conversations', field: 'name' | 'title') {
+  const query = sql`
+  SELECT t.did, t.rkey, left(t.record->>${sql.raw(`'${field}'`)}, 1000) AS label
   FROM unnest(${sql.placeholder('dids')}::text[], ${sql.placeholder('rkeys')}::text[]) AS k(did, rkey)
-  JOIN conversations c ON c.did = k.did AND c.rkey = k.rkey
-  WHERE NOT c.deleted AND NOT c.hidden AND jsonb_typeof(c.record->'title') = 'string'`
-
-/** The titles visible conversation records give themselves (`title`, a string), by `did rkey`. */
-export async function readConversationTitles(
-  db: Database,
-  keys: ReadonlyArray<{ did: string; rkey: string }>,
-): Promise<Map<string, string>> {
-  if (keys.length === 0) return new Map()
-  const rows = await db.read<{ did: string; rkey: string; title: string }>(CONVERSATION_TITLES, {
-    dids: keys.map((k) => k.did),
-    rkeys: keys.map((k) => k.rkey),
-  })
-  return new Map(rows.map((r) => [`${r.did} ${r.rkey}`, r.title]))
+  JOIN ${sql.raw(table)} t ON t.did = k.did AND t.rkey = k.rkey
+  WHERE NOT t.deleted AND NOT t.hidden AND jsonb_typeof(t.record->${sql.raw(`'${field}'`)}) = 'string'`
+  return async (
+    db: Database,
+    keys: ReadonlyArray<{ did: string; rkey: string }>,
+  ): Promise<Map<string, string>> => {
+    if (keys.length === 0) return new Map()
+    const rows = await db.read<{ did: string; rkey: string; label: string }>(query, {
+      dids: keys.map((k) => k.did),
+      rkeys: keys.map((k) => k.rkey),
+    })
+    return new Map(rows.map((r) => [`${r.did} ${r.rkey}`, r.label]))
+  }
 }
+
+export const readAgentNames = labelRead('agents', 'name')
+export const readConversationTitles = labelRead('conversations', 'title')
