@@ -1,7 +1,7 @@
 import { latestChangeSeq } from '../../db/read/changes.ts'
 import { FILTER_NAMES } from '../../model/flags.ts'
 import { READS } from '../catalog/reads.ts'
-import { readiness } from '../routes/health.ts'
+import { readiness } from '../routes/ops.ts'
 import { facts, flagBadges, listHref, time } from './components.ts'
 import { type Html, html } from './html.ts'
 import { ingestProgress } from './ingest-progress.ts'
