@@ -12,7 +12,7 @@ import Fastify, {
 import type { AppContext } from '../context/context.ts'
 import { installAnswerCache } from './answer-cache-plugin.ts'
 import { readContext } from './catalog/define.ts'
-import { changeFeed } from './changes/feed.ts'
+import { ChangeFeed } from './changes/feed.ts'
 import { ChangeHub, SUBSCRIBE_DEFAULTS, type SubscribeOptions } from './changes/hub.ts'
 import { ChangeTail, TAIL_DEFAULTS } from './changes/tail.ts'
 import { addCacheHeaders } from './http-cache.ts'
@@ -167,7 +167,7 @@ async function registerReadApi(
   const changesPageSize = opts.changesPageSize ?? 500
   // One reader of the change log per process, for the answer cache and the subscriptions.
   const tail = new ChangeTail(ctx.db, ctx.logger, { ...TAIL_DEFAULTS, pageSize: changesPageSize })
-  const feed = changeFeed(ctx, changesPageSize)
+  const feed = new ChangeFeed(ctx, changesPageSize)
   const hub = new ChangeHub(tail, feed, ctx.logger, { ...SUBSCRIBE_DEFAULTS, ...opts.subscribe })
   installAnswerCache(app, tail)
   tail.add(hub)

@@ -1,5 +1,4 @@
 import { isValidDid, isValidHandle, isValidRecordKey } from '@atproto/syntax'
-import type { FILTER_NAMES } from '../model/flags.ts'
 import { LIST_SORTS, type ListSort, SORT_KEY_RANGE } from '../model/list-sort.ts'
 import { badRequest, DECIMAL_PATTERN } from './http-errors.ts'
 
@@ -47,8 +46,6 @@ export function parseRecordUri(value: string, param: string, collections: string
   }
   return { actor, collection, rkey: parseRkey(rkey, param) }
 }
-
-export type FilterName = (typeof FILTER_NAMES)[number]
 
 // Numbers in a query string are plain decimal digits (no sign, exponent, hex, fraction,
 // spaces or leading zero), so each number has one spelling and a typo is a 400, not a guess.

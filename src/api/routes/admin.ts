@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { applyBatch } from '../../indexer/apply.ts'
+import { resolveActor } from '../catalog/define.ts'
 import { badRequest, errorResponses, HttpError, notFound } from '../http-errors.ts'
 import { parseActor } from '../params.ts'
-import { resolveActor } from '../reads.ts'
 
 export interface AdminOptions {
   token: string

@@ -1,8 +1,9 @@
+import { readVisibleSyncStates } from '../../db/read/sync-states.ts'
 import type { RepoView } from '../../db/repo-chain.ts'
 import { READS } from '../catalog/reads.ts'
-import { getHandles, reposOutOfSync } from '../reads.ts'
 import { repoLink, time } from './components.ts'
 import { type Html, html } from './html.ts'
+import { getHandles } from './names.ts'
 import { found, type PageContext, type PageInput } from './page-route.ts'
 
 // The overview's sync card (Sync 1.1): visible repos by state, in plain words, and the ones
@@ -48,7 +49,7 @@ function headline(counts: Record<string, number>): Html {
 }
 
 export async function syncPanel(input: PageInput, ctx: PageContext): Promise<Html> {
-  const { counts, dids } = await reposOutOfSync(ctx.db, SHOWN)
+  const { counts, dids } = await readVisibleSyncStates(ctx.db, SHOWN)
   const [looked, handles] = await Promise.all([
     Promise.all(dids.map((did) => found(input.read(READS.getRepo, { did })))),
     getHandles(ctx.db, dids),
