@@ -4,9 +4,8 @@ import { AnswerCache, type CachedAnswer } from './answer-cache.ts'
 import { AnswerCacheKeeper } from './changes/cache-keeper.ts'
 import type { ChangeTail } from './changes/tail.ts'
 
-// The read routes' answer cache, one per app, kept true by the change log (changes/cache-keeper.ts).
-// 64 MB holds a few thousand full prompts (2-200 KB each); the TTL caps fields that change
-// without a change row (provenance after a backfill re-verifies the same CID, indexedAt).
+// The app's answer cache: 64 MB holds a few thousand full prompts (2-200 KB each), and the
+// TTL caps fields that change without a change row (provenance, indexedAt).
 
 const MAX_BYTES = 64 * 1024 * 1024
 const TTL_MS = 30_000
@@ -46,10 +45,7 @@ export function sendAnswer(reply: FastifyReply, answer: CachedAnswer): FastifyRe
 /** Longest a request waits for a poll of the change log to vouch for an entry again. */
 const REVALIDATE_WAIT_MS = 250
 
-/**
- * The entry under `key`, after one poll of the change log when only a lapse of trust keeps
- * it from being served: requests of the lapse share that query instead of each loading.
- */
+/** The entry under `key`; when only a lapse of trust hides it, requests share one poll first. */
 async function hitOf(
   { cache, revalidate }: Answers,
   key: string,
@@ -60,11 +56,7 @@ async function hitOf(
   return cache.get(key)
 }
 
-/**
- * The answer under `key`: from the cache, or built by `load` (which throws when there is
- * none, a 404, and nothing is stored), serialized by `serialize` and stored tagged with the
- * repos `reposOf` names.
- */
+/** The answer under `key`: cached, or loaded and stored (a throw, a 404, stores nothing). */
 export async function cachedAnswer<T>(
   answers: Answers,
   key: string,

@@ -1,36 +1,20 @@
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 
-// A bounded in-process cache of serialized answers (JSON text and ETag), so a hot prompt
-// costs no query, serialization or hash. Entries are tagged with the repos they were built
-// from, and a change row of any such repo drops them (changes/cache-keeper.ts).
-//
-// Each invalidation bumps `generation`, and a fill whose query started before the latest
-// one is not stored, so a stale snapshot is never put back after the change that staled it.
+// Serialized answers (bytes and ETag), so a hot prompt costs no query, serialization or
+// hash; each is tagged with the repos it was built from, and a change row of any of them
+// drops it (changes/cache-keeper.ts). Every invalidation bumps `generation`, and a fill whose
+// query started before it is not stored, so a stale answer is never put back.
 
 export interface CachedAnswer {
-  /** The JSON text, as the UTF-8 bytes sent: encoded once, not on every hit. */
+  /** The JSON text as the UTF-8 bytes sent: encoded once, not on every hit. */
   payload: Buffer
-  /** The same text as a string (decoded on demand; sending uses `payload`). */
-  readonly body: string
   etag: string
 }
 
 interface Entry extends CachedAnswer {
   repos: readonly string[]
   expiresAt: number
-}
-
-/** An answer of `body` (text, or its UTF-8 bytes): its bytes and ETag, computed once. */
-function answerOf(body: string | Buffer): CachedAnswer {
-  const payload = typeof body === 'string' ? Buffer.from(body) : body
-  return {
-    payload,
-    etag: etagOf(payload),
-    get body() {
-      return payload.toString()
-    },
-  }
 }
 
 export interface AnswerCacheOptions {
@@ -75,10 +59,6 @@ export class AnswerCache {
       // Evicted, replaced or deleted: no repo names it any more.
       dispose: (e, key) => this.#unindex(key, e.repos),
     })
-  }
-
-  get size(): number {
-    return this.#entries.size
   }
 
   get bytes(): number {
@@ -128,7 +108,8 @@ export class AnswerCache {
     repos: readonly string[],
     generation: number,
   ): CachedAnswer {
-    const answer = answerOf(body)
+    const payload = typeof body === 'string' ? Buffer.from(body) : body
+    const answer: CachedAnswer = { payload, etag: etagOf(payload) }
     const size = answer.payload.length
     if (generation !== this.#generation || !this.#trusted() || size > this.#opts.maxBytes)
       return answer

@@ -12,7 +12,7 @@ import Fastify, {
 import type { AppContext } from '../context/context.ts'
 import { installAnswerCache } from './answer-cache-plugin.ts'
 import { readContext } from './catalog/define.ts'
-import { changeFeed } from './changes/feed.ts'
+import { ChangeFeed } from './changes/feed.ts'
 import { ChangeHub, SUBSCRIBE_DEFAULTS, type SubscribeOptions } from './changes/hub.ts'
 import { ChangeTail, TAIL_DEFAULTS } from './changes/tail.ts'
 import { addCacheHeaders } from './http-cache.ts'
@@ -22,8 +22,7 @@ import { adminRoutes } from './routes/admin.ts'
 import { changesRoutes } from './routes/changes.ts'
 import { registerDocs } from './routes/docs.ts'
 import { exportRoutes } from './routes/export.ts'
-import { healthRoutes } from './routes/health.ts'
-import { metricsRoutes } from './routes/metrics.ts'
+import { opsRoutes } from './routes/ops.ts'
 import { readRoutes } from './routes/reads.ts'
 import { subscribeRoutes, websocketOptions } from './routes/subscribe.ts'
 import { sendHtmlError, uiRoutes, wantsHtml } from './ui/plugin.ts'
@@ -46,10 +45,7 @@ export interface ApiOptions {
   isReady: () => boolean
   /** Re-fetches and reconciles one repo (POST /admin/repos/{did}/resync); absent: not offered. */
   resyncRepo?: (did: string) => Promise<void>
-  /**
-   * Serve the read API (/v1, /openapi.json, /docs, /admin). False for an ingest-only
-   * process, which still answers /healthz, /readyz and /metrics. Default true.
-   */
+  /** Serve the read API (/v1, /docs, /admin...); false: ingest-only, just the ops routes. */
   readApi?: boolean
   /** Change rows read per query while streaming /v1/changes. */
   changesPageSize?: number
@@ -74,8 +70,7 @@ export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<Fasti
   const readApi = opts.readApi ?? true
   addErrorAnswers(app, readApi)
   await registerPlugins(app, ctx, readApi)
-  await app.register(healthRoutes)
-  await app.register(metricsRoutes)
+  await app.register(opsRoutes)
   if (readApi) await registerReadApi(app, ctx, opts)
   return app
 }
@@ -87,13 +82,11 @@ function createFastify(ctx: AppContext): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: ctx.config.trustProxy,
     bodyLimit: 64 * 1024,
-    // Socket-level limits for slow or idle clients, and an application-level one for
-    // handlers stuck on the database (routes that stream or resync raise their own).
+    // Socket limits for slow or idle clients; one for handlers stuck on the database.
     requestTimeout: 30_000,
     connectionTimeout: 60_000,
     handlerTimeout: 15_000,
-    // A DID may be 2048 characters: long parameters get a 400 from the handler that
-    // names them, not a route miss.
+    // A DID may be 2048 characters: a long parameter gets its handler's 400, not a miss.
     routerOptions: { maxParamLength: 4096 },
     clientErrorHandler,
     frameworkErrors: (err, request, reply) => {
@@ -174,7 +167,7 @@ async function registerReadApi(
   const changesPageSize = opts.changesPageSize ?? 500
   // One reader of the change log per process, for the answer cache and the subscriptions.
   const tail = new ChangeTail(ctx.db, ctx.logger, { ...TAIL_DEFAULTS, pageSize: changesPageSize })
-  const feed = changeFeed(ctx, changesPageSize)
+  const feed = new ChangeFeed(ctx, changesPageSize)
   const hub = new ChangeHub(tail, feed, ctx.logger, { ...SUBSCRIBE_DEFAULTS, ...opts.subscribe })
   installAnswerCache(app, tail)
   tail.add(hub)

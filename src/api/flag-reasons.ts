@@ -3,9 +3,8 @@ import type { FlagName } from '../model/flags.ts'
 import type { Nsids } from '../model/nsids.ts'
 import type { PromptView } from './prompt-views.ts'
 
-// One plain-language sentence per flag a prompt carries, naming the evidence (SPEC section
-// 6, `reasons`). The keys are exactly the prompt's flags: a flag whose evidence cannot be
-// found any more still gets a sentence that says so, never a missing key.
+// One sentence per flag a prompt carries, naming the evidence (SPEC section 6, `reasons`);
+// a flag whose evidence is gone still gets a sentence that says so, never a missing key.
 
 export type Reasons = Partial<Record<FlagName, string>>
 
@@ -13,9 +12,8 @@ export type Reasons = Partial<Record<FlagName, string>>
 export const FLAGS_WITH_RECORD: readonly FlagName[] = ['mismatched', 'coreMemoryDetached']
 
 const EXCERPT = 40
-// The prompt and its evidence are read in one statement, but the flag was computed at the
-// last write that touched the prompt and the probes run now: a rule they do not share (or a
-// row changed by a later batch not yet re-flagged) can still leave a flag without a witness.
+// The flag was computed at the prompt's last write and the probes run now: a rule they do
+// not share, or a row changed by a later batch not yet re-flagged, leaves it without a witness.
 const CHANGED_MEANWHILE =
   'the evidence that set this flag changed while this answer was read: ask again'
 const q = (s: string): string => JSON.stringify(s)

@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import { etagOf } from './answer-cache.ts'
 
-// Conditional GETs for JSON answers. The ETag hashes the serialized body, so it changes
-// exactly when the answer does; it is weak because compression re-encodes the bytes.
-// Max-ages are short: ingestion changes answers every second, and a takedown must not linger.
+// Conditional GETs: a weak ETag of the body (compression re-encodes it) and short max-ages,
+// as ingestion changes answers every second and a takedown must not linger.
 
 export interface CachePolicy {
   maxAge: number

@@ -1,8 +1,7 @@
 import { dbErrorCode, isRetryable, isStatementTimeout } from '../faults/errors.ts'
 
-// The error shape of SPEC section 6: `{"error": "<Name>", "message": "..."}`. Routes throw
-// these; the app's error handler turns any thrown error into that shape (errorAnswer), and
-// the browse UI into an error page with the same status and message.
+// The error shape of SPEC section 6, `{"error": "<Name>", "message": "..."}`, into which the
+// app turns any thrown error (errorAnswer), and the browse UI into a page of the same status.
 
 export const ERROR_NAMES: Record<number, string> = {
   400: 'InvalidRequest',
@@ -12,6 +11,21 @@ export const ERROR_NAMES: Record<number, string> = {
   500: 'InternalServerError',
   503: 'ServiceUnavailable',
 }
+
+const errorSchema = {
+  type: 'object',
+  properties: {
+    error: {
+      type: 'string',
+      description: 'InvalidRequest, NotFound, AuthRequired, RateLimitExceeded, InternalServerError',
+    },
+    message: { type: 'string' },
+  },
+  required: ['error', 'message'],
+} as const
+
+/** The routes' 4xx and 5xx answers, as their schemas document them. */
+export const errorResponses = { '4xx': errorSchema, '5xx': errorSchema } as const
 
 export class HttpError extends Error {
   readonly statusCode: number
@@ -34,10 +48,7 @@ export function errorNameOf(status: number): string {
 export interface ErrorAnswer {
   status: number
   message: string
-  /**
-   * The database is down, restarting or slow: a 503 worth retrying (with Retry-After), not
-   * a fault of this code.
-   */
+  /** The database is down, restarting or slow: a 503 worth retrying, not a fault of this code. */
   unavailable: boolean
   /** The read was cancelled at the read timeout (READ_TIMEOUT_MS): the database is slow. */
   slow?: boolean
@@ -87,7 +98,7 @@ export function errorAnswer(err: ThrownError): ErrorAnswer {
   return { status, message, unavailable: status === 503 }
 }
 
-/** The query-string integer syntax (schemas.ts decimalParam, params.ts strictInteger). */
+/** The query-string integer syntax (params.ts integerParam, strictInteger). */
 export const DECIMAL_PATTERN = '^(0|[1-9][0-9]*)$'
 
 interface AjvError {

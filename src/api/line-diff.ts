@@ -1,9 +1,8 @@
 import { diffLines } from 'diff'
 
-// Line diffs for people (SPEC section 6, `.../diff`): hunks of whole lines, long unchanged
-// runs collapsed around each change. The diff's work is bounded (maxEditLength, timeout) so
-// a large prompt never stalls a request; past the bound the answer is the coarse but exact
-// diff (common leading and trailing lines kept, everything between replaced).
+// Line diffs for people (SPEC section 6): hunks of whole lines, unchanged runs collapsed. The
+// diff's work is bounded so a large prompt never stalls a request; past the bound it is the
+// coarse but exact diff (common head and tail kept, everything between replaced).
 
 export interface Hunk {
   op: 'equal' | 'insert' | 'delete'

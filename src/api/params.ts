@@ -1,5 +1,4 @@
 import { isValidDid, isValidHandle, isValidRecordKey } from '@atproto/syntax'
-import type { FILTER_NAMES } from '../model/flags.ts'
 import { LIST_SORTS, type ListSort, SORT_KEY_RANGE } from '../model/list-sort.ts'
 import { badRequest, DECIMAL_PATTERN } from './http-errors.ts'
 
@@ -48,8 +47,6 @@ export function parseRecordUri(value: string, param: string, collections: string
   return { actor, collection, rkey: parseRkey(rkey, param) }
 }
 
-export type FilterName = (typeof FILTER_NAMES)[number]
-
 // Numbers in a query string are plain decimal digits (no sign, exponent, hex, fraction,
 // spaces or leading zero), so each number has one spelling and a typo is a 400, not a guess.
 const DECIMAL = new RegExp(DECIMAL_PATTERN)
@@ -61,48 +58,33 @@ export function strictInteger(value: string, min: number, max: number): number |
   return Number.isSafeInteger(n) && n >= min && n <= max ? n : null
 }
 
-/** A query-string integer's schema: a string of DECIMAL_PATTERN, never coerced by Ajv. */
-const decimalParam = (description: string) =>
-  ({ type: 'string', pattern: DECIMAL_PATTERN, maxLength: 16, description }) as const
-
 /**
- * A query-string integer, defined once: the route's JSON schema checks its syntax
- * (DECIMAL_PATTERN, so Ajv's message names the rule) and `parse` its range and default,
- * both from the same numbers.
+ * A query-string integer of a route outside the catalog, defined once: the route's JSON
+ * schema checks its syntax (so Ajv's message names the rule) and `parse` its range and
+ * default, refusing the rest with `refusal`.
  */
-export interface IntegerParam {
-  readonly schema: ReturnType<typeof decimalParam>
-  parse(value: string | undefined): number
-}
-
-/** A page size of 1..max, `def` when absent. */
-export function limitParam(opts: { def: number; max: number; description?: string }): IntegerParam {
-  const { def, max } = opts
+export function integerParam(
+  range: { def: number; min: number; max: number },
+  description: string,
+  refusal: string,
+) {
   return {
-    schema: decimalParam(
-      opts.description ?? `Integer 1..${max} in plain decimal digits, default ${def}`,
-    ),
-    parse(value) {
-      if (value === undefined) return def
-      const n = strictInteger(value, 1, max)
-      if (n === null)
-        throw badRequest(`limit must be an integer from 1 to ${max}, in plain decimal digits`)
+    schema: { type: 'string', pattern: DECIMAL_PATTERN, maxLength: 16, description } as const,
+    parse(value: string | undefined): number {
+      if (value === undefined) return range.def
+      const n = strictInteger(value, range.min, range.max)
+      if (n === null) throw badRequest(refusal)
       return n
     },
   }
 }
 
 /** A change-feed position: the last seq read, 0 for the start. */
-export const SINCE: IntegerParam = {
-  schema: decimalParam('Last seq read, in plain decimal digits; default 0'),
-  parse(value) {
-    if (value === undefined) return 0
-    const n = strictInteger(value, 0, Number.MAX_SAFE_INTEGER)
-    if (n === null)
-      throw badRequest('since must be an integer >= 0 in plain decimal digits (the last seq read)')
-    return n
-  },
-}
+export const SINCE = integerParam(
+  { def: 0, min: 0, max: Number.MAX_SAFE_INTEGER },
+  'Last seq read, in plain decimal digits; default 0',
+  'since must be an integer >= 0 in plain decimal digits (the last seq read)',
+)
 
 /**
  * Position after the last item of a page, in the order the page was read in: (rkey, did)
@@ -138,9 +120,10 @@ export function encodeCursor(key: PageKey): string {
   return Buffer.from(JSON.stringify(parts), 'utf8').toString('base64url')
 }
 
-export function decodeCursor(value: string, param = 'cursor'): PageKey {
-  const fail = () =>
-    badRequest(`${param} is malformed: pass back the cursor of the previous page unchanged`)
+const fail = () =>
+  badRequest('cursor is malformed: pass back the cursor of the previous page unchanged')
+
+export function decodeCursor(value: string): PageKey {
   if (!BASE64URL.test(value)) throw fail()
   let parsed: unknown
   try {
@@ -162,9 +145,7 @@ export function encodeRevCursor(rev: string): string {
   return Buffer.from(rev, 'utf8').toString('base64url')
 }
 
-export function decodeRevCursor(value: string, param = 'cursor'): string {
-  const fail = () =>
-    badRequest(`${param} is malformed: pass back the cursor of the previous page unchanged`)
+export function decodeRevCursor(value: string): string {
   if (!BASE64URL.test(value)) throw fail()
   const rev = Buffer.from(value, 'base64url').toString('utf8')
   // Revs are TIDs; the record-key charset is checked so a stored odd rev still pages.

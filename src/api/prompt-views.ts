@@ -1,4 +1,4 @@
-import type { PromptListRow, PromptRow } from '../db/read/prompts.ts'
+import type { PromptAnswerRow, PromptKey, PromptListRow, PromptRow } from '../db/read/prompts.ts'
 import { flagsToNames } from '../model/flags.ts'
 import type { ListSort } from '../model/list-sort.ts'
 import type { Nsids } from '../model/nsids.ts'
@@ -7,25 +7,13 @@ import { encodeCursor } from './params.ts'
 // The one place a prompt row becomes its JSON view (SPEC section 6): a lookup, a list
 // item and a search item are all this view, with what each adds.
 
-export interface PromptView {
-  uri: string
-  cid: string
-  did: string
-  rkey: string
-  rev: string
-  record: unknown
-  flags: string[]
-  conversation: { uri: string; exists: boolean }
-  agent: { uri: string | null; exists: boolean }
-  recompiles: number
-  /** What the current version changed since the revision before it; null: indexed before it was kept. */
-  changed: string[] | null
-  indexedAt: string
-  validationError: string | null
-  provenance: { source: string | null; verified: boolean; commit: string | null; rev: string }
-}
+/** A prompt as every answer shows it (the lexicon's promptView). */
+export type PromptView = ReturnType<typeof toPromptView>
 
 export type PromptListItem = PromptView & { contentBytes: number | null }
+
+/** Reads a prompt's answer row: the routes' batched reader (db/read/batch.ts), or one read. */
+export type PromptAnswerReader = (key: PromptKey) => Promise<PromptAnswerRow | null>
 
 /** The fields every record's view starts with. */
 export function recordHead(
@@ -37,7 +25,7 @@ export function recordHead(
   return { uri: `at://${row.did}/${collection}/${row.rkey}`, cid, did: row.did, rkey: row.rkey }
 }
 
-export function toPromptView(row: PromptRow, nsids: Nsids): PromptView {
+export function toPromptView(row: PromptRow, nsids: Nsids) {
   return {
     ...recordHead(row, nsids.prompt),
     rev: row.rev,

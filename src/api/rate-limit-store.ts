@@ -1,9 +1,8 @@
 import type { FastifyRateLimitStore } from '@fastify/rate-limit'
 import { LRUCache } from 'lru-cache'
 
-// @fastify/rate-limit's own store times its windows by Date.now(): with the wall clock set
-// back ten minutes, a client at its limit would be answered 429 for eleven minutes. This
-// store keeps the same fixed windows on the monotonic clock.
+// @fastify/rate-limit's own store times windows by Date.now(), so a clock set back ten minutes
+// would keep a client at 429 for eleven: this one keeps them on the monotonic clock.
 
 interface Window {
   current: number

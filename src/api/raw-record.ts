@@ -1,6 +1,5 @@
-// A record goes into its answer as the JSON text Postgres stores (`record::text`), never
-// parsed and serialized again, since that dominated a lookup's CPU on a cache miss. The view
-// is serialized with RAW_RECORD in the record's place, and the text replaces that one value.
+// A record goes into its answer as the JSON text Postgres stores, never parsed and serialized
+// again (that dominated a lookup's CPU on a cache miss): the text replaces RAW_RECORD.
 
 /** Stands for the record in a view until its text is spliced in; no record holds it. */
 export const RAW_RECORD = '\u0000raw record\u0000'

@@ -17,7 +17,6 @@ import {
   type LettaParts,
   lettaParts,
   type PromptVersion,
-  type RecompileKind,
   recompileAnatomy,
 } from '../model/recompile-anatomy.ts'
 import {
@@ -32,24 +31,12 @@ import { type Hunk, lineDiff } from './line-diff.ts'
 import { encodeRevCursor } from './params.ts'
 
 // A prompt's revision history, one revision with its texts, and the diff between two
-// revisions (SPEC section 6). Texts are rebuilt from revision_texts: a whole text and the
-// line deltas resting on it.
+// (SPEC section 6); texts are rebuilt from revision_texts, a whole text and deltas on it.
 
-export interface RevisionView {
-  rev: string
-  cid: string
-  compiledAt: string | null
-  rawSystemHash: string | null
-  memfsRevision: string | null
-  contentHash: string | null
-  seenAt: string
-  /** What changed since the revision before it (SPEC 14); null when indexed before it was kept. */
-  changed: string[] | null
-  memoryFiles: string[] | null
-}
+export type RevisionView = ReturnType<typeof toRevisionView>
 
 /** The one place a revision row becomes its view (pages and the detail). */
-const toRevisionView = (r: RevisionRow): RevisionView => ({
+const toRevisionView = (r: RevisionRow) => ({
   rev: r.rev,
   cid: r.cid,
   compiledAt: r.compiled_at,
@@ -87,11 +74,6 @@ export interface RevisionTexts {
   coreMemory: string | null
   /** Why the texts are null, when they are. */
   note: string | null
-}
-
-export interface RevisionDetail extends RevisionTexts, RevisionView {
-  uri: string
-  contentKept: boolean
 }
 
 /** The slot's revisions are readable: it has a row and its repo is visible. */
@@ -145,7 +127,7 @@ async function textsOf(
   }
 }
 
-const detailOf = (uri: string, r: RevisionTextRow, t: RevisionTexts): RevisionDetail => ({
+const detailOf = (uri: string, r: RevisionTextRow, t: RevisionTexts) => ({
   uri,
   ...toRevisionView(r),
   contentKept: t.note === null,
@@ -158,7 +140,7 @@ export async function getRevisionDetail(
   did: string,
   rkey: string,
   rev: string,
-): Promise<RevisionDetail> {
+) {
   const uri = `at://${did}/${nsids.prompt}/${rkey}`
   await assertReadable(db, nsids, did, rkey)
   const r = await readRevision(db, did, rkey, rev)
@@ -175,20 +157,6 @@ export interface DiffParts {
   memory: Hunk[]
   /** the `<memory_metadata>` block */
   metadata: Hunk[]
-}
-
-export interface RevisionDiff {
-  uri: string
-  from: string | null
-  to: string
-  /** What changed from `from` to `to` (SPEC 14), and the memory files whose blocks differ. */
-  changed: RecompileKind[]
-  memoryFiles: string[]
-  content: Hunk[] | null
-  coreMemory: Hunk[] | null
-  /** Null unless both revisions are in Letta's format (the first revision: against nothing). */
-  parts: DiffParts | null
-  note: string | null
 }
 
 const versionOf = (r: RevisionTextRow, t: RevisionTexts): PromptVersion => ({
@@ -245,7 +213,7 @@ export async function getRevisionDiff(
   rkey: string,
   from: string | null,
   to: string | null,
-): Promise<RevisionDiff> {
+) {
   const uri = `at://${did}/${nsids.prompt}/${rkey}`
   await assertReadable(db, nsids, did, rkey)
   const [a, b] = await pickPair(db, uri, did, rkey, from, to)
@@ -267,28 +235,20 @@ export async function getRevisionDiff(
     ...anatomy,
     content,
     coreMemory,
+    // Null unless both are in Letta's format (the first revision: against nothing).
     parts: kept ? partsDiff(a ? ta : null, tb) : null,
     note: ta.note ?? tb.note,
   }
 }
 
-/** An older version's whole record, as JSON text, with the key and CID it was asked by. */
-export interface RevisionRecord {
-  did: string
-  rkey: string
-  cid: string
-  json: string
-}
-
 /**
- * Whole records of older versions: the kept rest of each record with its content and
- * coreMemory rebuilt from revision_texts. A version whose rest or a text is missing is left
- * out (the feed says `superseded`).
+ * Older versions' whole records as JSON text: the kept rest with content and coreMemory
+ * rebuilt. A version whose rest or a text is missing is left out (the feed says `superseded`).
  */
 export async function getRevisionRecords(
   db: Database,
   keys: ReadonlyArray<{ did: string; rkey: string; cid: string }>,
-): Promise<RevisionRecord[]> {
+) {
   const rows = await readRevisionRecords(db, keys)
   const decode = repoTextDecoder(
     await readRepoTextChains(

@@ -5,9 +5,8 @@ import { VERSION } from '../config/version.ts'
 import type { ColumnKind, ExportColumn } from './tables.ts'
 import { jsonLine } from './tables.ts'
 
-// One table's file, written a batch of rows at a time: Parquet (hyparquet-writer, one row
-// group per batch, flushed to disk as it goes) or NDJSON. Memory is one batch, whatever the
-// table's size.
+// One table's file, a batch of rows at a time (a Parquet row group, or NDJSON lines), so
+// memory is one batch whatever the table's size.
 
 export type ExportFormat = 'parquet' | 'ndjson'
 

@@ -22,10 +22,9 @@ import {
   revisionColumns,
 } from './tables.ts'
 
-// `prompt-appview export` and GET /v1/export: one snapshot's visible state, read in keyset
-// pages, then manifest.json naming the change-log seq it is consistent with. Files take their
-// own name only once whole and the manifest comes last, so a directory with a manifest holds
-// a complete export.
+// `prompt-appview export` and GET /v1/export: one snapshot's visible state in keyset pages,
+// then manifest.json naming its change-log seq. Files take their name only once whole and the
+// manifest comes last, so a directory with a manifest holds a complete export.
 
 const SCHEMA_VERSION = 2
 

@@ -17,7 +17,7 @@ describe('AnswerCache', () => {
     cache.trustUntil(1_000)
     cache.set('a', 'aaaa', ['did:a'], cache.generation)
     cache.set('b', 'bbbb', ['did:b'], cache.generation)
-    expect(cache.get('a')?.body).toBe('aaaa') // a is now the most recently used
+    expect(cache.get('a')?.payload.toString()).toBe('aaaa') // a is now the most recently used
     cache.set('c', 'cccc', ['did:c'], cache.generation)
     expect(cache.get('b')).toBeUndefined()
     expect(cache.bytes).toBe(8)

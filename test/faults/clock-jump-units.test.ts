@@ -276,7 +276,7 @@ describe('waits across a 10-minute step of the wall clock', () => {
     // One poll and no more: the database stopped answering, as far as the cache knows.
     await tail.poll()
     cache.set('k', 'answer', ['did:plc:a'], cache.generation)
-    expect(cache.get('k')?.body).toBe('answer')
+    expect(cache.get('k')?.payload.toString()).toBe('answer')
     clock.shift = -TEN_MINUTES
     await sleep(CACHE_TRUST_MS + 100)
     expect(cache.get('k'), 'a stale answer served past the trust bound').toBeUndefined()

@@ -1,5 +1,5 @@
+import { getPromptView } from '../../src/api/catalog/reads.ts'
 import type { PromptView } from '../../src/api/prompt-views.ts'
-import { getPromptView } from '../../src/api/reads.ts'
 import type { Database } from '../../src/db/client.ts'
 import type { Nsids } from '../../src/model/nsids.ts'
 

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { getPromptView } from '../../src/api/catalog/reads.ts'
 import { detachedReason } from '../../src/api/flag-reasons.ts'
-import { getPromptView } from '../../src/api/reads.ts'
 import type { Database } from '../../src/db/client.ts'
 import { applyBatch } from '../../src/indexer/apply.ts'
 import { normalizeJetstreamEvent } from '../../src/ingest/jetstream/event.ts'

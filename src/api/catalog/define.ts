@@ -1,9 +1,12 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { AppContext } from '../../context/context.ts'
+import type { Database } from '../../db/client.ts'
+import { readDidOfHandle } from '../../db/read/accounts.ts'
 import { batchedPromptAnswers } from '../../db/read/prompts.ts'
 import { cachedAnswer, sendAnswer, serializerFor } from '../answer-cache-plugin.ts'
 import type { CachePolicy } from '../http-cache.ts'
-import type { PromptAnswerReader } from '../reads.ts'
+import type { Actor } from '../params.ts'
+import type { PromptAnswerReader } from '../prompt-views.ts'
 import { type CheckedParams, checkParams, type RawParams, XRPC_NAMESPACE } from './lexicons.ts'
 import { outputSchema } from './output-schema.ts'
 
@@ -11,7 +14,6 @@ import { outputSchema } from './output-schema.ts'
 // key (a 400 or a 404 here), how it reads, its answer's JSON schema, and its cache key and
 // repos when cached. REST routes, XRPC methods and UI pages are adapters over it.
 
-/** What the reads read with: the database, the NSIDs, one batched prompt reader, the ingest. */
 export interface ReadContext {
   readonly db: AppContext['db']
   readonly nsids: AppContext['nsids']
@@ -35,17 +37,22 @@ export function readContext(
   return { db: ctx.db, nsids: ctx.nsids, readPrompt: batchedPromptAnswers(ctx.db), ingest }
 }
 
+/** The DID an actor names, or null when it is a handle the index does not know. */
+export async function resolveActor(db: Database, actor: Actor): Promise<string | null> {
+  if (actor.kind === 'did') return actor.did
+  return readDidOfHandle(db, actor.handle)
+}
+
 export interface ReadDef<P, K, T> {
   /** The query's name under XRPC_NAMESPACE; its lexicon declares the parameters. */
   readonly name: string
   /** JSON schema of the answer, when REST's is not its lexicon's output as it is. */
   readonly output?: object
-  /** How long HTTP caches may keep the answer. */
   readonly http: { cache: CachePolicy }
-  /** The checked parameters parsed and resolved into what the read looks up. */
+  /** The checked parameters parsed and resolved into what the read looks up (its key). */
   plan(c: ReadContext, params: P): Promise<K>
   run(c: ReadContext, key: K): Promise<T>
-  /** Answers kept in the answer cache: under `key` (null: not kept), dropped by `repos`' changes. */
+  /** Answers kept in the answer cache under `key` (null: not kept), dropped by `repos`' changes. */
   readonly cache?: {
     key(k: K): string | null
     repos(value: T, k: K): readonly string[]

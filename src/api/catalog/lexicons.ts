@@ -9,9 +9,8 @@ import {
 import { badRequest } from '../http-errors.ts'
 import { parseActor, parseRkey, strictInteger } from '../params.ts'
 
-// The query lexicons of lexicons/xyz/quasigod/lab/letta/appview/ (proposals under the record
-// lexicon's authority), loaded once, and the one place a read's parameters are checked:
-// REST's path and query string, XRPC's query string and a UI page's reads all come through
+// The query lexicons of lexicons/xyz/quasigod/lab/letta/appview/, loaded once, and the one
+// place a read's parameters are checked: REST, XRPC and the UI's reads all come through
 // `checkParams`, so a bad value gets the same 400 and message by every door.
 
 const DIR = new URL('../../../lexicons/xyz/quasigod/lab/letta/appview/', import.meta.url)
@@ -28,7 +27,6 @@ function loadDocs(): LexiconDoc[] {
 
 export const LEXICONS = new Lexicons(loadDocs())
 
-/** The queries, by NSID. */
 export const QUERIES: ReadonlyMap<string, LexXrpcQuery> = new Map(
   [...LEXICONS]
     .filter((doc) => doc.defs.main?.type === 'query')
@@ -47,10 +45,7 @@ export type RawParams = Record<string, string | string[] | undefined>
 /** Parameters checked against their lexicon: integers are numbers, defaults applied. */
 export type CheckedParams = Record<string, unknown>
 
-/**
- * An integer is plain decimal digits within the lexicon's bounds (params.ts strictInteger):
- * `1e2`, `0x10`, `+5` or `05` are refused with the range, as a typo rather than a guess.
- */
+/** Plain decimal digits within the lexicon's bounds: `1e2`, `+5` or `05` is a typo, not a guess. */
 function integerOf(name: string, prop: LexInteger, value: string): number {
   const min = prop.minimum ?? 0
   const n = strictInteger(value, min, prop.maximum ?? Number.MAX_SAFE_INTEGER)
@@ -64,10 +59,7 @@ function integerOf(name: string, prop: LexInteger, value: string): number {
 
 type LexParam = NonNullable<LexXrpcQuery['parameters']>['properties'][string]
 
-/**
- * One value as its lexicon type: integers decoded, and repos and record keys parsed by
- * params.ts, whose messages say what the value must be. A repeated parameter is refused.
- */
+/** One value as its lexicon type; repos and record keys parsed by params.ts for its messages. */
 function decoded(name: string, prop: LexParam, value: string | string[]): unknown {
   if (Array.isArray(value)) throw badRequest(`${name} must be given once`)
   if (prop.type === 'integer') return integerOf(name, prop, value)
@@ -79,8 +71,7 @@ function decoded(name: string, prop: LexParam, value: string | string[]): unknow
 
 /**
  * The parameters of a call of `nsid`, checked against its lexicon (defaults applied); a 400
- * InvalidRequest names the first problem. Undeclared parameters are dropped, as XRPC
- * servers do.
+ * names the first problem. Undeclared parameters are dropped, as XRPC servers do.
  */
 export function checkParams(nsid: string, raw: RawParams): CheckedParams {
   const params = queryOf(nsid).parameters
@@ -99,10 +90,7 @@ export function checkParams(nsid: string, raw: RawParams): CheckedParams {
   }
 }
 
-/**
- * Parameters as OpenAPI documents them (the lexicon checks them, in `checkParams`): the ones
- * named in `only`, or all. Every value travels as a string.
- */
+/** The parameters (those in `only`, or all) as OpenAPI documents them: strings, all of them. */
 export function paramsSchema(nsid: string, only?: readonly string[]): object {
   const params = queryOf(nsid).parameters
   const properties: Record<string, object> = {}

@@ -1,9 +1,8 @@
 import type { LexObject, LexRefVariant, LexUserType, LexXrpcQuery } from '@atproto/lexicon'
 import { LEXICONS, queryOf } from './lexicons.ts'
 
-// The JSON schema of a query's answer, derived from its lexicon's output so there is one
-// schema system: it drives Fastify's serializer for REST and XRPC and documents OpenAPI.
-// `unknown` (a record) becomes `{}`, which serializes any JSON as it is.
+// A query's answer schema, derived from its lexicon's output so there is one schema system:
+// it drives Fastify's serializer and documents OpenAPI (`unknown`, a record, becomes `{}`).
 
 type Json = Record<string, unknown>
 type LexNode = LexUserType | LexRefVariant | LexObject
@@ -70,10 +69,7 @@ function replaceAt(schema: Json, path: string, value: Json): void {
   ;(node.properties as Json)[last] = value
 }
 
-/**
- * The answer's JSON schema of the query `nsid`; `overrides` replace the schemas at dotted
- * property paths where REST answers more than the lexicon's data model holds.
- */
+/** The answer schema of `nsid`; `overrides` by dotted path where REST says more than lexicons. */
 export function outputSchema(nsid: string, overrides: Record<string, Json> = {}): Json {
   const output = (queryOf(nsid) as LexXrpcQuery).output?.schema
   if (!output) throw new Error(`the query ${nsid} declares no output schema`)

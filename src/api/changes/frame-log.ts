@@ -1,7 +1,5 @@
-// The subscription hub's frames, in one log shared by its live subscribers: each keeps an
-// absolute index into it, and frames are dropped once every one of them has passed them.
-// Bytes are counted per kind of frame (with and without records), so a subscriber's unsent
-// bytes are a subtraction, whatever the number of subscribers.
+// The hub's frames, one log for all live subscribers (each an absolute index into it), with
+// running byte counts per kind of frame so a subscriber's unsent bytes are a subtraction.
 
 /** One change as the hub read it: its frame without and (when asked) with its record. */
 export interface Frame {
@@ -30,7 +28,6 @@ export class FrameLog {
     return withRecords ? this.#recordBytes : this.#plainBytes
   }
 
-  /** The frame at absolute index `index` (not yet dropped). */
   at(index: number): Frame {
     return this.#frames[index - this.#base]
   }
@@ -47,7 +44,6 @@ export class FrameLog {
     })
   }
 
-  /** Drops the frames before absolute index `index`. */
   dropBefore(index: number): void {
     const drop = index - this.#base
     if (drop <= 0) return

@@ -6,14 +6,9 @@ import { FrameLog } from './frame-log.ts'
 import type { TailPage, TailReader } from './tail.ts'
 
 // The live change subscriptions of a process (SPEC 13). A subscriber reads its own backlog,
-// paced by its socket, until it reaches the hub's position, then takes the hub's frames; the
-// hub reads each new row once for everyone through the change tail (tail.ts), and the
-// writers' lock makes seqs visible in order, so "after the last seq read" neither misses nor
-// repeats a row.
-//
-// Live frames sit in one shared log (frame-log.ts); a subscriber holding more than
-// `maxUnsentBytes` unsent when new frames arrive is cut, so the log stays bounded and a slow
-// subscriber never holds up the others (it resumes from the last seq it got).
+// paced by its socket, until it reaches the hub's position, then takes the frames the hub
+// reads once for everyone from the change tail (tail.ts). One that holds more than
+// `maxUnsentBytes` unsent is cut, so the shared log stays bounded and never waits on it.
 
 export interface SubscribeOptions {
   /** Subscribers at once in this process; past it a subscription is answered 503. */
@@ -304,7 +299,6 @@ export class ChangeHub implements TailReader {
     }
   }
 
-  /** Drops the frames every live subscriber has passed. */
   private trim(): void {
     let min = this.log.end
     for (const sub of this.live) min = Math.min(min, sub.next)

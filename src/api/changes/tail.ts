@@ -12,9 +12,7 @@ import {
 // lock makes seqs visible in increasing order, so reading after the last seq misses nothing.
 
 export interface TailOptions {
-  /** Time between polls of the change log. */
   pollMs: number
-  /** Change rows read per query. */
   pageSize: number
   /** Rows one poll reads before it jumps to the head instead, when no reader needs them all. */
   burstRows: number
@@ -31,16 +29,13 @@ export interface TailPage {
 export interface TailReader {
   /** True while it needs every row whole: the tail then reads them so and never skips. */
   wantsRows(): boolean
-  /**
-   * The rows after the previous page (never none); the next page is read once this settles.
-   * Called in the same synchronous step as the tail's check of `wantsRows`.
-   */
+  /** The rows after the previous page (never none), in the step that checked `wantsRows`. */
   read(page: TailPage): void | Promise<void>
   /** The tail moved to `head` without handing over the rows before it (start, a burst). */
   skipped(head: number): void
   /**
-   * A poll that started at `startedAt` has handed over every row committed before it;
-   * `clean` is false when a commit of this process was signalled while it ran.
+   * A poll started at `startedAt` handed over every row committed before it; not `clean` when
+   * a commit of this process was signalled while it ran.
    */
   polled?(startedAt: number, clean: boolean): void
   /** A transaction of this process ended: what it wrote is not read yet. */
@@ -146,10 +141,7 @@ export class ChangeTail {
     }
   }
 
-  /**
-   * Moves to the head without reading the rows before it: cheaper than reading a burst (a
-   * backfill, a large takedown). False when a reader began to need every row meanwhile.
-   */
+  /** Jumps past a burst (a backfill, a takedown); false when a reader began to need every row. */
   async #skipToHead(): Promise<boolean> {
     const head = await latestChangeSeq(this.#db)
     if (this.#closed || (this.#seq !== null && this.#wantsRows())) return false
@@ -176,10 +168,7 @@ export class ChangeTail {
     }
   }
 
-  /**
-   * Calls every reader in the same synchronous step as the caller's check of `wantsRows`,
-   * so none can begin to need whole rows in between, then waits for them all.
-   */
+  /** Calls every reader in the step that checked `wantsRows`, so none changes its mind between. */
   async #handOver(page: TailPage): Promise<void> {
     if (page.rows.length === 0 || this.#closed) return
     await Promise.all(this.#readers.map((r) => r.read(page)))

@@ -1,10 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { applyBatch } from '../../indexer/apply.ts'
-import { badRequest, HttpError, notFound } from '../http-errors.ts'
+import { resolveActor } from '../catalog/define.ts'
+import { badRequest, errorResponses, HttpError, notFound } from '../http-errors.ts'
 import { parseActor } from '../params.ts'
-import { resolveActor } from '../reads.ts'
-import { errorResponses, repoParam } from '../schemas.ts'
 
 export interface AdminOptions {
   token: string
@@ -13,11 +12,8 @@ export interface AdminOptions {
 
 const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest()
 
-/**
- * Compares SHA-256 digests, not the tokens: timingSafeEqual needs equal lengths, and
- * digests have them whatever was sent, so a wrong token of any length costs the same.
- */
-export function bearerMatches(header: string | undefined, expected: Buffer): boolean {
+/** Compares digests, so the inputs of timingSafeEqual have one length whatever was sent. */
+function bearerMatches(header: string | undefined, expected: Buffer): boolean {
   const m = /^Bearer[ \t]+(\S.*)$/i.exec(header ?? '')
   const ok = timingSafeEqual(digest(m?.[1]?.trim() ?? ''), expected)
   return m !== null && ok
@@ -27,7 +23,19 @@ const repoActionSchema = (summary: string) => ({
   tags: ['admin'],
   summary,
   security: [{ bearer: [] }],
-  params: { type: 'object', properties: { did: repoParam }, required: ['did'] },
+  // Parsed by the handler, which names what is wrong with a DID or handle.
+  params: {
+    type: 'object',
+    properties: {
+      did: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 2048,
+        description: 'A DID, or a handle the index knows',
+      },
+    },
+    required: ['did'],
+  },
   response: {
     200: {
       type: 'object',
@@ -43,12 +51,10 @@ const repoActionSchema = (summary: string) => ({
   },
 })
 
-// Operator endpoints. Registered only when ADMIN_TOKEN is set: without it they do not
-// exist (404), rather than exist and refuse. Hide and unhide go through applyBatch like
-// any event, so they take the writers' lock and the change log records them.
+// Operator endpoints, only when ADMIN_TOKEN is set (else 404). Hide and unhide go through
+// applyBatch like any event, so they take the writers' lock and the change log records them.
 export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, opts) => {
   const expected = digest(opts.token)
-  // The process's own bag: the same database handle and the one lexicon validator.
   const { db } = app.ctx
 
   // onRequest runs before parameter validation: without the token, nothing about the

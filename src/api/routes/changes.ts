@@ -1,20 +1,17 @@
 import { Readable } from 'node:stream'
 import type { FastifyPluginAsync } from 'fastify'
 import type { ChangeFeed, FeedPage } from '../changes/feed.ts'
-import { INCLUDE_PARAM, limitParam, parseInclude, SINCE } from '../params.ts'
-import { errorResponses } from '../schemas.ts'
+import { errorResponses } from '../http-errors.ts'
+import { INCLUDE_PARAM, integerParam, parseInclude, SINCE } from '../params.ts'
 
-const CHANGES_DEFAULT_LIMIT = 1000
-const CHANGES_MAX_LIMIT = 10_000
-const LIMIT = limitParam({
-  def: CHANGES_DEFAULT_LIMIT,
-  max: CHANGES_MAX_LIMIT,
-  description: `Most lines, 1..${CHANGES_MAX_LIMIT} in plain decimal digits, default ${CHANGES_DEFAULT_LIMIT}`,
-})
+const LIMIT = integerParam(
+  { def: 1000, min: 1, max: 10_000 },
+  'Most lines, 1..10000 in plain decimal digits, default 1000',
+  'limit must be an integer from 1 to 10000, in plain decimal digits',
+)
 
 // The change feed streams keyset chunks on seq as they are read, so a long answer never sits
-// in memory and a slow client slows the reads. Seqs commit in order under the writers' lock,
-// so resuming after the last seq read misses nothing and repeats nothing.
+// in memory; seqs commit in order, so resuming after the last seq read misses nothing.
 export const changesRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app, { feed }) => {
   app.get<{ Querystring: { since?: string; limit?: string; include?: string } }>(
     '/v1/changes',

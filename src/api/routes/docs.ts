@@ -3,9 +3,8 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import { VERSION } from '../../config/version.ts'
 
-// The OpenAPI document is generated from the routes' own schemas, so it cannot drift from
-// what the API validates and serializes. Call it on the root instance before the routes
-// it describes: swagger collects routes as they are added.
+// OpenAPI from the routes' own schemas, so it cannot drift; registered on the root instance
+// before the routes it describes, as swagger collects routes as they are added.
 export async function registerDocs(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {
     openapi: {

@@ -5,13 +5,11 @@ import type { FastifyPluginAsync } from 'fastify'
 import { nsidsOf } from '../../config/config.ts'
 import { EXPORT_TABLES, type ExportTable } from '../../db/read/export.ts'
 import type { ExportFormat } from '../../export/files.ts'
-import { badRequest } from '../http-errors.ts'
-import { errorResponses } from '../schemas.ts'
+import { badRequest, errorResponses } from '../http-errors.ts'
 
 // GET /v1/export/{table}.{parquet|ndjson} (SPEC 13): one table of one snapshot, written whole
-// to a private temporary directory first and then sent with its length. So the snapshot's
-// transaction (which holds up writers on PGlite) never waits on a slow client, a failure
-// half-way is a clean 503, and the length lets a client tell a cut download from a whole one.
+// to a private directory first, so the snapshot's transaction never waits on a slow client, a
+// failure is a clean 503, and the length sent tells a cut download from a whole one.
 
 /** Exports running at once in this process; past it a request is told to come back. */
 const MAX_RUNNING = 2

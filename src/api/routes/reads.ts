@@ -2,8 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import { type Read, sendRead } from '../catalog/define.ts'
 import { paramsSchema, queryOf, type RawParams } from '../catalog/lexicons.ts'
 import { READS } from '../catalog/reads.ts'
-import { badRequest } from '../http-errors.ts'
-import { errorResponses } from '../schemas.ts'
+import { badRequest, errorResponses } from '../http-errors.ts'
 
 // The REST routes of SPEC section 6: each a path over one read of the catalog (catalog/),
 // which checks the parameters against the read's lexicon, so Fastify's own validation is

@@ -3,9 +3,8 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import { withTimeout } from '../../faults/timers.ts'
 import type { ChangeFeed } from '../changes/feed.ts'
 import { type Admitted, type ChangeHub, CLOSE } from '../changes/hub.ts'
-import { errorNameOf } from '../http-errors.ts'
+import { errorNameOf, errorResponses } from '../http-errors.ts'
 import { INCLUDE_PARAM, parseInclude, SINCE } from '../params.ts'
-import { errorResponses } from '../schemas.ts'
 
 // GET /v1/changes/subscribe (SPEC 13): the change feed as a WebSocket. Whatever can be
 // refused is refused before the upgrade, as an HTTP answer in the API's error shape.
@@ -25,10 +24,7 @@ declare module 'fastify' {
 /** How long a closing app waits for subscribers to answer its close before cutting them. */
 const CLOSE_GRACE_MS = 1_000
 
-/**
- * The WebSocket plugin's options. On the app's close, subscribers that do not answer the
- * 1001 within CLOSE_GRACE_MS are cut, so a SIGTERM never waits on a peer that stopped reading.
- */
+/** On close, subscribers that do not answer the 1001 in time are cut: a SIGTERM never waits. */
 export const websocketOptions: WebsocketPluginOptions = {
   // closeTimeout (ws 8.19+, not yet in @types/ws): how long a closed socket waits for the
   // peer's close frame before it is destroyed.
@@ -52,8 +48,7 @@ export const subscribeRoutes: FastifyPluginAsync<{ hub: ChangeHub; feed: ChangeF
   { hub, feed },
 ) => {
   const { options } = hub
-  // What admission found travels on the request, as Fastify decorations do, to the socket
-  // handler the plugin calls after the upgrade.
+  // What admission found travels on the request to the socket handler, after the upgrade.
   app.decorateRequest('subscription', null)
 
   app.route<{ Querystring: Query }>({

@@ -1,9 +1,8 @@
 import type { Nsids } from '../../model/nsids.ts'
 import { type Html, html, type Slot } from './html.ts'
 
-// Small pieces shared by pages. Links are built only from parts this process checked (DIDs,
-// record keys, flag names), URL-encoded; a record's at-uri is parsed against the expected
-// collection first, else shown as text, so no record value reaches a URL, attribute or style.
+// Small pieces shared by pages. Links are built only from checked, URL-encoded parts (a
+// record's at-uri is parsed first, else shown as text): no record value reaches a URL.
 
 /** A path segment of a page's link: record keys and DIDs travel encoded. */
 export const seg = (s: string): string => encodeURIComponent(s)
@@ -32,10 +31,7 @@ export function parseAtUri(uri: unknown): { did: string; collection: string; rke
   return { did: m[1], collection: m[2], rkey: m[3] }
 }
 
-/**
- * A link to the agent page when `uri` names an agent record, else the text as given. With
- * the agent's `name` (from its record), the name is shown and the at-uri is its title.
- */
+/** A link to the agent page when `uri` names an agent record (by its name if given), else text. */
 export function agentLink(uri: string | null, nsids: Nsids, name?: string): Html {
   if (uri === null) return html`<span class="muted">none</span>`
   const ref = parseAtUri(uri)
@@ -46,10 +42,7 @@ export function agentLink(uri: string | null, nsids: Nsids, name?: string): Html
     : html`<a href="${href}"><code class="uri">${uri}</code></a>`
 }
 
-/**
- * A repo by handle when the index knows a verified one, with its DID beside it (kept on one
- * line, cut with an ellipsis when narrow, whole in its title); always linked by DID.
- */
+/** A repo by its verified handle, when known, with its DID beside it; always linked by DID. */
 export function repoLink(did: string, handles: Map<string, string>): Html {
   const handle = handles.get(did)
   const didText = html`<code class="did" title="${did}">${did}</code>`
@@ -66,9 +59,8 @@ export function flagBadges(flags: readonly string[]): Html {
 const ISO_TIME = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$/i
 
 /**
- * A time as UTC in one format (`2026-11-30 12:00:00 UTC`), whatever form the record gave it,
- * with the raw value as the title. A time without a zone cannot be put in UTC, so it is
- * shown as given and says so; anything else that is not a datetime is shown as the text it is.
+ * A time as UTC in one format (`2026-11-30 12:00:00 UTC`) with the raw value as its title;
+ * one without a zone, or not a datetime, is shown as given and says so.
  */
 export function time(raw: string | null | undefined): Html {
   if (!raw) return html`<span class="muted">unknown</span>`
@@ -103,10 +95,7 @@ export const str = (v: unknown): string | null => (typeof v === 'string' ? v : n
 /** Names shown in lists and headings are cut to this many characters. */
 const NAME_MAX = 100
 
-/**
- * `text` cut to `max` characters with an ellipsis when longer, so a record's 10,000-character
- * name cannot fill a heading or a table; a cut never splits a surrogate pair.
- */
+/** `text` cut to `max` characters with an ellipsis (never inside a surrogate pair). */
 export function clipped(text: string, max = NAME_MAX): string {
   if (text.length <= max) return text
   const end = /[\uD800-\uDBFF]/.test(text[max - 2] ?? '') ? max - 2 : max - 1

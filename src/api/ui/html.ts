@@ -1,9 +1,8 @@
 import { html as honoHtml } from 'hono/html'
 
-// The one way markup is made in the UI: every interpolated value is HTML-escaped unless it
-// is itself `html`, so record text cannot open a tag or leave an attribute. The signature
-// refuses hono's `unknown`, so a record field must be made a string on purpose; no `raw()`
-// is exported (a test checks none is imported under src/api/ui/).
+// The one way markup is made in the UI: every value is escaped unless it is itself `html`,
+// and the signature refuses `unknown`, so a record field is made a string on purpose (no
+// `raw()`: a test checks none is imported under src/api/ui/).
 
 export type Html = ReturnType<typeof honoHtml>
 export type Slot = Html | string | number | boolean | null | undefined | readonly Slot[]

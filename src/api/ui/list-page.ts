@@ -1,15 +1,14 @@
 import { FILTER_NAMES } from '../../model/flags.ts'
 import { DEFAULT_SORT, LIST_SORTS, type ListSort } from '../../model/list-sort.ts'
-import { READS } from '../catalog/reads.ts'
+import { READS, type Snippet } from '../catalog/reads.ts'
+import { badRequest } from '../http-errors.ts'
 import type { PromptListItem } from '../prompt-views.ts'
-import { getAgentNames, getHandles } from '../reads.ts'
 import {
   agentLink,
   bytes,
   clipped,
   flagBadges,
   listHref,
-  parseAtUri,
   promptHref,
   repoLink,
   str,
@@ -17,18 +16,17 @@ import {
 } from './components.ts'
 import { type Html, html } from './html.ts'
 import { layout } from './layout.ts'
-import { pageLinks, parseTrail } from './page-params.ts'
+import { type Names, namesOf } from './names.ts'
 import type { PageContext, PageInput } from './page-route.ts'
-import { snippetView } from './snippet.ts'
 
 // The prompt list and search: every filter lives in the query string, so a filtered page is
 // a link to share, and the page reads what listPrompts and searchPrompts answer. Paging is
-// the API's keyset cursor; `prev` carries the way back (page-params.ts).
+// the API's keyset cursor; `prev` carries the way back.
 
 export const LIST_PARAMS = ['q', 'flag', 'did', 'agent', 'sort', 'limit', 'cursor', 'prev'] as const
 
 /** A list item or a search hit (with its snippet): one table shows both. */
-export type PromptItem = PromptListItem & { snippet?: unknown }
+type PromptItem = PromptListItem & { snippet?: Snippet }
 
 /** The lists' order as the API gives it, said as it is: a TID key is its creation time. */
 export const ORDER = 'by record key, descending (newest first where keys are TIDs)'
@@ -87,37 +85,6 @@ function row(p: PromptItem, ctx: PageContext, names: Names): Html {
 </tr>`
 }
 
-/** What a table shows instead of identifiers: verified handles, and agents' names. */
-export interface Names {
-  handles: Map<string, string>
-  agents: Map<string, string>
-}
-
-/** The agent records `items` name, by at-uri, parsed as agentLink parses them. */
-function agentKeys(items: ReadonlyArray<Pick<PromptItem, 'agent'>>, ctx: PageContext) {
-  const keys = new Map<string, { did: string; rkey: string }>()
-  for (const { agent } of items) {
-    const ref = parseAtUri(agent.uri)
-    if (ref?.collection === ctx.nsids.agent) keys.set(agent.uri!, ref)
-  }
-  return keys
-}
-
-/** The handles and agent names of a page of prompts. */
-export async function namesOf(
-  items: ReadonlyArray<Pick<PromptItem, 'did' | 'agent'>>,
-  ctx: PageContext,
-): Promise<Names> {
-  const [handles, agents] = await Promise.all([
-    getHandles(
-      ctx.db,
-      items.map((p) => p.did),
-    ),
-    getAgentNames(ctx.db, agentKeys(items, ctx)),
-  ])
-  return { handles, agents }
-}
-
 export function promptTable(
   items: PromptItem[],
   ctx: PageContext,
@@ -131,18 +98,55 @@ export function promptTable(
 <tbody>${items.map((p) => row(p, ctx, names))}</tbody></table></div>`
 }
 
+/** A search hit's text with its matches marked (offsets checked against the text). */
+function snippetView(s: Snippet): Html {
+  const parts: Html[] = []
+  let at = 0
+  for (const m of s.matches) {
+    if (m.start < at || m.end > s.text.length) continue
+    parts.push(html`${s.text.slice(at, m.start)}<mark>${s.text.slice(m.start, m.end)}</mark>`)
+    at = m.end
+  }
+  parts.push(html`${s.text.slice(at)}`)
+  return html`<p class="snippet">${parts}</p>`
+}
+
+// Keyset pages only go forward, so the way back travels in the link: `prev` is a bounded
+// stack of earlier cursors (FIRST for the first page), newest last.
+const FIRST = '~'
+const MAX_TRAIL = 25
+const CURSOR = /^[A-Za-z0-9_-]{1,2048}$/
+
+function parseTrail(value: string | undefined): string[] {
+  if (value === undefined) return []
+  const steps = value.split('.')
+  if (steps.length > MAX_TRAIL || !steps.every((s) => s === FIRST || CURSOR.test(s)))
+    throw badRequest('prev is malformed: use the Previous and Next links as they are')
+  return steps
+}
+
+/** Links to the next page (if any) and to the previous one (unless this is the first). */
 function pager(
   f: Filters,
   trail: string[],
   cursor: string | undefined,
-  next: string | undefined,
+  nextCursor: string | undefined,
 ): Html {
-  const links = pageLinks(trail, cursor, next)
-  const prev = links.previous
-    ? html`<a rel="prev" id="page-prev" href="${listHref({ ...f, ...links.previous })}">← Previous</a>`
+  const before = trail.at(-1)
+  const rest = trail.slice(0, -1)
+  const previous = cursor !== undefined && {
+    cursor: before === undefined || before === FIRST ? undefined : before,
+    prev: rest.length ? rest.join('.') : undefined,
+  }
+  const prev = previous
+    ? html`<a rel="prev" id="page-prev" href="${listHref({ ...f, ...previous })}">← Previous</a>`
     : html`<span class="muted">← Previous</span>`
-  const nxt = links.next
-    ? html`<a rel="next" id="page-next" href="${listHref({ ...f, ...links.next })}">Next →</a>`
+  const next = nextCursor && {
+    cursor: nextCursor,
+    prev: [...trail, cursor ?? FIRST].slice(-MAX_TRAIL).join('.'),
+  }
+  const nxt = next
+    ? html`<a rel="next" id="page-next" href="${listHref({ ...f, ...next })}">Next →</a>`
     : html`<span class="muted">Next →</span>`
   const first = cursor ? html`<a href="${listHref(f)}">First page</a>` : ''
   return html`<nav class="pager" aria-label="Pages">${prev} ${first} ${nxt}</nav>`

@@ -1,14 +1,17 @@
 import { latestChangeSeq } from '../../db/read/changes.ts'
+import { readBackfillActivity, readIngestActivity } from '../../db/read/ingest-activity.ts'
+import { readVisibleSyncStates } from '../../db/read/sync-states.ts'
+import type { RepoView } from '../../db/repo-chain.ts'
+import type { BackfillCounts } from '../../model/backfill-counts.ts'
 import { FILTER_NAMES } from '../../model/flags.ts'
 import { READS } from '../catalog/reads.ts'
-import { readiness } from '../routes/health.ts'
-import { facts, flagBadges, listHref, time } from './components.ts'
+import { readiness } from '../routes/ops.ts'
+import { facts, flagBadges, listHref, repoLink, time } from './components.ts'
 import { type Html, html } from './html.ts'
-import { ingestProgress } from './ingest-progress.ts'
 import { layout } from './layout.ts'
-import type { PageContext, PageInput } from './page-route.ts'
+import { getHandles } from './names.ts'
+import { found, type PageContext, type PageInput } from './page-route.ts'
 import { changesPanel } from './recent-changes.ts'
-import { syncPanel } from './sync-panel.ts'
 
 type StatsAnswer = Awaited<ReturnType<typeof READS.getStats.run>>
 
@@ -49,6 +52,104 @@ ${facts([
   ['agents', String(stats.agents)],
 ])}
 </section>`
+}
+
+// The overview's notice while indexing is under way (a replay, a catch-up, or a backfill,
+// maybe in another process), so a person knows the counts are partial. It shows only while
+// the cursor or the backfill's run is being written.
+
+/** A cursor or backfill run written this recently belongs to an ingest that is running. */
+const ACTIVE_SECONDS = 15
+/** Events further behind the present than this mean the ingest is catching up. */
+const BEHIND_SECONDS = 120
+
+function behind(seconds: number): string {
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min`
+  if (seconds < 172_800) return `${(seconds / 3600).toFixed(1)} h`
+  return `${Math.round(seconds / 86_400)} days`
+}
+
+function backfillNotice(b: BackfillCounts): Html {
+  const total = b.listingDone ? String(b.listed) : `${b.listed}+`
+  return html`<p><strong>A backfill is under way:</strong> ${b.done} of ${total} repos (${b.skipped} skipped, ${b.failed} failed), ${b.records} records so far. The counts below grow as it fetches repos.</p>`
+}
+
+async function sourceNotice(ctx: PageContext): Promise<Html | null> {
+  const ingest = ctx.app.apiOptions.ingest
+  const a = await readIngestActivity(ctx.db, ingest?.source ?? null, ingest?.key ?? null)
+  if (!a || a.idleSeconds > ACTIVE_SECONDS) return null
+  if (a.source === 'replay')
+    return html`<p><strong>A replay is under way.</strong> Events of the recorded stream up to ${time(a.lastEventAt)} are indexed so far; the counts below grow as it reads on, and are complete once it reaches the end of its file.</p>`
+  if (a.behindSeconds === null || a.behindSeconds < BEHIND_SECONDS) return null
+  return html`<p><strong>Indexing is catching up</strong> with ${a.source}: events up to ${time(a.lastEventAt)} are indexed, ${behind(a.behindSeconds)} behind the present. The counts below are partial until it reaches the present.</p>`
+}
+
+/** One panel for every ingest under way; live.js polls while it shows. */
+async function ingestProgress(ctx: PageContext): Promise<Html> {
+  const [source, backfill] = await Promise.all([
+    sourceNotice(ctx),
+    readBackfillActivity(ctx.db, ACTIVE_SECONDS),
+  ])
+  if (!source && !backfill) return html``
+  return html`<section class="panel wide progress" id="progress-panel" aria-label="Indexing progress">${source ?? ''}${backfill ? backfillNotice(backfill) : ''}</section>`
+}
+
+// The overview's sync card (Sync 1.1): visible repos by state, in plain words, and the ones
+// waiting longest. Only a repo known to be out of sync is a warning: one no chain check has
+// read is normal for Jetstream and replays.
+
+const SHOWN = 10
+
+const MEANING: Record<string, { label: string; means: string }> = {
+  synchronized: {
+    label: 'in sync',
+    means: 'its commit chain was checked and nothing is missing',
+  },
+  desynchronized: {
+    label: 'out of sync',
+    means:
+      'a break in its commit chain was seen; its records may be missing changes until it is re-fetched',
+  },
+  resyncing: { label: 'being re-fetched', means: 'a resync of the whole repo is under way' },
+  unknown: {
+    label: 'not checked',
+    means:
+      'its records came through Jetstream or a replay, which carry no commit chain to check; normal for those sources, and it gets a state once the firehose or a backfill reads it',
+  },
+}
+
+function statesList(counts: Record<string, number>): Html {
+  const states = Object.keys(MEANING).filter((s) => counts[s])
+  if (states.length === 0) return html`<p class="muted">No repos tracked yet.</p>`
+  return html`<ul class="sync-states">${states.map(
+    (s) =>
+      html`<li data-state="${s}"><strong>${MEANING[s].label}</strong>: ${counts[s]} ${counts[s] === 1 ? 'repo' : 'repos'} <span class="muted">(${MEANING[s].means})</span></li>`,
+  )}</ul>`
+}
+
+function headline(counts: Record<string, number>): Html {
+  const out = (counts.desynchronized ?? 0) + (counts.resyncing ?? 0)
+  if (out > 0)
+    return html`<p class="warn" id="sync-summary">${out} visible ${out === 1 ? 'repo is' : 'repos are'} out of sync or being re-fetched.</p>`
+  if (counts.unknown)
+    return html`<p class="health good" id="sync-summary">No visible repo is known to be out of sync.</p>`
+  return html`<p class="health good" id="sync-summary">Every visible repo is in sync.</p>`
+}
+
+async function syncPanel(input: PageInput, ctx: PageContext): Promise<Html> {
+  const { counts, dids } = await readVisibleSyncStates(ctx.db, SHOWN)
+  const [looked, handles] = await Promise.all([
+    Promise.all(dids.map((did) => found(input.read(READS.getRepo, { did })))),
+    getHandles(ctx.db, dids),
+  ])
+  const repos = looked.filter((r): r is RepoView => r !== null && !r.account.hidden)
+  const list = repos.length
+    ? html`<h3>Waiting longest</h3><ul class="out-of-sync">${repos.map(
+        (r) =>
+          html`<li>${repoLink(r.did, handles)} ${MEANING[r.sync.state ?? 'unknown']?.label ?? r.sync.state ?? ''}${r.sync.reason ? ` (${r.sync.reason})` : ''} since ${time(r.sync.since)}</li>`,
+      )}</ul>`
+    : ''
+  return html`<section aria-labelledby="sync-h" class="panel" id="sync-panel"><h2 id="sync-h">Repo sync</h2>${headline(counts)}${statesList(counts)}${list}</section>`
 }
 
 export async function overviewPage(input: PageInput, ctx: PageContext): Promise<Html> {

@@ -3,15 +3,13 @@ import type { Database } from '../../db/client.ts'
 import type { Nsids } from '../../model/nsids.ts'
 import { type Read, runRead } from '../catalog/define.ts'
 import type { RawParams } from '../catalog/lexicons.ts'
-import { errorAnswer, HttpError } from '../http-errors.ts'
+import { badRequest, errorAnswer, HttpError } from '../http-errors.ts'
 import { type Html, render } from './html.ts'
 import { errorPage } from './layout.ts'
-import { type PageQuery, pageQuery } from './page-params.ts'
 
 // Every page goes through `page`: its query is checked, and a failure becomes an HTML error
-// page (400/404 naming the problem, 503 for an outage, else a plain 500 whose details only
-// go to the log). Pages call the catalog's reads with the same lexicon checks, so a page
-// shows what the API shows, hides what it hides, and fails as it fails.
+// page of the API's status and message (a 500's details only go to the log). Pages call the
+// catalog's reads, so a page shows what the API shows and fails as it fails.
 
 export interface PageContext {
   app: FastifyInstance
@@ -24,13 +22,36 @@ export type PageRead = <P, K, T>(read: Read<P, K, T>, params: RawParams) => Prom
 
 export interface PageInput {
   params: Record<string, string>
-  query: PageQuery
+  query: Record<string, string | undefined>
   read: PageRead
 }
 
 type Render = (input: PageInput, ctx: PageContext) => Promise<Html>
 
-export function sendPage(reply: FastifyReply, status: number, body: string): FastifyReply {
+const shown = (s: string): string => (s.length > 64 ? `${s.slice(0, 64)}…` : s)
+
+/**
+ * A page's query string. A parameter it does not take is a 400 naming it, so a mistyped
+ * shared link says what is wrong instead of showing an unfiltered list; empty values count as
+ * absent, since a GET form sends every field. Values are checked by the API's reads.
+ */
+function pageQuery(raw: unknown, allowed: readonly string[]): PageInput['query'] {
+  const out: PageInput['query'] = {}
+  const entries = raw && typeof raw === 'object' ? Object.entries(raw) : []
+  for (const [key, value] of entries) {
+    if (!allowed.includes(key)) {
+      const takes = allowed.length
+        ? `this page takes ${allowed.join(', ')}`
+        : 'this page takes none'
+      throw badRequest(`unknown parameter "${shown(key)}": ${takes}`)
+    }
+    if (typeof value !== 'string') throw badRequest(`parameter ${key} is given more than once`)
+    if (value !== '') out[key] = value
+  }
+  return out
+}
+
+function sendPage(reply: FastifyReply, status: number, body: string): FastifyReply {
   return reply
     .status(status)
     .type('text/html; charset=utf-8')
@@ -46,10 +67,7 @@ export async function sendError(
   return sendPage(reply, status, await render(errorPage(status, message)))
 }
 
-export function messageOf(
-  err: unknown,
-  request: FastifyRequest,
-): { status: number; message: string } {
+function messageOf(err: unknown, request: FastifyRequest): { status: number; message: string } {
   // What the API would answer (http-errors.ts errorAnswer), as a page.
   const { status, message, unavailable } = errorAnswer(
     err instanceof Error ? err : new Error(String(err)),

@@ -9,15 +9,11 @@ import { type PageContext, page, sendError } from './page-route.ts'
 import { PROMPT_PARAMS, promptPage } from './prompt-page.ts'
 import { agentPage, conversationPage, repoPage } from './record-pages.ts'
 
-// The browse UI (SPEC section 6): read-only server-rendered pages under the JSON API's
-// visibility rules. An encapsulated plugin, so its strict CSP headers apply to its pages and
-// assets only, not to the JSON API and /docs.
+// The browse UI (SPEC section 6): an encapsulated plugin, so its strict CSP applies to its
+// pages and assets only, not to the JSON API and /docs.
 
-/**
- * Scripts and styles from this origin only: no inline script, no inline style attribute
- * or element, nothing from another origin, no plugins, no framing, forms only to here.
- */
-export const CSP_DIRECTIVES = {
+/** This origin only: no inline script or style, no plugins, no framing, forms only to here. */
+const CSP_DIRECTIVES = {
   'default-src': ["'none'"],
   'script-src': ["'self'"],
   'style-src': ["'self'"],
@@ -29,7 +25,7 @@ export const CSP_DIRECTIVES = {
   'object-src': ["'none'"],
 } as const
 
-export const CSP_HEADER = Object.entries(CSP_DIRECTIVES)
+const CSP_HEADER = Object.entries(CSP_DIRECTIVES)
   .map(([k, v]) => `${k} ${v.join(' ')}`)
   .join('; ')
 

@@ -1,5 +1,4 @@
-import { READS } from '../catalog/reads.ts'
-import type { PromptAnswer } from '../reads.ts'
+import { type PromptAnswer, READS } from '../catalog/reads.ts'
 import type { RevisionView } from '../revision-reads.ts'
 import {
   agentLink,
@@ -15,11 +14,10 @@ import {
   str,
   time,
 } from './components.ts'
-import { contentView } from './content-view.ts'
 import { anatomyLabel, diffSection } from './diff-section.ts'
 import { type Html, html } from './html.ts'
 import { layout } from './layout.ts'
-import { type Names, namesOf } from './list-page.ts'
+import { type Names, namesOf } from './names.ts'
 import { found, type PageContext, type PageInput } from './page-route.ts'
 
 export const PROMPT_PARAMS = ['from', 'to', 'revcursor'] as const
@@ -27,18 +25,14 @@ export const PROMPT_PARAMS = ['from', 'to', 'revcursor'] as const
 function flagsPanel(p: PromptAnswer): Html {
   if (p.flags.length === 0)
     return html`<p class="health good">No flags: the sidecar matches its conversation, agent and newest compile.</p>`
-  const reasons: Record<string, string | undefined> = p.reasons
-  return html`<ul class="reasons">${p.flags.map(
-    (f) =>
-      html`<li>${flagBadges([f])} ${reasons[f] ?? (f === 'invalid' && p.validationError ? p.validationError : '')}</li>`,
-  )}</ul>`
+  // flag-reasons.ts has a sentence for every flag a prompt carries.
+  const reasons: Record<string, string> = p.reasons
+  return html`<ul class="reasons">${p.flags.map((f) => html`<li>${flagBadges([f])} ${reasons[f]}</li>`)}</ul>`
 }
 
-function provenance(p: PromptAnswer): Html | null {
+function provenance(p: PromptAnswer): Html {
   const v = p.provenance
-  if (!v) return null
-  const verified =
-    v.verified === true ? 'verified commit' : v.verified === false ? 'not verified' : 'unknown'
+  const verified = v.verified ? 'verified commit' : 'not verified'
   return html`${v.source ?? 'unknown source'}, ${verified}${v.commit ? html`, commit <code>${v.commit}</code>` : ''}`
 }
 
@@ -130,6 +124,27 @@ function revisionsForm(
   )}</tbody></table></div>
 ${revs.length > 1 ? html`<button type="submit" id="compare">Compare revisions</button>` : ''}
 </form>`
+}
+
+/** The text with its core memory marked, one text node per part (a 200 kB prompt, one <pre>). */
+function contentView(content: string | null, coreMemory: string | null): Html {
+  if (content === null) return html`<p class="muted">This record has no content string.</p>`
+  const at = coreMemory ? content.indexOf(coreMemory) : -1
+  const body =
+    coreMemory && at >= 0
+      ? html`${content.slice(0, at)}<mark class="core" title="core memory">${coreMemory}</mark>${content.slice(at + coreMemory.length)}`
+      : html`${content}`
+  const note =
+    coreMemory === null
+      ? html`<p class="muted">No coreMemory in this record.</p>`
+      : at >= 0
+        ? html`<p class="legend"><mark class="core">Marked</mark>: the core-memory block (${coreMemory.length} characters, from character ${at}).</p>`
+        : html`<p class="warn">The coreMemory is not part of the content (coreMemoryDetached); it is shown below.</p>`
+  const detached =
+    coreMemory && at < 0
+      ? html`<h3>coreMemory</h3><pre class="text" tabindex="0" aria-label="core memory">${coreMemory}</pre>`
+      : ''
+  return html`${note}<div class="copyable"><pre class="text" id="content" tabindex="0" aria-label="prompt content">${body}</pre></div>${detached}`
 }
 
 export async function promptPage(input: PageInput, ctx: PageContext): Promise<Html> {

@@ -1,7 +1,7 @@
+import { type ChangeRow, readRecentChanges } from '../../db/read/changes.ts'
 import { readConversationTitles } from '../../db/read/records.ts'
 import { flagsToNames } from '../../model/flags.ts'
 import { roleOf } from '../../model/nsids.ts'
-import { type ChangeRow, getAgentNames, getHandles, recentChanges } from '../reads.ts'
 import {
   agentHref,
   clipped,
@@ -12,6 +12,7 @@ import {
   time,
 } from './components.ts'
 import { type Html, html } from './html.ts'
+import { getAgentNames, getHandles } from './names.ts'
 import type { PageContext } from './page-route.ts'
 
 // The overview's recent changes, newest first by seq: agents by their name and
@@ -69,7 +70,8 @@ function row(c: ChangeRow, ctx: PageContext, names: ChangeNames): Html {
 }
 
 export async function changesPanel(ctx: PageContext): Promise<Html> {
-  const rows = await recentChanges(ctx.db, RECENT)
+  // The newest visible changes: withheld rows dropped, so maybe fewer.
+  const rows = (await readRecentChanges(ctx.db, RECENT)).filter((r) => !r.withheld)
   const names = await namesOf(rows, ctx)
   const body = rows.length
     ? html`<div class="scroll" tabindex="0" role="region" aria-label="Recent changes table"><table class="changes"><caption>Newest first (by change sequence number)</caption>

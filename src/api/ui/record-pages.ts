@@ -3,7 +3,6 @@ import type { RepoView } from '../../db/repo-chain.ts'
 import { FILTER_NAMES } from '../../model/flags.ts'
 import { READS } from '../catalog/reads.ts'
 import { notFound } from '../http-errors.ts'
-import { type AgentSummary, getAgentNames, getHandles } from '../reads.ts'
 import {
   agentLink,
   clipped,
@@ -18,12 +17,13 @@ import {
 } from './components.ts'
 import { type Html, html, type Slot } from './html.ts'
 import { layout } from './layout.ts'
-import { namesOf, ORDER, promptTable } from './list-page.ts'
+import { ORDER, promptTable } from './list-page.ts'
+import { getAgentNames, getHandles, namesOf } from './names.ts'
 import { found, type PageContext, type PageInput } from './page-route.ts'
 
 // Conversation, agent and repo pages: one API lookup each, plus the first page of prompts
-// through the prompt list's read. The agent page also shows its template hash and how many
-// of its repo's prompts are current (readAgentCurrency), a count in no API answer.
+// through the list's read; the agent page also counts its repo's current prompts
+// (readAgentCurrency), a count in no API answer.
 
 const FIRST_PAGE = '20'
 
@@ -94,7 +94,7 @@ ${jsonBlock(c.record, 'Record JSON')}</section>`,
   )
 }
 
-function healthTable(s: AgentSummary): Html {
+function healthTable(s: Awaited<ReturnType<typeof READS.getAgent.run>>): Html {
   const counts = s.prompts as Record<string, number>
   return html`<table class="counts"><caption>Visible prompts naming this agent, in any repo</caption>
 <thead><tr><th scope="col">flag</th><th scope="col" class="num">prompts</th></tr></thead>
@@ -190,12 +190,10 @@ function repoFacts(did: string, handle: string | undefined, repo: RepoView | nul
         : null,
     ],
     ['last rev', repo?.sync?.rev ?? null],
-    ['prompts', repo?.records?.prompts === undefined ? null : String(repo.records.prompts)],
-    [
-      'conversations',
-      repo?.records?.conversations === undefined ? null : String(repo.records.conversations),
-    ],
-    ['agents', repo?.records?.agents === undefined ? null : String(repo.records.agents)],
+    ...(['prompts', 'conversations', 'agents'] as const).map((k): [string, Slot] => [
+      k,
+      repo?.records?.[k] === undefined ? null : String(repo.records[k]),
+    ]),
   ])
 }
 

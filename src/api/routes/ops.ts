@@ -1,53 +1,46 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import { dbErrorCode } from '../../faults/errors.ts'
 import { withTimeout } from '../../faults/timers.ts'
-import { ingestGapSchema, opsRoute } from '../schemas.ts'
+import { defSchema } from '../catalog/output-schema.ts'
+
+// The operations routes: probes and metrics. They are exempt from the rate limit, so a load
+// balancer or a scraper polling from one address never takes an instance out of rotation.
+
+const opsRoute = (summary: string, schema: Record<string, unknown>) => ({
+  config: { rateLimit: false },
+  schema: { tags: ['ops'], summary, ...schema },
+})
 
 // A probe answers within a load balancer's timeout even when the database hangs.
 const PING_TIMEOUT_MS = 3000
 
+const object = (properties: Record<string, object>) => ({ type: 'object', properties })
+const str = { type: 'string' }
+
 const okSchema = {
-  type: 'object',
-  properties: {
+  ...object({
     ok: { type: 'boolean' },
-    reason: { type: 'string' },
+    reason: str,
     // Ready means the API answers; an ingestion gap, a pause of ingestion (the disk is
     // full) and a slow database are reported, they do not take it out of rotation.
-    details: {
-      type: 'object',
-      properties: {
-        ingest: {
-          type: 'object',
-          properties: {
-            gap: ingestGapSchema,
-            paused: {
-              type: 'object',
-              properties: {
-                reason: { type: 'string' },
-                since: { type: 'string' },
-                error: { type: 'string' },
-              },
-            },
-          },
-        },
-        database: {
-          type: 'object',
-          properties: {
-            slow: { type: 'boolean' },
-            pingMs: { type: 'number' },
-            recentTimeouts: { type: 'integer' },
-            lastTimeoutAt: { type: 'string' },
-          },
-        },
-      },
-    },
-  },
+    details: object({
+      ingest: object({
+        // A hole the source left in the stream (Jetstream CursorTooOld): backfill.
+        gap: defSchema('xyz.quasigod.lab.letta.appview.defs#ingestGap', true),
+        paused: object({ reason: str, since: str, error: str }),
+      }),
+      database: object({
+        slow: { type: 'boolean' },
+        pingMs: { type: 'number' },
+        recentTimeouts: { type: 'integer' },
+        lastTimeoutAt: str,
+      }),
+    }),
+  }),
   required: ['ok'],
-} as const
+}
 
-// Probes are exempt from the rate limit: a load balancer polling from one address must
-// not take an instance out of rotation.
-export const healthRoutes: FastifyPluginAsync = async (app) => {
+export const opsRoutes: FastifyPluginAsync = async (app) => {
   app.get(
     '/healthz',
     opsRoute('200 while the process lives', { response: { 200: okSchema } }),
@@ -64,6 +57,19 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
     async (_request, reply) => {
       const { status, body } = await readiness(app)
       return reply.status(status).send(body)
+    },
+  )
+  app.get(
+    '/metrics',
+    opsRoute('Prometheus metrics (text format)', {
+      produces: ['text/plain'],
+      response: { 200: { description: 'Prometheus text exposition format', type: 'string' } },
+    }),
+    async (_request, reply) => {
+      const registry = app.ctx.metrics.registry
+      reply.header('content-type', registry.contentType)
+      reply.header('cache-control', 'no-store')
+      return registry.metrics()
     },
   )
 }
