@@ -16,15 +16,17 @@ export interface SourceDeps {
   resolver?: DidResolver
 }
 
-/**
- * Handle checks cost two lookups each, and Jetstream sends identity events for every DID on
- * the network: verify only DIDs this index keeps (the indexer drops the rest anyway).
- */
-async function verifierForKnownDids(ctx: AppContext, resolver: DidResolver) {
+/** The resolver and handle checks of a source that reaches the network. */
+async function networkIdentity(ctx: AppContext, deps: SourceDeps) {
   const { createHandleVerifier } = await import('../ingest/identity.ts')
-  const verify = createHandleVerifier({ resolver, metrics: ctx.metrics })
-  return async (did: string, claimed: string | null): Promise<string | null> =>
-    (await isKnownAccount(ctx.db, did)) ? verify(did, claimed) : null
+  const { resolverFor } = await import('../ingest/did-resolver.ts')
+  const resolver = deps.resolver ?? resolverFor(ctx.config, ctx.metrics)
+  const verifyHandle = createHandleVerifier({ resolver, metrics: ctx.metrics })
+  // Handle checks cost two lookups each, and Jetstream sends identity events for every DID
+  // on the network: the source verifies only DIDs this index keeps (the indexer drops the rest).
+  const verifyKnown: HandleVerifier = async (did, claimed) =>
+    (await isKnownAccount(ctx.db, did)) ? verifyHandle(did, claimed) : null
+  return { resolver, verifyHandle, verifyKnown }
 }
 
 export interface CreatedSource {
@@ -48,22 +50,17 @@ export async function createSource(ctx: AppContext, deps: SourceDeps = {}): Prom
     }
     case 'jetstream': {
       const { jetstreamSourceFor } = await import('../ingest/jetstream/wire.ts')
-      const { createHandleVerifier } = await import('../ingest/identity.ts')
-      const { resolverFor } = await import('../ingest/did-resolver.ts')
-      const resolver = deps.resolver ?? resolverFor(config, metrics)
-      const source = jetstreamSourceFor(ctx, await verifierForKnownDids(ctx, resolver))
-      return { source, verifyHandle: createHandleVerifier({ resolver, metrics }) }
+      const { verifyHandle, verifyKnown } = await networkIdentity(ctx, deps)
+      return { source: jetstreamSourceFor(ctx, verifyKnown), verifyHandle }
     }
     case 'firehose': {
       const { createFirehoseSource } = await import('../ingest/firehose/source.ts')
-      const { createHandleVerifier } = await import('../ingest/identity.ts')
-      const { resolverFor } = await import('../ingest/did-resolver.ts')
-      const resolver = deps.resolver ?? resolverFor(config, metrics)
+      const { resolver, verifyHandle, verifyKnown } = await networkIdentity(ctx, deps)
       const source = createFirehoseSource({
         url: config.relayUrl,
         collections,
         resolver,
-        verifyHandle: await verifierForKnownDids(ctx, resolver),
+        verifyHandle: verifyKnown,
         logger,
         metrics,
         unauthenticated: config.firehoseUnauthenticated,
@@ -71,7 +68,7 @@ export async function createSource(ctx: AppContext, deps: SourceDeps = {}): Prom
         isKnownDid: (did) => isKnownAccount(ctx.db, did),
         chain: config.firehoseUnauthenticated ? undefined : await chainStateOf(ctx.db),
       })
-      return { source, verifyHandle: createHandleVerifier({ resolver, metrics }) }
+      return { source, verifyHandle }
     }
   }
 }

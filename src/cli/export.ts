@@ -18,6 +18,11 @@ export interface ExportCommandOptions {
 
 const PROGRESS_EVERY_MS = 5000
 
+const STATE: ExportTable[] = ['prompts', 'prompt_flags', 'conversations', 'agents']
+/** The tables written: the visible state, and with --revisions every revision. */
+const tablesOf = (o: ExportCommandOptions): ExportTable[] =>
+  o.revisions ? [...STATE, 'revisions'] : STATE
+
 export async function exportCommand(config: Config, o: ExportCommandOptions): Promise<number> {
   if (!o.out) throw new ConfigError(['--out DIR is required: the directory the snapshot goes to'])
   if (o.format !== 'parquet' && o.format !== 'ndjson')
@@ -28,8 +33,7 @@ export async function exportCommand(config: Config, o: ExportCommandOptions): Pr
     throw err instanceof DataDirLockedError ? heldBy(config, o, dir, err) : err
   })
   const { logger, db } = rt.ctx
-  const tables: ExportTable[] = ['prompts', 'prompt_flags', 'conversations', 'agents']
-  if (o.revisions) tables.push('revisions')
+  const tables = tablesOf(o)
   let lastLog = performance.now()
   const t0 = lastLog
   try {
@@ -64,9 +68,7 @@ function heldBy(
 ): DataDirLockedError {
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
   const base = `http://${host.includes(':') ? `[${host}]` : host}:${config.port}/v1/export`
-  const tables = ['prompts', 'prompt_flags', 'conversations', 'agents']
-  if (o.revisions) tables.push('revisions')
-  const curls = tables
+  const curls = tablesOf(o)
     .map((t) => `  curl -fsS -o ${dir}/${t}.${o.format} ${base}/${t}.${o.format}`)
     .join('\n')
   return new DataDirLockedError(

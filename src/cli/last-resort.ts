@@ -1,10 +1,8 @@
 import type { Logger } from 'pino'
 
-// The process-level last resort: an exception nobody caught or a rejection nobody handled
-// means the process's state can no longer be trusted. Say so in the log with the error,
-// close what can be closed (commit nothing new, release the PGlite lock, end connections)
-// within a bound, and exit non-zero so a supervisor restarts it, rather than dying silently
-// or running on half-broken. Nothing is lost: the stored cursor never passed uncommitted work.
+// An exception nobody caught or a rejection nobody handled leaves the process untrusted: log
+// it, close what can be closed (the PGlite lock, connections) within a bound, and exit 1 so a
+// supervisor restarts it. Nothing is lost: the stored cursor never passed uncommitted work.
 
 export const LAST_RESORT_CLOSE_MS = 5000
 

@@ -6,17 +6,12 @@ import type { SourceCursor } from '../model/cursor.ts'
 import { steadyNotBefore, steadyNowMs } from '../observe/clock.ts'
 
 /**
- * The stored cursor to start from, or null. Two kinds of stored position are refused, counted
- * and logged, and the row is reset, so this run starts as if nothing was stored (top of the
- * file for replay, live tip for Jetstream and the firehose: the log says to backfill):
- * - one of a kind the source cannot resume from (a `time_us` for the firehose, a `seq` for a
- *   replay file): its number means nothing to this upstream, and guessing would skip or
- *   replay at random;
- * - a `time_us` in the future, stored by an earlier version (which took any line's time_us):
- *   it would skip every later event and blind the lag.
- * "Future" is judged by a clock that is not behind the row's own write time: the guard
- * checked the cursor against the clock when it was stored, so a clock set back since then
- * makes neither the cursor nor the source's next events future.
+ * The stored cursor to start from, or null. A cursor of a kind the source cannot resume from
+ * (its number means nothing to this upstream) or a `time_us` in the future (an earlier version
+ * stored any line's time_us; it would skip every later event) is refused, counted, logged and
+ * reset: the run starts as if none was stored, and the log says to backfill. "Future" is
+ * judged by a clock not behind the row's own write time, since the guard checked the cursor
+ * when it was stored: a clock set back since makes neither it nor the next events future.
  */
 export async function trustedStartCursor(
   ctx: AppContext,

@@ -30,38 +30,30 @@ export function guardPglite(
   return class Guarded extends PGlite implements GuardedPglite {
     panic: unknown = null
 
-    override async execProtocol(message: Uint8Array, options?: ExecOptions) {
-      this.refuseIfPanicked()
+    override execProtocol(message: Uint8Array, options?: ExecOptions) {
+      return this.guarded(() => super.execProtocol(message, options))
+    }
+
+    override execProtocolStream(message: Uint8Array, options?: ExecOptions) {
+      return this.guarded(() => super.execProtocolStream(message, options))
+    }
+
+    /** Refuses once panicked; notes the PANIC a statement ends in. */
+    private async guarded<T>(statement: () => Promise<T>): Promise<T> {
+      if (this.panic)
+        throw new StoreFaultError(
+          `PGlite stopped on a PANIC (${(this.panic as Error).message}); its data directory is being opened again`,
+          { cause: this.panic, reason: storeFaultOf(this.panic) ?? 'database' },
+        )
       try {
-        return await super.execProtocol(message, options)
+        return await statement()
       } catch (err) {
-        throw this.noted(err)
+        if (!this.panic && isPanic(err)) {
+          this.panic = err
+          onPanic(err)
+        }
+        throw err
       }
-    }
-
-    override async execProtocolStream(message: Uint8Array, options?: ExecOptions) {
-      this.refuseIfPanicked()
-      try {
-        return await super.execProtocolStream(message, options)
-      } catch (err) {
-        throw this.noted(err)
-      }
-    }
-
-    private refuseIfPanicked(): void {
-      if (!this.panic) return
-      throw new StoreFaultError(
-        `PGlite stopped on a PANIC (${(this.panic as Error).message}); its data directory is being opened again`,
-        { cause: this.panic, reason: storeFaultOf(this.panic) ?? 'database' },
-      )
-    }
-
-    private noted(err: unknown): unknown {
-      if (!this.panic && isPanic(err)) {
-        this.panic = err
-        onPanic(err)
-      }
-      return err
     }
   }
 }

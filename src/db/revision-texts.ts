@@ -1,5 +1,6 @@
 import type { SQL } from 'drizzle-orm'
 import { keyOf, type PreviousText, type TextRow } from '../model/rows.ts'
+import { CHAIN_LIMIT } from '../model/text-delta.ts'
 import { type Executor, rows } from './client.ts'
 import { getTableColumns, sql } from './orm.ts'
 import { chunked, json, recordset, TEXT_ROWS_PER_STATEMENT, textValues } from './recordset.ts'
@@ -93,9 +94,6 @@ export function revisionPairQuery(did: string, rkey: string, atOrBelow: string |
   return sql`SELECT ${REVISION_COLUMNS} FROM prompt_revisions r
     WHERE r.did = ${did} AND r.rkey = ${rkey} ${bound} ORDER BY r.rev DESC LIMIT 2`
 }
-
-/** Deltas a chain may hold, and more: a longer chain is a broken one, never a loop. */
-const CHAIN_LIMIT = 64
 
 /** The rows of each named text and of every text its deltas rest on. */
 export function textChainsQuery(did: string, hashes: string[]): SQL {

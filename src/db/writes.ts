@@ -52,8 +52,10 @@ const KEY_ROWS = {
   agent: recordset(agents, ['did', 'rkey']),
 }
 
-type LoadedRecord = Pick<PromptRecord, 'did' | 'rkey' | 'rev' | 'cid' | 'deleted' | 'recompiles'> &
-  Pick<PromptRecord, 'agentUri'>
+type LoadedRecord = Pick<
+  PromptRecord,
+  'did' | 'rkey' | 'rev' | 'cid' | 'deleted' | 'recompiles' | 'agentUri'
+>
 
 export async function loadRecords(
   ex: Executor,

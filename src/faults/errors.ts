@@ -83,13 +83,20 @@ interface Classifiable {
  * timeout, or an HTTP 429 or 5xx anywhere along it makes the failure retryable. Anything else is permanent.
  */
 export function isRetryable(err: unknown): boolean {
-  let e = err as Classifiable | null
-  for (let depth = 0; depth < 10 && e && typeof e === 'object'; depth++) {
+  for (const e of causeChain(err)) {
     if (typeof e.retryable === 'boolean') return e.retryable
     if (isTransientLink(e) || isPanicLink(e) || isDiskFullLink(e)) return true
-    e = e.cause as Classifiable | null
   }
   return false
+}
+
+/** The links of an error's cause chain, `err` first, at most 10 (a chain may loop). */
+export function* causeChain(err: unknown): Generator<Classifiable> {
+  let e = err as Classifiable | null
+  for (let depth = 0; depth < 10 && e && typeof e === 'object'; depth++) {
+    yield e
+    e = e.cause as Classifiable | null
+  }
 }
 
 /** One link of a cause chain that names a transient failure by its code, name or status. */
@@ -116,10 +123,7 @@ export function isConnectionError(err: unknown): boolean {
 
 /** The first driver or SQLSTATE code along the cause chain, for a message; else 'unknown'. */
 export function dbErrorCode(err: unknown): string {
-  for (let e = err as { code?: unknown; cause?: unknown } | null, i = 0; e && i < 10; i++) {
-    if (typeof e.code === 'string') return e.code
-    e = e.cause as typeof e
-  }
+  for (const e of causeChain(err)) if (typeof e.code === 'string') return e.code
   return 'unknown'
 }
 
@@ -138,15 +142,12 @@ export type StoreFault = 'disk_full' | 'database'
  * null when the error is not the store's (a bad value, a bug).
  */
 export function storeFaultOf(err: unknown): StoreFault | null {
-  let e = err as Classifiable | null
   let store = false
-  for (let depth = 0; depth < 10 && e && typeof e === 'object'; depth++) {
+  for (const e of causeChain(err)) {
     if (e instanceof StoreFaultError) return e.reason
     if (isDiskFullLink(e)) return 'disk_full'
-    if (isPanicLink(e) || (typeof e.code === 'string' && RETRYABLE_SQLSTATE.test(e.code)))
-      store = true
-    else if (typeof e.code === 'string' && RETRYABLE_CODES.has(e.code)) store = true
-    e = e.cause as Classifiable | null
+    const code = typeof e.code === 'string' ? e.code : ''
+    if (isPanicLink(e) || RETRYABLE_SQLSTATE.test(code) || RETRYABLE_CODES.has(code)) store = true
   }
   return store ? 'database' : null
 }
@@ -156,12 +157,7 @@ export function storeFaultOf(err: unknown): StoreFault | null {
  * the in-process database can no longer be trusted with another statement.
  */
 export function isPanic(err: unknown): boolean {
-  let e = err as Classifiable | null
-  for (let depth = 0; depth < 10 && e && typeof e === 'object'; depth++) {
-    if (isPanicLink(e)) return true
-    e = e.cause as Classifiable | null
-  }
-  return false
+  return [...causeChain(err)].some(isPanicLink)
 }
 
 function isDiskFullLink(e: Classifiable): boolean {

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { AppContext } from '../context/context.ts'
 import { dbRetryDelayMs } from '../db/retry.ts'
-import { isRetryable, type StoreFault, storeFaultOf } from '../faults/errors.ts'
+import { causeChain, isRetryable, type StoreFault, storeFaultOf } from '../faults/errors.ts'
 import type { CursorPosition } from '../model/events.ts'
 import type { StoreHealth } from '../observe/store-health.ts'
 import { applyBatch, type BatchResult, type IndexerDeps } from './apply.ts'
@@ -93,12 +93,8 @@ function resumed(opts: RetryOptions): void {
 
 /** The innermost message of an error's cause chain: the store's own words. */
 function describe(err: unknown): string {
-  let e = err as { message?: unknown; cause?: unknown } | null
   let message = String(err)
-  for (let i = 0; i < 10 && e && typeof e === 'object'; i++) {
-    if (typeof e.message === 'string') message = e.message
-    e = e.cause as typeof e
-  }
+  for (const e of causeChain(err)) if (typeof e.message === 'string') message = e.message
   return message.slice(0, 300)
 }
 

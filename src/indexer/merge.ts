@@ -8,13 +8,12 @@ import type { Nsids } from '../model/nsids.ts'
 import { ROLES, type Role, roleOf } from '../model/nsids.ts'
 import type { PromptValidator } from '../model/prompt-record.ts'
 import { type AccountRow, isVisible, type Provenance, splitKey } from '../model/rows.ts'
-import {
-  type BatchEvent,
-  type BatchPlan,
-  type LoadedState,
-  type OperatorHideEvent,
-  type PreparedCommit,
-  snapshotChain,
+import type {
+  BatchEvent,
+  BatchPlan,
+  LoadedState,
+  OperatorHideEvent,
+  PreparedCommit,
 } from './plan.ts'
 import {
   accountOf,
@@ -41,35 +40,22 @@ export function planBatch(
   validator: PromptValidator,
 ): BatchPlan {
   const ctx: PlanContext = { plan: emptyPlan(), loaded, nsids, validator }
-  for (const ev of events) planEvent(ctx, ev)
+  for (const ev of events) (PLANNERS[ev.kind] as Planner<BatchEvent>)(ctx, ev)
   ctx.plan.visibility = visibilityChanges(ctx)
   return ctx.plan
 }
 
-function planEvent(ctx: PlanContext, ev: BatchEvent): void {
-  switch (ev.kind) {
-    case 'commit':
-      planCommit(ctx, ev)
-      break
-    case 'snapshot':
-      planSnapshot(ctx, ev)
-      break
-    case 'chain':
-      ctx.plan.chains.set(ev.did, ev)
-      break
-    case 'prune':
-      planPrune(ctx, ev)
-      break
-    case 'account':
-      planAccount(ctx, ev)
-      break
-    case 'identity':
-      planIdentity(ctx, ev)
-      break
-    case 'operator-hide':
-      planOperatorHide(ctx, ev)
-      break
-  }
+type Planner<E> = (ctx: PlanContext, ev: E) => void
+
+/** How each kind of event folds into the plan; a new kind fails to compile until it has one. */
+const PLANNERS: { [K in BatchEvent['kind']]: Planner<Extract<BatchEvent, { kind: K }>> } = {
+  commit: planCommit,
+  snapshot: planSnapshot,
+  chain: (ctx, ev) => void ctx.plan.chains.set(ev.did, ev),
+  prune: planPrune,
+  account: planAccount,
+  identity: planIdentity,
+  'operator-hide': planOperatorHide,
 }
 
 /** A create, update or delete of a prompt, conversation or agent record. */
@@ -118,7 +104,18 @@ function planSnapshot(ctx: PlanContext, ev: RepoSnapshotEvent): void {
   }
   // What we hold for this repo but the repo no longer has was deleted meanwhile.
   deleteLiveRecords(ctx, ev, provenance, (role, _key, rkey) => present.has(`${role}\u0000${rkey}`))
-  if (ev.commit) ctx.plan.chains.set(ev.did, snapshotChain(ev, ev.commit))
+  // The fetch was verified: the repo's chain continues from the fetched commit.
+  if (ev.commit)
+    ctx.plan.chains.set(ev.did, {
+      kind: 'chain',
+      did: ev.did,
+      rev: ev.rev,
+      data: ev.commit.data,
+      commit: ev.commit.cid,
+      state: 'synchronized',
+      reason: null,
+      timeUs: ev.timeUs,
+    })
 }
 
 /** The repo moved past `rev` without saying how: records older than it are gone. */

@@ -238,16 +238,12 @@ export class IngestPipeline implements Sink {
       isStopping: () => this.#stopping,
     })
     this.#ctx.metrics.batchDurationSeconds.observe((performance.now() - started) / 1000)
-    this.#record(result)
+    countOutcomes(this.#ctx.metrics, this.#opts.source, result)
     if (result.newDids.length > 0) this.#opts.onNewDids?.(result.newDids)
     this.#committed += events.length
     this.#pendingCursor = null
     this.#lastCursorWrite = performance.now()
     if (cursor) this.#ctx.metrics.ingestCursor.set(cursor.cursor.value)
-  }
-
-  #record(result: BatchResult): void {
-    countOutcomes(this.#ctx.metrics, this.#opts.source, result)
   }
 }
 

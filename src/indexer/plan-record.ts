@@ -6,8 +6,14 @@ import {
   type PromptVersion,
   recompileAnatomy,
 } from '../model/recompile-anatomy.ts'
-import type { Provenance } from '../model/rows.ts'
-import { type AccountRow, keyOf, type PromptFacts, type StoredRecord } from '../model/rows.ts'
+import { textsOf } from '../model/record-parts.ts'
+import {
+  type AccountRow,
+  keyOf,
+  type PromptFacts,
+  type Provenance,
+  type StoredRecord,
+} from '../model/rows.ts'
 import type { Outcome } from '../observe/metrics.ts'
 import type { BatchPlan, LoadedState } from './plan.ts'
 
@@ -20,7 +26,6 @@ export interface PlanContext {
   readonly loaded: LoadedState
   readonly nsids: Nsids
   readonly validator: PromptValidator
-  /** Collection NSID → role; commits of any other collection are never stored. */
 }
 
 /** One record as an event leaves it; `cid: null` deletes it. */
@@ -114,7 +119,9 @@ export function writeRecord(ctx: PlanContext, w: RecordWrite): WriteResult {
   const cur = currentRecord(ctx, w.role, key)
   if (cur && w.rev <= cur.rev) return REFUSED
   const { plan } = ctx
-  if (w.role === 'prompt') rememberAgentUri(plan, key, cur)
+  // A prompt's agent before the batch: a prompt leaving a staleness group re-flags it.
+  if (w.role === 'prompt' && !plan.previousAgentUris.has(key))
+    plan.previousAgentUris.set(key, cur?.agentUri ?? null)
   const deleted = w.cid === null
   const { facts, anatomy } = analyzeWrite(ctx, key, cur, w)
   plan.rows[w.role].set(key, {
@@ -148,11 +155,6 @@ function analyzeWrite(
   if (w.role !== 'prompt' || w.cid === null) return { facts: null, anatomy: null }
   const facts = w.analysis ?? analyzePrompt(ctx.validator, ctx.nsids, w.did, w.rkey, w.record)
   return { facts, anatomy: planAnatomy(ctx, key, cur, w, facts) }
-}
-
-/** A prompt's agent before the batch: a prompt leaving a staleness group re-flags it. */
-function rememberAgentUri(plan: BatchPlan, key: string, cur: StoredRecord | undefined): void {
-  if (!plan.previousAgentUris.has(key)) plan.previousAgentUris.set(key, cur?.agentUri ?? null)
 }
 
 /** A create after a delete is a new record; only an update to a new CID is a recompile. */
@@ -227,10 +229,4 @@ function isPurgedBefore(acc: AccountRow, rev: string, timeUs: number): boolean {
     (acc.purgedRev !== null && rev <= acc.purgedRev) ||
     (acc.purgedUs !== null && timeUs <= acc.purgedUs)
   )
-}
-
-function textsOf(record: unknown): { content: string | null; coreMemory: string | null } {
-  const r = (record ?? {}) as Record<string, unknown>
-  const str = (v: unknown) => (typeof v === 'string' ? v : null)
-  return { content: str(r.content), coreMemory: str(r.coreMemory) }
 }

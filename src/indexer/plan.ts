@@ -1,4 +1,4 @@
-import type { ChainEvent, CommitEvent, IndexEvent, RepoSnapshotEvent } from '../model/events.ts'
+import type { ChainEvent, CommitEvent, IndexEvent } from '../model/events.ts'
 import type { Role } from '../model/nsids.ts'
 import type {
   AccountRow,
@@ -57,20 +57,3 @@ export interface OperatorHideEvent {
 export type PreparedCommit = CommitEvent & { analysis?: PromptFacts }
 
 export type BatchEvent = Exclude<IndexEvent, CommitEvent> | PreparedCommit | OperatorHideEvent
-
-/** A verified fetch of the whole repo: the chain continues from the fetched commit. */
-export function snapshotChain(
-  ev: RepoSnapshotEvent,
-  commit: { cid: string; data: string },
-): ChainEvent {
-  return {
-    kind: 'chain',
-    did: ev.did,
-    rev: ev.rev,
-    data: commit.data,
-    commit: commit.cid,
-    state: 'synchronized',
-    reason: null,
-    timeUs: ev.timeUs,
-  }
-}

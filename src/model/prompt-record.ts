@@ -80,9 +80,10 @@ export function analyzePrompt(
   const content = str(r.content)
   const compiledAt = str(r.compiledAt)
   const hash = str(r.rawSystemHash)
-  const sameSlot = isSameSlot(str(r.conversation), did, nsids.conversation, rkey)
+  // The `conversation` field must be the at-uri of the prompt's own slot.
+  const sameSlot = str(r.conversation) === `at://${did}/${nsids.conversation}/${rkey}`
   const bytes = content === null ? null : validator.utf8(content)
-  const facts: PromptFacts = {
+  return {
     validationError,
     baseFlags: baseFlagsOf(sameSlot, content, str(r.coreMemory), validationError),
     contentBytes: bytes === null ? null : bytes.length,
@@ -95,7 +96,6 @@ export function analyzePrompt(
     searchWords: contentWords(content),
     recordParts: splitRecord(record),
   }
-  return facts
 }
 
 function baseFlagsOf(
@@ -140,11 +140,6 @@ function parseAtUri(uri: string): AtUri | null {
   } catch {
     return null
   }
-}
-
-/** The `conversation` field must be the at-uri of the prompt's own slot. */
-function isSameSlot(uri: string | null, did: string, collection: string, rkey: string): boolean {
-  return uri === `at://${did}/${collection}/${rkey}`
 }
 
 /**

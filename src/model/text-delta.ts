@@ -53,7 +53,7 @@ export interface TextLink {
 }
 
 /** Deltas a chain may hold, and more: a longer chain is a broken one, never a loop. */
-const CHAIN_LIMIT = 64
+export const CHAIN_LIMIT = 64
 
 /** The text `hash` names, rebuilt from its chain: null when a link is missing or it is too long. */
 export function rebuildText(byHash: ReadonlyMap<string, TextLink>, hash: string): string | null {

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Registry } from 'prom-client'
+import { FILTER_NAMES } from '../model/flags.ts'
 import { RECOMPILE_KINDS } from '../model/recompile-anatomy.ts'
 import { createChainMetrics, type MetricKit, metricKit } from './chain-metrics.ts'
 import { steadyNowMs } from './clock.ts'
@@ -19,15 +20,6 @@ export const CURSOR_REFUSALS = [
   'stored_cursor',
 ] as const
 export type CursorRefusal = (typeof CURSOR_REFUSALS)[number]
-export const FLAG_LABELS = [
-  'orphaned',
-  'mismatched',
-  'staleTemplate',
-  'staleMemory',
-  'coreMemoryDetached',
-  'invalid',
-  'ok',
-] as const
 
 /** Every series (and the hooks) of one registry, as createMetrics builds them. */
 export type Metrics = ReturnType<typeof createMetrics>
@@ -53,7 +45,7 @@ export function createMetrics(opts: MetricsOptions) {
       'prompts',
       'Visible prompts by flag (ok = no flag)',
       'flag',
-      FLAG_LABELS,
+      FILTER_NAMES,
       opts.collectPromptGauge,
     ),
     httpRequestDurationSeconds: m.histogram(

@@ -1,5 +1,5 @@
 import type { Placeholder, SQL } from 'drizzle-orm'
-import { FLAG_BITS, FLAG_NAMES, type FlagName } from '../../model/flags.ts'
+import { FILTER_NAMES, FLAG_BITS, FLAG_NAMES, type FlagName } from '../../model/flags.ts'
 import type { ListSort } from '../../model/list-sort.ts'
 import type { Database } from '../client.ts'
 import { evidenceColumns, evidenceJoins, type FlagEvidenceRow } from '../flag-evidence.ts'
@@ -192,9 +192,7 @@ export function flagCountsOf(row: Record<string, number> | undefined): {
   flags: FlagCounts
 } {
   const r = row ?? {}
-  const flags = Object.fromEntries(
-    [...FLAG_NAMES, 'ok'].map((f) => [f, Number(r[f] ?? 0)]),
-  ) as FlagCounts
+  const flags = Object.fromEntries(FILTER_NAMES.map((f) => [f, Number(r[f] ?? 0)])) as FlagCounts
   return { total: Number(r.total ?? 0), flags }
 }
 

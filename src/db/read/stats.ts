@@ -2,6 +2,7 @@ import type { Database } from '../client.ts'
 import { and, desc, eq } from '../orm.ts'
 import { readAgainIfConnectionLost } from '../retry.ts'
 import { ingestCursors } from '../schema.ts'
+import { readStoredCursor } from '../writes.ts'
 import { readVisibleCounts } from './visible-counts.ts'
 
 // The counts of /v1/stats and the stored ingestion positions (the CLI resumes from them).
@@ -55,23 +56,7 @@ export async function getStats(
   return { ...counts, ingest: status }
 }
 
-/** The stored position of a source, as the last run left it. */
-export async function getStoredPosition(
-  db: Database,
-  source: string,
-  key: string,
-): Promise<{ cursor: number; lastEventUs: number | null } | null> {
-  const [r] = await db.orm
-    .select({ cursor: ingestCursors.cursor, lastEventUs: ingestCursors.lastEventUs })
-    .from(ingestCursors)
-    .where(and(eq(ingestCursors.source, source), eq(ingestCursors.key, key)))
-  if (!r) return null
-  return {
-    cursor: Number(r.cursor),
-    lastEventUs: r.lastEventUs == null ? null : Number(r.lastEventUs),
-  }
-}
-
+/** The stored cursor value of a source, as the last run left it; null when none. */
 export async function getCursor(db: Database, source: string, key: string): Promise<number | null> {
-  return (await getStoredPosition(db, source, key))?.cursor ?? null
+  return (await readStoredCursor(db, source, key))?.cursor.value ?? null
 }

@@ -1,4 +1,4 @@
-import { FLAG_BITS, FLAG_NAMES } from '../../model/flags.ts'
+import { FILTER_NAMES, FLAG_BITS, FLAG_NAMES } from '../../model/flags.ts'
 import type { Database } from '../client.ts'
 import { readAgainIfConnectionLost } from '../retry.ts'
 import { visibleCounts } from '../schema.ts'
@@ -16,7 +16,7 @@ export interface RecordCounts {
 
 export async function readVisibleCounts(db: Database): Promise<RecordCounts> {
   const rows = await readAgainIfConnectionLost(() => db.orm.select().from(visibleCounts))
-  const flags = Object.fromEntries([...FLAG_NAMES, 'ok'].map((f) => [f, 0])) as FlagCounts
+  const flags = Object.fromEntries(FILTER_NAMES.map((f) => [f, 0])) as FlagCounts
   const out: RecordCounts = { prompts: 0, conversations: 0, agents: 0, flags }
   for (const { tbl, flags: bits, n } of rows) {
     const count = Number(n)
