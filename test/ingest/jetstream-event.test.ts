@@ -195,6 +195,17 @@ describe('normalizeJetstreamEvent', () => {
     expect(skip(norm(line)).reason).toBe('bad_record')
   })
 
+  it('skips a record with an integer beyond 2^53, which JSON.parse has rounded', () => {
+    for (const big of ['9007199254740992', '-9223372036854775809', '18446744073709551615']) {
+      const line = JSON.stringify(withCommit(8, { record: { n: [1, '@'] } })).replace('"@"', big)
+      const r = skip(norm(line))
+      expect(r).toMatchObject({ reason: 'bad_record', timeUs: T0 + 8000 })
+      expect(r.detail).toContain('beyond ±2^53')
+    }
+    const edge = JSON.stringify(withCommit(8, { record: { n: Number.MAX_SAFE_INTEGER } }))
+    expect(norm(edge).ok).toBe(true)
+  })
+
   it('does not judge commits of collections we do not keep', () => {
     const r = norm(withCommit(9, { collection: 'app.bsky.feed.post', rkey: undefined }))
     expect(r).toMatchObject({ ok: true, item: { event: null, cursor: timeCursor(T0 + 9000) } })

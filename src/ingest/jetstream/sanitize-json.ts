@@ -3,10 +3,15 @@ const MAX_DEPTH = 128
 
 /**
  * Postgres jsonb rejects U+0000 and unpaired surrogates, so they become U+FFFD. Copy on
- * write: returns the same reference when nothing changed, which tells the caller.
+ * write: returns the same reference when nothing changed, which tells the caller. An integer
+ * beyond ±2^53 throws: JSON.parse has already rounded it, so the record no longer matches its
+ * CID (the firehose and backfill skip the same records, see lex-json.ts).
  */
 export function sanitizeJson(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return cleanString(value)
+  if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) {
+    throw new Error(`integer ${value} is beyond ±2^53: JSON.parse has rounded it`)
+  }
   if (typeof value !== 'object' || value === null) return value
   if (depth > MAX_DEPTH) throw new Error(`record nested deeper than ${MAX_DEPTH}`)
   return Array.isArray(value)
