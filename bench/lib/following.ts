@@ -10,7 +10,7 @@ import { NSIDS } from './traffic.ts'
 
 // `prompt-appview run` on Postgres following a relay at the network's rate (SPEC 12): the
 // firehose source with chain state as the runtime wires it (every Letta repo tracked once
-// it holds a record), commits verified, the rest of the network skimmed and dropped. The
+// it holds a record), commits verified, the rest of the network decoded and dropped. The
 // process tree is sampled every second; each Letta write is timed from when the relay
 // sent it until the change feed shows it (polled every `pollMs`, so up to that much late).
 

@@ -13,7 +13,7 @@ import { benchGenerator } from './traffic.ts'
 // which `lettaShare` are Letta writes built as they are sent (signed commits with their MST
 // proofs from LettaRepos, so each Letta repo's chain holds for the whole run), the rest the
 // other collections' commits of a pre-built frame set (bench:firehose's), sent round and
-// round with a new seq and time. Their authors hold no Letta record, so the product skims
+// round with a new seq and time. Their authors hold no Letta record, so the product decodes
 // and drops them, as it does the network's posts and likes.
 
 export interface PacedRelayOptions {

@@ -15,7 +15,6 @@ import type { Metrics } from '../../observe/metrics.ts'
 import type { DidResolver } from '../did-resolver.ts'
 import { recordJson } from '../lex-json.ts'
 import type { ChainFrames } from './chain/chain-frames.ts'
-import { collectionNeedles, skimUnmatchedCommit } from './frame-skim.ts'
 import { type CommitBody, type KeyLookup, verifyCommit } from './signature.ts'
 
 // One subscribeRepos frame in, the SourceItems it means out (a `#commit` without chain state
@@ -65,7 +64,6 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
     opts.metrics.eventsTotal.inc({ source: SOURCE, collection, op, outcome: 'error' })
   const ctx: FrameContext = {
     opts,
-    needles: collectionNeedles(opts.collections),
     chain: opts.unauthenticated ? undefined : opts.chain,
     countError,
     match: (collection) => wanted.has(collection),
@@ -77,7 +75,6 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
 /** What processing a frame needs, built once per processor. */
 interface FrameContext {
   opts: FrameProcessorOptions
-  needles: Buffer[]
   chain: FrameProcessorOptions['chain']
   countError: (collection: string, op: string) => void
   match: (collection: string) => boolean
@@ -97,11 +94,6 @@ interface Message {
 }
 
 async function processFrame(ctx: FrameContext, frame: Uint8Array): Promise<FrameResult> {
-  const skimmed = skimUnmatchedCommit(frame, ctx.needles)
-  if (skimmed && !ctx.chain?.isTracked(skimmed.repo)) {
-    const timeUs = toTimeUs(skimmed.time)
-    return { items: [{ event: null, cursor: seqCursor(skimmed.seq), timeUs }], seq: skimmed.seq }
-  }
   const decoded = decodeFrame(ctx, frame)
   if ('items' in decoded) return decoded
   const items = await messageItems(ctx, decoded)
@@ -171,7 +163,7 @@ async function commitFrameItems(
     if (ops.length === 0 && !chain.isTracked(body.repo))
       return [cursorOnly({ seq: body.seq, timeUs })]
     // Tracked from its first wanted commit on, before it is checked: the frames right
-    // behind it are skimmed meanwhile, and one skipped commit would break the chain.
+    // behind it are processed meanwhile, and one skipped commit would break the chain.
     chain.track(body.repo)
     return chain.frames.commit(body, eventUs(timeUs))
   }
