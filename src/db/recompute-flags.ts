@@ -27,28 +27,46 @@ export async function recomputeFlags(
   ex: Executor,
   a: AffectedPrompts,
 ): Promise<Array<{ did: string; rkey: string }>> {
+  // Only written slots look their conversation up: any other prompt's conversation was not
+  // written, so its stored orphaned bit holds (a group's size grows, the batch's does not).
+  // A slot written as both prompt and conversation is looked up once.
+  const slotKeys = [...new Map(a.slots.map((k) => [`${k.did}\u0000${k.rkey}`, k])).values()]
+  const slots =
+    slotKeys.length > 0
+      ? sql`SELECT p.did, p.rkey, p.agent_uri, c.did IS NULL AS orphaned FROM prompts p
+      JOIN jsonb_to_recordset(${json(slotKeys)}) AS s(did text, rkey text) ON p.did = s.did AND p.rkey = s.rkey
+      LEFT JOIN conversations c ON c.did = p.did AND c.rkey = p.rkey AND NOT c.deleted
+      WHERE NOT p.deleted`
+      : sql`SELECT NULL::text AS did, NULL::text AS rkey, NULL::text AS agent_uri, false AS orphaned WHERE false`
   // Only the branches with input: an empty one still costs the planner 100 guessed rows,
   // enough to pick hash joins over whole-table scans for every other step of the statement.
   const branches: SQL[] = []
-  if (a.slots.length > 0)
-    branches.push(sql`SELECT p.did, p.rkey, p.agent_uri FROM prompts p
-      JOIN jsonb_to_recordset(${json(a.slots)}) AS s(did text, rkey text) ON p.did = s.did AND p.rkey = s.rkey WHERE NOT p.deleted`)
-  if (a.groups.length > 0)
-    branches.push(sql`SELECT p.did, p.rkey, p.agent_uri FROM prompts p
-      JOIN jsonb_to_recordset(${json(a.groups)}) AS g(did text, agent_uri text) ON p.did = g.did AND p.agent_uri = g.agent_uri WHERE NOT p.deleted`)
+  if (slotKeys.length > 0) branches.push(sql`SELECT did, rkey, agent_uri FROM slots`)
   if (a.agents.length > 0)
     branches.push(sql`SELECT p.did, p.rkey, p.agent_uri FROM prompts p
       JOIN jsonb_to_recordset(${json(a.agents)}) AS g(did text, rkey text) ON p.agent_did = g.did AND p.agent_rkey = g.rkey WHERE NOT p.deleted`)
   if (a.agentRepos.length > 0)
     branches.push(sql`SELECT p.did, p.rkey, p.agent_uri FROM prompts p
       WHERE p.agent_did IN ${didSet(a.agentRepos)} AND NOT p.deleted`)
-  if (branches.length === 0) return []
+  const groups: SQL[] = []
+  if (branches.length > 0)
+    groups.push(sql`SELECT did, agent_uri FROM targets WHERE agent_uri IS NOT NULL`)
+  if (a.groups.length > 0)
+    groups.push(
+      sql`SELECT did, agent_uri FROM jsonb_to_recordset(${json(a.groups)}) AS g(did text, agent_uri text)`,
+    )
+  if (groups.length === 0) return []
+  const targets =
+    branches.length > 0
+      ? sql.join(branches, sql` UNION `)
+      : sql`SELECT did, rkey, agent_uri FROM slots`
   // Raw: windows with EXCLUDE GROUP over jsonb_to_recordset targets, beyond the builder.
   return rows<Pick<PromptRecord, 'did' | 'rkey'>>(
     ex,
     sql`
-    WITH targets AS (${sql.join(branches, sql` UNION `)}),
-    tgroups AS (SELECT DISTINCT did, agent_uri FROM targets WHERE agent_uri IS NOT NULL),
+    WITH slots AS (${slots}),
+    targets AS (${targets}),
+    tgroups AS (${sql.join(groups, sql` UNION `)}),
     -- Every live prompt of an affected group with the window over its group, plus the
     -- targets in no group (nothing to infer from). Recomputing whole groups instead of
     -- joining the window back to the targets keeps this one pass per group: that join,
@@ -72,11 +90,13 @@ export async function recomputeFlags(
       FROM targets t JOIN prompts p ON p.did = t.did AND p.rkey = t.rkey
       WHERE t.agent_uri IS NULL
     ),
-    computed AS (
+    -- Materialized: only the rows whose flags change meet prompts again, by key.
+    computed AS MATERIALIZED (
       SELECT * FROM (
         SELECT s.did, s.rkey, s.flags AS old_flags,
           s.base_flags
-          | CASE WHEN c.did IS NULL THEN ${ORPHANED} ELSE 0 END
+          | CASE WHEN sl.did IS NULL THEN s.flags & ${ORPHANED}
+                 WHEN sl.orphaned THEN ${ORPHANED} ELSE 0 END
           | CASE WHEN s.raw_system_hash IS NULL THEN 0
                  WHEN a.template_hash IS NOT NULL THEN CASE WHEN a.template_hash <> s.raw_system_hash THEN ${STALE_TEMPLATE} ELSE 0 END
                  WHEN s.hash_min <> s.raw_system_hash OR s.hash_max <> s.raw_system_hash THEN ${STALE_TEMPLATE}
@@ -85,7 +105,7 @@ export async function recomputeFlags(
                   AND (s.memfs_min <> s.memfs_revision OR s.memfs_max <> s.memfs_revision) THEN ${STALE_MEMORY}
                  ELSE 0 END AS flags
         FROM scope s
-        LEFT JOIN conversations c ON c.did = s.did AND c.rkey = s.rkey AND NOT c.deleted
+        LEFT JOIN slots sl ON sl.did = s.did AND sl.rkey = s.rkey
         LEFT JOIN agents a ON a.did = s.agent_did AND a.rkey = s.agent_rkey AND NOT a.deleted
       ) x WHERE x.flags <> x.old_flags
     )
