@@ -66,7 +66,7 @@ export async function recomputeFlags(
     sql`
     WITH slots AS (${slots}),
     targets AS (${targets}),
-    tgroups AS (${sql.join(groups, sql` UNION `)}),
+    tgroups AS (SELECT DISTINCT did, agent_uri FROM (${sql.join(groups, sql` UNION ALL `)}) g),
     -- Every live prompt of an affected group with the window over its group, plus the
     -- targets in no group (nothing to infer from). Recomputing whole groups instead of
     -- joining the window back to the targets keeps this one pass per group: that join,

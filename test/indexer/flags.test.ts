@@ -111,6 +111,28 @@ describe('staleTemplate', () => {
     expect(await flagsOf(did, rkey)).toEqual([])
   })
 
+  // A group's rows once met each of its targets, so an agent update over a group of n prompts
+  // took n^2 rows through the window: 134 s at 150 prompts, where it takes tens of ms.
+  it('direct rule: an agent update re-flags a group of 150 prompts at once', async () => {
+    const agentRkey = w.tid()
+    const fields = {
+      agent: w.agentUri(did, agentRkey),
+      rawSystemHash: `sha256:${sha256('template v1').toUpperCase()}`,
+    }
+    const rkeys = Array.from({ length: 150 }, () => w.tid())
+    await apply(deps, [w.agent({ did, rkey: agentRkey, system: 'template v1' })])
+    for (let i = 0; i < rkeys.length; i += 50) {
+      const slice = rkeys.slice(i, i + 50)
+      await apply(
+        deps,
+        slice.flatMap((rkey) => [w.conversation({ did, rkey }), w.prompt({ did, rkey, fields })]),
+      )
+    }
+    await apply(deps, [w.agent({ did, rkey: agentRkey, op: 'update', system: 'template v2' })])
+    const flags = await Promise.all(rkeys.map((rkey) => flagsOf(did, rkey)))
+    expect(new Set(flags.map((f) => JSON.stringify(f)))).toEqual(new Set(['["staleTemplate"]']))
+  })
+
   it('direct rule applies across repos; agent deleted falls back to the inferred rule', async () => {
     const agentRkey = w.tid()
     const rkey = w.tid()
