@@ -22,11 +22,8 @@ export interface AffectedPrompts {
 
 const { orphaned: ORPHANED, staleTemplate: STALE_TEMPLATE, staleMemory: STALE_MEMORY } = FLAG_BITS
 
-/** Returns the keys of prompts whose flags changed. */
-export async function recomputeFlags(
-  ex: Executor,
-  a: AffectedPrompts,
-): Promise<Array<{ did: string; rkey: string }>> {
+/** The statement's inputs as CTE bodies; null when nothing can be affected. */
+function affectedInputs(a: AffectedPrompts): { slots: SQL; targets: SQL; groups: SQL } | null {
   // Only written slots look their conversation up: any other prompt's conversation was not
   // written, so its stored orphaned bit holds (a group's size grows, the batch's does not).
   // A slot written as both prompt and conversation is looked up once.
@@ -55,18 +52,30 @@ export async function recomputeFlags(
     groups.push(
       sql`SELECT did, agent_uri FROM jsonb_to_recordset(${json(a.groups)}) AS g(did text, agent_uri text)`,
     )
-  if (groups.length === 0) return []
+  if (groups.length === 0) return null
   const targets =
     branches.length > 0
       ? sql.join(branches, sql` UNION `)
       : sql`SELECT did, rkey, agent_uri FROM slots`
+  return { slots, targets, groups: sql.join(groups, sql` UNION ALL `) }
+}
+
+/** Returns the keys of prompts whose flags changed. */
+export async function recomputeFlags(
+  ex: Executor,
+  a: AffectedPrompts,
+): Promise<Array<{ did: string; rkey: string }>> {
+  const inputs = affectedInputs(a)
+  if (!inputs) return []
+  const { slots, targets, groups } = inputs
   // Raw: windows with EXCLUDE GROUP over jsonb_to_recordset targets, beyond the builder.
   return rows<Pick<PromptRecord, 'did' | 'rkey'>>(
     ex,
     sql`
     WITH slots AS (${slots}),
     targets AS (${targets}),
-    tgroups AS (SELECT DISTINCT did, agent_uri FROM (${sql.join(groups, sql` UNION ALL `)}) g),
+    -- Distinct: a group named by n targets meets the window once, not n times.
+    tgroups AS (SELECT DISTINCT did, agent_uri FROM (${groups}) g),
     -- Every live prompt of an affected group with the window over its group, plus the
     -- targets in no group (nothing to infer from). Recomputing whole groups instead of
     -- joining the window back to the targets keeps this one pass per group: that join,
