@@ -120,8 +120,12 @@ describe('jetstream source', () => {
   it('reconnects after a drop and resumes from the newest cursor minus the rewind', async () => {
     const total = 400
     const s = await server(Array.from({ length: 300 }, (_, i) => commit(i)))
-    // 10 ms of rewind = 10 events of 1 ms each may be seen twice, no more.
-    const { sink, start, metrics, source } = setup(s.url, { rewindSeconds: 0.01 })
+    // 10 ms of rewind = 10 events of 1 ms each may be seen twice, no more. The default 200 ms
+    // connect timeout could cut the reconnect itself on a loaded machine (a second reconnect).
+    const { sink, start, metrics, source } = setup(s.url, {
+      rewindSeconds: 0.01,
+      connectTimeoutMs: 10_000,
+    })
     const slowPush = sink.push
     sink.push = async (item) => {
       await new Promise((r) => setTimeout(r, 0))
