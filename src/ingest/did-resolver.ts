@@ -81,42 +81,59 @@ export function createDidResolver(opts: DidResolverOptions): DidResolver {
   }
 }
 
-/** Documents cached (least recently used go first), one request per DID at a time. */
+/**
+ * lru-cache's fetchMethod gives least-recently-used eviction, a TTL per entry (shorter for
+ * "not found") and one request per DID at a time; a failed refetch keeps the old entry.
+ */
 class CachingDidResolver implements DidResolver {
-  private readonly opts: DidResolverOptions
-  private readonly ttlMs: number
   private readonly maxStaleMs: number
-  private readonly negativeTtlMs: number
   private readonly minRefreshMs: number
   private readonly now: () => number
-  private readonly plc: DidPlcResolver
-  private readonly web: DidWebResolver
   private readonly cache: LRUCache<string, Entry>
-  private readonly inFlight = new Map<string, Promise<ResolvedDid | null>>()
-  private readonly limit: <T>(task: () => Promise<T>) => Promise<T>
 
   constructor(opts: DidResolverOptions) {
     const timeoutMs = opts.timeoutMs ?? 10_000
-    this.opts = opts
-    this.ttlMs = opts.ttlMs ?? 60 * 60_000
+    const ttlMs = opts.ttlMs ?? 60 * 60_000
+    const negativeTtlMs = opts.negativeTtlMs ?? 60_000
     this.maxStaleMs = opts.maxStaleMs ?? 24 * 60 * 60_000
-    this.negativeTtlMs = opts.negativeTtlMs ?? 60_000
     this.minRefreshMs = opts.minRefreshMs ?? 5_000
-    this.now = opts.now ?? (() => performance.now())
-    this.plc = new DidPlcResolver(opts.plcUrl, timeoutMs, undefined, globalThis.fetch)
-    this.web = new DidWebResolver(timeoutMs, undefined, opts.webFetch)
-    this.cache = new LRUCache({ max: opts.cacheSize ?? 100_000 })
-    this.limit = createLimiter(opts.concurrency ?? 16)
+    const now = opts.now ?? (() => performance.now())
+    this.now = now
+    const plc = new DidPlcResolver(opts.plcUrl, timeoutMs, undefined, globalThis.fetch)
+    const web = new DidWebResolver(timeoutMs, undefined, opts.webFetch)
+    const limit = createLimiter(opts.concurrency ?? 16)
+    const fetchDoc = (did: string): Promise<DidDocument | null> => {
+      if (did.startsWith('did:plc:'))
+        return limit(() => counted(opts.metrics, 'plc', () => plc.resolveNoCache(did)))
+      if (did.startsWith('did:web:'))
+        return limit(() => counted(opts.metrics, 'did:web', () => web.resolveNoCache(did)))
+      throw new Error(`unsupported DID method: ${did}`)
+    }
+    this.cache = new LRUCache<string, Entry>({
+      max: opts.cacheSize ?? 100_000,
+      perf: { now },
+      // A cached clock reading would hide a test clock's jumps; one now() a lookup is cheap.
+      ttlResolution: 0,
+      noDeleteOnFetchRejection: true,
+      fetchMethod: async (did, _stale, { options }) => {
+        const doc = await fetchDoc(did)
+        options.ttl = doc ? ttlMs : negativeTtlMs
+        return { value: doc ? toResolved(did, doc) : null, fetchedAt: now() }
+      },
+    })
   }
 
   async resolve(did: string, o?: { forceRefresh?: boolean }): Promise<ResolvedDid | null> {
-    const entry = this.cache.get(did)
-    if (entry) {
-      const age = this.now() - entry.fetchedAt
-      const fresh = age < (entry.value ? this.ttlMs : this.negativeTtlMs)
-      if (fresh && (!o?.forceRefresh || age < this.minRefreshMs)) return entry.value
+    const cached = this.cache.peek(did, { allowStale: true })
+    const recent = cached && this.now() - cached.fetchedAt < this.minRefreshMs
+    try {
+      const forceRefresh = o?.forceRefresh && !(recent && this.cache.peek(did))
+      return ((await this.cache.fetch(did, { forceRefresh })) as Entry).value
+    } catch (err) {
+      // Stale-if-error: a PLC hiccup should not fail every commit of known authors.
+      if (cached?.value && this.now() - cached.fetchedAt < this.maxStaleMs) return cached.value
+      throw err
     }
-    return this.load(did, entry)
   }
 
   async resolveKey(did: string, o?: { forceRefresh?: boolean }): Promise<string> {
@@ -136,35 +153,6 @@ class CachingDidResolver implements DidResolver {
 
   invalidate(did: string): void {
     this.cache.delete(did)
-  }
-
-  private load(did: string, stale: Entry | undefined): Promise<ResolvedDid | null> {
-    const pending = this.inFlight.get(did)
-    if (pending) return pending
-    const p = this.fetchDoc(did)
-      .then((value) => {
-        this.cache.set(did, { value, fetchedAt: this.now() })
-        return value
-      })
-      .catch((err) => {
-        // Stale-if-error: a PLC hiccup should not fail every commit of known authors.
-        if (stale?.value && this.now() - stale.fetchedAt < this.maxStaleMs) return stale.value
-        throw err
-      })
-      .finally(() => this.inFlight.delete(did))
-    this.inFlight.set(did, p)
-    return p
-  }
-
-  private async fetchDoc(did: string): Promise<ResolvedDid | null> {
-    const { metrics } = this.opts
-    let doc: DidDocument | null
-    if (did.startsWith('did:plc:'))
-      doc = await this.limit(() => counted(metrics, 'plc', () => this.plc.resolveNoCache(did)))
-    else if (did.startsWith('did:web:'))
-      doc = await this.limit(() => counted(metrics, 'did:web', () => this.web.resolveNoCache(did)))
-    else throw new Error(`unsupported DID method: ${did}`)
-    return doc ? toResolved(did, doc) : null
   }
 }
 
