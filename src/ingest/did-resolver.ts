@@ -65,21 +65,16 @@ export class DidNotFoundError extends Error {
   }
 }
 
+type Refresh = { forceRefresh?: boolean }
+
 interface Entry {
   value: ResolvedDid | null
   fetchedAt: number
 }
 
-/** A plain object over the cache, so callers may spread it and replace one method. */
-export function createDidResolver(opts: DidResolverOptions): DidResolver {
-  const r = new CachingDidResolver(opts)
-  return {
-    resolve: (did, o) => r.resolve(did, o),
-    resolveKey: (did, o) => r.resolveKey(did, o),
-    resolvePds: (did, o) => r.resolvePds(did, o),
-    invalidate: (did) => r.invalidate(did),
-  }
-}
+/** Its methods are own properties, so callers may spread it and replace one. */
+export const createDidResolver = (opts: DidResolverOptions): DidResolver =>
+  new CachingDidResolver(opts)
 
 /**
  * lru-cache's fetchMethod gives least-recently-used eviction, a TTL per entry (shorter for
@@ -123,7 +118,7 @@ class CachingDidResolver implements DidResolver {
     })
   }
 
-  async resolve(did: string, o?: { forceRefresh?: boolean }): Promise<ResolvedDid | null> {
+  readonly resolve = async (did: string, o?: Refresh): Promise<ResolvedDid | null> => {
     const cached = this.cache.peek(did, { allowStale: true })
     const recent = cached && this.now() - cached.fetchedAt < this.minRefreshMs
     try {
@@ -136,7 +131,7 @@ class CachingDidResolver implements DidResolver {
     }
   }
 
-  async resolveKey(did: string, o?: { forceRefresh?: boolean }): Promise<string> {
+  readonly resolveKey = async (did: string, o?: Refresh): Promise<string> => {
     if (did.startsWith('did:key:')) return did
     const r = await this.resolve(did, o)
     if (!r) throw new DidNotFoundError(did)
@@ -144,16 +139,14 @@ class CachingDidResolver implements DidResolver {
     return r.signingKey
   }
 
-  async resolvePds(did: string, o?: { forceRefresh?: boolean }): Promise<string> {
+  readonly resolvePds = async (did: string, o?: Refresh): Promise<string> => {
     const r = await this.resolve(did, o)
     if (!r) throw new DidNotFoundError(did)
     if (!r.pds) throw new DidNotFoundError(did, 'PDS endpoint')
     return r.pds
   }
 
-  invalidate(did: string): void {
-    this.cache.delete(did)
-  }
+  readonly invalidate = (did: string): void => void this.cache.delete(did)
 }
 
 /** Counts one upstream lookup: a document as 200, "no such DID" as 404, a throw as `error`. */
