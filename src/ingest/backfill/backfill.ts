@@ -48,23 +48,17 @@ export interface BackfillOptions {
   limits?: CarStreamLimits
 }
 
-export interface BackfillSummary {
+type Counts = Omit<BackfillProgress, 'elapsedMs'>
+
+export interface BackfillSummary extends Omit<Counts, 'listed' | 'listingDone'> {
   /** Repos listed (or given). */
   repos: number
-  /** Backfilled in this run. */
-  done: number
-  /** Already done before this run. */
-  skipped: number
-  failed: number
-  records: number
   /** The first failures, with reasons (at most 100). */
   failures: Array<{ did: string; reason: string }>
 }
 
 const PAGE = 1000
 const NOT_IMPLEMENTED = new Set([401, 403, 404, 405, 501])
-
-type Counts = Omit<BackfillProgress, 'elapsedMs'>
 
 export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummary> {
   const started = performance.now()
