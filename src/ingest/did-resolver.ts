@@ -37,15 +37,10 @@ export interface DidResolver {
 
 export interface DidResolverOptions {
   plcUrl: string
-  timeoutMs?: number
   /** Most documents kept (least recently used go first). */
   cacheSize?: number
   /** A document older than this is fetched again before use. */
   ttlMs?: number
-  /** When a refetch fails, a document up to this old is still used. */
-  maxStaleMs?: number
-  /** How long a "not found" answer is remembered. */
-  negativeTtlMs?: number
   /** A forced refresh of a document younger than this is answered from the cache. */
   minRefreshMs?: number
   concurrency?: number
@@ -67,6 +62,12 @@ export class DidNotFoundError extends Error {
 
 type Refresh = { forceRefresh?: boolean }
 
+const TIMEOUT_MS = 10_000
+/** When a refetch fails, a document up to this old is still used. */
+const MAX_STALE_MS = 24 * 60 * 60_000
+/** How long a "not found" answer is remembered. */
+const NEGATIVE_TTL_MS = 60_000
+
 interface Entry {
   value: ResolvedDid | null
   fetchedAt: number
@@ -81,21 +82,17 @@ export const createDidResolver = (opts: DidResolverOptions): DidResolver =>
  * "not found") and one request per DID at a time; a failed refetch keeps the old entry.
  */
 class CachingDidResolver implements DidResolver {
-  private readonly maxStaleMs: number
   private readonly minRefreshMs: number
   private readonly now: () => number
   private readonly cache: LRUCache<string, Entry>
 
   constructor(opts: DidResolverOptions) {
-    const timeoutMs = opts.timeoutMs ?? 10_000
     const ttlMs = opts.ttlMs ?? 60 * 60_000
-    const negativeTtlMs = opts.negativeTtlMs ?? 60_000
-    this.maxStaleMs = opts.maxStaleMs ?? 24 * 60 * 60_000
     this.minRefreshMs = opts.minRefreshMs ?? 5_000
     const now = opts.now ?? (() => performance.now())
     this.now = now
-    const plc = new DidPlcResolver(opts.plcUrl, timeoutMs, undefined, globalThis.fetch)
-    const web = new DidWebResolver(timeoutMs, undefined, opts.webFetch)
+    const plc = new DidPlcResolver(opts.plcUrl, TIMEOUT_MS, undefined, globalThis.fetch)
+    const web = new DidWebResolver(TIMEOUT_MS, undefined, opts.webFetch)
     const limit = createLimiter(opts.concurrency ?? 16)
     const fetchDoc = (did: string): Promise<DidDocument | null> => {
       if (did.startsWith('did:plc:'))
@@ -112,7 +109,7 @@ class CachingDidResolver implements DidResolver {
       noDeleteOnFetchRejection: true,
       fetchMethod: async (did, _stale, { options }) => {
         const doc = await fetchDoc(did)
-        options.ttl = doc ? ttlMs : negativeTtlMs
+        options.ttl = doc ? ttlMs : NEGATIVE_TTL_MS
         return { value: doc ? toResolved(did, doc) : null, fetchedAt: now() }
       },
     })
@@ -126,7 +123,7 @@ class CachingDidResolver implements DidResolver {
       return ((await this.cache.fetch(did, { forceRefresh })) as Entry).value
     } catch (err) {
       // Stale-if-error: a PLC hiccup should not fail every commit of known authors.
-      if (cached?.value && this.now() - cached.fetchedAt < this.maxStaleMs) return cached.value
+      if (cached?.value && this.now() - cached.fetchedAt < MAX_STALE_MS) return cached.value
       throw err
     }
   }
