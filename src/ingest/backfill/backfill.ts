@@ -38,7 +38,6 @@ export interface BackfillOptions {
   attempts?: number
   /** Default: a bar on a terminal stderr, log lines otherwise; false for none. */
   progress?: boolean
-  progressStream?: NodeJS.WriteStream
   /** Let DID documents name loopback / plain-http PDSes (local networks, tests). */
   allowPrivateNetwork?: boolean
   fetch?: typeof fetch
@@ -64,10 +63,7 @@ export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummar
   const started = performance.now()
   const state = { listed: 0, listingDone: false, done: 0, skipped: 0, failed: 0, records: 0 }
   const failures: BackfillSummary['failures'] = []
-  const reporter =
-    opts.progress === false
-      ? null
-      : createProgressReporter({ logger: opts.logger, stream: opts.progressStream })
+  const reporter = opts.progress === false ? null : createProgressReporter({ logger: opts.logger })
   const recorder = opts.recordProgress
     ? createProgressRecorder({ write: opts.recordProgress, logger: opts.logger })
     : null
