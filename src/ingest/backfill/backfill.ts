@@ -4,24 +4,25 @@ import type { Logger } from 'pino'
 import { isRetryable } from '../../faults/errors.ts'
 import type { RepoSnapshotEvent } from '../../model/events.ts'
 import type { Metrics } from '../../observe/metrics.ts'
-import type { DidResolver } from '../did-resolver.ts'
-import type { CarStreamLimits } from './car-stream.ts'
 import {
   type BackfillProgress,
   createProgressRecorder,
   createProgressReporter,
 } from './progress.ts'
-import { fetchSnapshotWithRetries, withRetries } from './repo-snapshot.ts'
-import { sharedUpstreamLimiter, type UpstreamLimiter } from './upstream-limiter.ts'
+import { fetchSnapshotWithRetries, type RepoFetchOptions, withRetries } from './repo-snapshot.ts'
+import { sharedUpstreamLimiter } from './upstream-limiter.ts'
 
 // Backfill: list the repos of the indexed collections, stream each from its PDS, verify it and
 // hand it on as one snapshot; repos marked done are skipped, every request is host-limited.
 
-export interface BackfillOptions {
+/** The repo fetch's own options (repo-snapshot.ts) pass through to each repo's fetch. */
+export interface BackfillOptions
+  extends Pick<
+    RepoFetchOptions,
+    'resolver' | 'collections' | 'fetch' | 'limiter' | 'limits' | 'allowPrivateNetwork'
+  > {
   logger: Logger
   metrics: Metrics
-  resolver: DidResolver
-  collections: string[]
   /** Relay (listReposByCollection) or PDS (listRepos); ignored when `dids` is given. */
   relayUrl?: string
   dids?: string[]
@@ -38,13 +39,7 @@ export interface BackfillOptions {
   attempts?: number
   /** Default: a bar on a terminal stderr, log lines otherwise; false for none. */
   progress?: boolean
-  /** Let DID documents name loopback / plain-http PDSes (local networks, tests). */
-  allowPrivateNetwork?: boolean
-  fetch?: typeof fetch
   retryDelayMs?: number
-  /** Default: the process-wide limiter. */
-  limiter?: UpstreamLimiter
-  limits?: CarStreamLimits
 }
 
 type Counts = Omit<BackfillProgress, 'elapsedMs'>
