@@ -32,7 +32,6 @@ export interface DidResolver {
   resolveKey(did: string, opts?: { forceRefresh?: boolean }): Promise<string>
   /** The PDS endpoint; throws when the DID or its endpoint is missing. */
   resolvePds(did: string, opts?: { forceRefresh?: boolean }): Promise<string>
-  invalidate(did: string): void
 }
 
 export interface DidResolverOptions {
@@ -142,8 +141,6 @@ class CachingDidResolver implements DidResolver {
     if (!r.pds) throw new DidNotFoundError(did, 'PDS endpoint')
     return r.pds
   }
-
-  readonly invalidate = (did: string): void => void this.cache.delete(did)
 }
 
 /** Counts one upstream lookup: a document as 200, "no such DID" as 404, a throw as `error`. */
