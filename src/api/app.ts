@@ -10,6 +10,7 @@ import Fastify, {
   LogController,
 } from 'fastify'
 import type { AppContext } from '../context/context.ts'
+import type { IngestGap } from '../model/events.ts'
 import { installAnswerCache } from './answer-cache-plugin.ts'
 import { readContext } from './catalog/define.ts'
 import { ChangeFeed } from './changes/feed.ts'
@@ -29,18 +30,9 @@ import { sendHtmlError, uiRoutes, wantsHtml } from './ui/plugin.ts'
 import { answerConnect, clientErrorHandler } from './unroutable.ts'
 import { xrpcRoutes } from './xrpc/routes.ts'
 
-/** What a source reports of a hole it left in the stream (see ingestGapSchema). */
-export interface IngestGapInfo {
-  reason: string
-  at: string
-  cursor: number | null
-  message: string
-  action: string
-}
-
 export interface ApiOptions {
   /** Which cursor /v1/stats reports: the one this process ingests with, if any. */
-  ingest: { source: string; key: string; gap?: () => IngestGapInfo | null } | null
+  ingest: { source: string; key: string; gap?: () => IngestGap | null } | null
   /** True once migrations ran; /readyz also checks the database answers. */
   isReady: () => boolean
   /** Re-fetches and reconciles one repo (POST /admin/repos/{did}/resync); absent: not offered. */

@@ -1,4 +1,5 @@
 import { isValidDid, isValidHandle, isValidRecordKey } from '@atproto/syntax'
+import type { ListPosition } from '../db/read/list-order.ts'
 import { LIST_SORTS, type ListSort, SORT_KEY_RANGE } from '../model/list-sort.ts'
 import { badRequest, DECIMAL_PATTERN } from './http-errors.ts'
 
@@ -90,12 +91,8 @@ export const SINCE = integerParam(
  * Position after the last item of a page, in the order the page was read in: (rkey, did)
  * for `created`, and the sort key first for the others (db/read/list-order.ts).
  */
-export interface PageKey {
+export interface PageKey extends ListPosition {
   sort: ListSort
-  rkey: string
-  did: string
-  /** The sort key as integer digits; null for `created`. */
-  key: string | null
 }
 
 const BASE64URL = /^[A-Za-z0-9_-]{1,2048}$/

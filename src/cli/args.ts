@@ -24,19 +24,7 @@ export const COMMAND_OPTIONS = {
 } as const satisfies Record<string, ParseArgsOptionsConfig>
 
 /** What COMMAND_OPTIONS parses to: a string each, `did` repeatable, the flags as booleans. */
-export interface CommandOptions {
-  did?: string[]
-  reset?: boolean
-  revisions?: boolean
-  concurrency?: string
-  out?: string
-  format?: string
-  rate?: string
-  dids?: string
-  events?: string
-  wire?: string
-  'jetstream-port'?: string
-}
+export type CommandOptions = ReturnType<typeof parseArgs<{ options: typeof OWN_OPTIONS }>>['values']
 
 export interface CommandLine {
   command: string | null
@@ -51,7 +39,11 @@ export interface CommandLine {
 const SETTING_OPTIONS: ParseArgsOptionsConfig = Object.fromEntries(
   SETTINGS.map((s) => [s.flag, { type: 'string' as const }]),
 )
-const OWN_OPTIONS: ParseArgsOptionsConfig = Object.assign({}, ...Object.values(COMMAND_OPTIONS))
+const OWN_OPTIONS = {
+  ...COMMAND_OPTIONS.backfill,
+  ...COMMAND_OPTIONS.export,
+  ...COMMAND_OPTIONS.demo,
+}
 const OWNER = new Map<string, string>(
   Object.entries(COMMAND_OPTIONS).flatMap(([command, opts]) =>
     Object.keys(opts).map((name) => [name, command]),

@@ -1,11 +1,10 @@
 import { fileURLToPath } from 'node:url'
 import { getHeapStatistics, setFlagsFromString } from 'node:v8'
 
-// The V8 flags the product runs with (the npm scripts; the entry adds any missing). The
-// indexer's working set is bounded, so a small heap is enough and V8 collects before garbage
-// piles up; WebAssembly stays on the baseline compiler, whose optimizing tier cost embedded
-// PGlite hundreds of MB after every start. Measurements: bench/README.md, "Figures behind the
-// defaults" and "PGlite on Liftoff".
+// The V8 flags the product runs with (the npm scripts; the entry adds any missing): a small
+// heap, as the indexer's working set is bounded, and wasm on Liftoff, as the optimizing tier
+// costs embedded PGlite memory (bench/README.md, "Figures behind the defaults" and "PGlite on
+// Liftoff").
 export const RUNTIME_NODE_FLAGS = [
   '--max-semi-space-size=4',
   '--max-old-space-size=256',
@@ -55,9 +54,9 @@ export function execWithRuntimeFlags(): void {
 }
 
 /**
- * How far `serve` lets the old generation grow past what the last full collection kept:
- * under a small heap cap V8 allows only 1.3x, and a reader then ran full collections every
- * few hundred milliseconds (bench/README.md, "Figures behind the defaults").
+ * How far `serve` lets the old generation grow past what the last full collection kept: V8's
+ * own factor under a small cap made a reader collect all the time (bench/README.md, "Figures
+ * behind the defaults").
  */
 const SERVE_HEAP_GROWING_PERCENT = 100
 

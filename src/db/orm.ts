@@ -1,10 +1,8 @@
 import { createRequire } from 'node:module'
 
-// drizzle-orm's values come from its CommonJS build, through this file alone; its types are
-// imported from 'drizzle-orm' as usual. Loading the ES-module build cost every process about
-// a second of CPU and 50 MB at start: Node 24 parses the package's 130 kB `exports` map again
-// for each of its files (drizzle-orm#5934 collapses the map, unreleased in 0.45; figures in
-// bench/README.md, "Start-up: loading the modules").
+// drizzle-orm's values come from its CommonJS build, through this file alone (its types from
+// 'drizzle-orm' as usual): Node 24 parses the ES-module build's `exports` map again for each of
+// its files at start (bench/README.md, "Start-up: loading the modules"; drizzle-orm#5934).
 const require = createRequire(import.meta.url)
 
 export const {

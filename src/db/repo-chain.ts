@@ -9,12 +9,7 @@ import { accounts, agents, conversations, prompts, repoChain } from './schema.ts
 
 const KEEP = sql.raw('(excluded.rev IS NULL OR excluded.rev < repo_chain.rev)')
 
-export interface ChainHead {
-  did: string
-  rev: string | null
-  data: string | null
-  state: SyncState
-}
+export type ChainHead = Pick<ChainEvent, 'did' | 'rev' | 'data' | 'state'>
 
 /**
  * The last chain state of each repo in a batch. A state-only event (a break) keeps the last

@@ -109,13 +109,7 @@ export function textChainsQuery(did: string, hashes: string[]): SQL {
 }
 
 /** A row of repoTextChainsQuery: one text of one repo, whole or a delta on `base`. */
-export interface RepoTextRow {
-  did: string
-  hash: string
-  base: string | null
-  length: number
-  body: string
-}
+export type RepoTextRow = Omit<RevisionTextDbRow, 'depth'>
 
 /** As textChainsQuery, for texts of several repos: each (did, hash) and the texts under it. */
 export function repoTextChainsQuery(keys: ReadonlyArray<{ did: string; hash: string }>): SQL {

@@ -2,7 +2,7 @@ import type { SQL } from 'drizzle-orm'
 import type { SourceCursor } from '../model/cursor.ts'
 import type { CursorPosition } from '../model/events.ts'
 import type { Role } from '../model/nsids.ts'
-import type { RecompileKind } from '../model/recompile-anatomy.ts'
+import type { PromptVersion, RecompileKind } from '../model/recompile-anatomy.ts'
 import {
   type AccountRow,
   type CurrentVersion,
@@ -89,14 +89,10 @@ export async function loadRecords(
   )
 }
 
-interface VersionDbRow {
+interface VersionDbRow extends PromptVersion {
   did: string
   rkey: string
   cid: string | null
-  content: string | null
-  coreMemory: string | null
-  rawSystemHash: string | null
-  memfsRevision: string | null
   changed: RecompileKind[] | null
   memoryFiles: string[] | null
 }

@@ -64,10 +64,6 @@ export class IngestPipeline implements Sink {
     }
   }
 
-  get source(): string {
-    return this.#opts.source
-  }
-
   /** Source time (µs) of the newest event processed, of any kind. */
   get newestEventUs(): number | null {
     return this.#newestUs

@@ -1,3 +1,4 @@
+import type { CommitEvent } from '../model/events.ts'
 import type { Nsids, Role } from '../model/nsids.ts'
 import { agentTemplateHash, analyzePrompt, type PromptValidator } from '../model/prompt-record.ts'
 import {
@@ -29,14 +30,9 @@ export interface PlanContext {
 }
 
 /** One record as an event leaves it; `cid: null` deletes it. */
-export interface RecordWrite {
+export interface RecordWrite
+  extends Pick<CommitEvent, 'did' | 'rkey' | 'rev' | 'cid' | 'record' | 'timeUs'> {
   role: Role
-  did: string
-  rkey: string
-  rev: string
-  cid: string | null
-  record: unknown
-  timeUs: number
   provenance: Provenance | null
   /** A prompt's analysis done ahead (prepare.ts); absent: analyzed here. */
   analysis?: PromptFacts

@@ -32,20 +32,14 @@ export interface DidResolver {
   resolveKey(did: string, opts?: { forceRefresh?: boolean }): Promise<string>
   /** The PDS endpoint; throws when the DID or its endpoint is missing. */
   resolvePds(did: string, opts?: { forceRefresh?: boolean }): Promise<string>
-  invalidate(did: string): void
 }
 
 export interface DidResolverOptions {
   plcUrl: string
-  timeoutMs?: number
   /** Most documents kept (least recently used go first). */
   cacheSize?: number
   /** A document older than this is fetched again before use. */
   ttlMs?: number
-  /** When a refetch fails, a document up to this old is still used. */
-  maxStaleMs?: number
-  /** How long a "not found" answer is remembered. */
-  negativeTtlMs?: number
   /** A forced refresh of a document younger than this is answered from the cache. */
   minRefreshMs?: number
   concurrency?: number
@@ -65,61 +59,75 @@ export class DidNotFoundError extends Error {
   }
 }
 
+type Refresh = { forceRefresh?: boolean }
+
+const TIMEOUT_MS = 10_000
+/** When a refetch fails, a document up to this old is still used. */
+const MAX_STALE_MS = 24 * 60 * 60_000
+/** How long a "not found" answer is remembered. */
+const NEGATIVE_TTL_MS = 60_000
+
 interface Entry {
   value: ResolvedDid | null
   fetchedAt: number
 }
 
-/** A plain object over the cache, so callers may spread it and replace one method. */
-export function createDidResolver(opts: DidResolverOptions): DidResolver {
-  const r = new CachingDidResolver(opts)
-  return {
-    resolve: (did, o) => r.resolve(did, o),
-    resolveKey: (did, o) => r.resolveKey(did, o),
-    resolvePds: (did, o) => r.resolvePds(did, o),
-    invalidate: (did) => r.invalidate(did),
-  }
-}
+/** Its methods are own properties, so callers may spread it and replace one. */
+export const createDidResolver = (opts: DidResolverOptions): DidResolver =>
+  new CachingDidResolver(opts)
 
-/** Documents cached (least recently used go first), one request per DID at a time. */
+/**
+ * lru-cache's fetchMethod gives least-recently-used eviction, a TTL per entry (shorter for
+ * "not found") and one request per DID at a time; a failed refetch keeps the old entry.
+ */
 class CachingDidResolver implements DidResolver {
-  private readonly opts: DidResolverOptions
-  private readonly ttlMs: number
-  private readonly maxStaleMs: number
-  private readonly negativeTtlMs: number
   private readonly minRefreshMs: number
   private readonly now: () => number
-  private readonly plc: DidPlcResolver
-  private readonly web: DidWebResolver
   private readonly cache: LRUCache<string, Entry>
-  private readonly inFlight = new Map<string, Promise<ResolvedDid | null>>()
-  private readonly limit: <T>(task: () => Promise<T>) => Promise<T>
 
   constructor(opts: DidResolverOptions) {
-    const timeoutMs = opts.timeoutMs ?? 10_000
-    this.opts = opts
-    this.ttlMs = opts.ttlMs ?? 60 * 60_000
-    this.maxStaleMs = opts.maxStaleMs ?? 24 * 60 * 60_000
-    this.negativeTtlMs = opts.negativeTtlMs ?? 60_000
+    const ttlMs = opts.ttlMs ?? 60 * 60_000
     this.minRefreshMs = opts.minRefreshMs ?? 5_000
-    this.now = opts.now ?? (() => performance.now())
-    this.plc = new DidPlcResolver(opts.plcUrl, timeoutMs, undefined, globalThis.fetch)
-    this.web = new DidWebResolver(timeoutMs, undefined, opts.webFetch)
-    this.cache = new LRUCache({ max: opts.cacheSize ?? 100_000 })
-    this.limit = createLimiter(opts.concurrency ?? 16)
-  }
-
-  async resolve(did: string, o?: { forceRefresh?: boolean }): Promise<ResolvedDid | null> {
-    const entry = this.cache.get(did)
-    if (entry) {
-      const age = this.now() - entry.fetchedAt
-      const fresh = age < (entry.value ? this.ttlMs : this.negativeTtlMs)
-      if (fresh && (!o?.forceRefresh || age < this.minRefreshMs)) return entry.value
+    const now = opts.now ?? (() => performance.now())
+    this.now = now
+    const plc = new DidPlcResolver(opts.plcUrl, TIMEOUT_MS, undefined, globalThis.fetch)
+    const web = new DidWebResolver(TIMEOUT_MS, undefined, opts.webFetch)
+    const limit = createLimiter(opts.concurrency ?? 16)
+    const fetchDoc = (did: string): Promise<DidDocument | null> => {
+      if (did.startsWith('did:plc:'))
+        return limit(() => counted(opts.metrics, 'plc', () => plc.resolveNoCache(did)))
+      if (did.startsWith('did:web:'))
+        return limit(() => counted(opts.metrics, 'did:web', () => web.resolveNoCache(did)))
+      throw new Error(`unsupported DID method: ${did}`)
     }
-    return this.load(did, entry)
+    this.cache = new LRUCache<string, Entry>({
+      max: opts.cacheSize ?? 100_000,
+      perf: { now },
+      // A cached clock reading would hide a test clock's jumps; one now() a lookup is cheap.
+      ttlResolution: 0,
+      noDeleteOnFetchRejection: true,
+      fetchMethod: async (did, _stale, { options }) => {
+        const doc = await fetchDoc(did)
+        options.ttl = doc ? ttlMs : NEGATIVE_TTL_MS
+        return { value: doc ? toResolved(did, doc) : null, fetchedAt: now() }
+      },
+    })
   }
 
-  async resolveKey(did: string, o?: { forceRefresh?: boolean }): Promise<string> {
+  readonly resolve = async (did: string, o?: Refresh): Promise<ResolvedDid | null> => {
+    const cached = this.cache.peek(did, { allowStale: true })
+    const recent = cached && this.now() - cached.fetchedAt < this.minRefreshMs
+    try {
+      const forceRefresh = o?.forceRefresh && !(recent && this.cache.peek(did))
+      return ((await this.cache.fetch(did, { forceRefresh })) as Entry).value
+    } catch (err) {
+      // Stale-if-error: a PLC hiccup should not fail every commit of known authors.
+      if (cached?.value && this.now() - cached.fetchedAt < MAX_STALE_MS) return cached.value
+      throw err
+    }
+  }
+
+  readonly resolveKey = async (did: string, o?: Refresh): Promise<string> => {
     if (did.startsWith('did:key:')) return did
     const r = await this.resolve(did, o)
     if (!r) throw new DidNotFoundError(did)
@@ -127,44 +135,11 @@ class CachingDidResolver implements DidResolver {
     return r.signingKey
   }
 
-  async resolvePds(did: string, o?: { forceRefresh?: boolean }): Promise<string> {
+  readonly resolvePds = async (did: string, o?: Refresh): Promise<string> => {
     const r = await this.resolve(did, o)
     if (!r) throw new DidNotFoundError(did)
     if (!r.pds) throw new DidNotFoundError(did, 'PDS endpoint')
     return r.pds
-  }
-
-  invalidate(did: string): void {
-    this.cache.delete(did)
-  }
-
-  private load(did: string, stale: Entry | undefined): Promise<ResolvedDid | null> {
-    const pending = this.inFlight.get(did)
-    if (pending) return pending
-    const p = this.fetchDoc(did)
-      .then((value) => {
-        this.cache.set(did, { value, fetchedAt: this.now() })
-        return value
-      })
-      .catch((err) => {
-        // Stale-if-error: a PLC hiccup should not fail every commit of known authors.
-        if (stale?.value && this.now() - stale.fetchedAt < this.maxStaleMs) return stale.value
-        throw err
-      })
-      .finally(() => this.inFlight.delete(did))
-    this.inFlight.set(did, p)
-    return p
-  }
-
-  private async fetchDoc(did: string): Promise<ResolvedDid | null> {
-    const { metrics } = this.opts
-    let doc: DidDocument | null
-    if (did.startsWith('did:plc:'))
-      doc = await this.limit(() => counted(metrics, 'plc', () => this.plc.resolveNoCache(did)))
-    else if (did.startsWith('did:web:'))
-      doc = await this.limit(() => counted(metrics, 'did:web', () => this.web.resolveNoCache(did)))
-    else throw new Error(`unsupported DID method: ${did}`)
-    return doc ? toResolved(did, doc) : null
   }
 }
 

@@ -1,19 +1,6 @@
 import type { CursorKind, SourceCursor } from '../model/cursor.ts'
-import type { Sink, SourceItem } from '../model/events.ts'
+import type { IngestGap, Sink, SourceItem } from '../model/events.ts'
 import type { Provenance } from '../model/rows.ts'
-
-/** A hole the source knows it left in the stream (backfill needed): /v1/stats and /readyz. */
-export interface IngestGap {
-  /** `CursorTooOld` (the upstream refused the cursor) or `OutdatedCursor` (it clamped it). */
-  reason: string
-  at: string
-  /** The value of the cursor held when it happened. */
-  cursor: number | null
-  /** What the upstream said. */
-  message: string
-  /** What the operator should do. */
-  action: string
-}
 
 export interface Source {
   /** `jetstream`, `firehose` or `replay`: the `source` metric label and cursor namespace. */

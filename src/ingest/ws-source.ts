@@ -180,11 +180,6 @@ export class WsSession<T> {
     this.#listen()
   }
 
-  /** Messages handed over so far: a session that delivered data was healthy. */
-  get received(): number {
-    return this.#received
-  }
-
   /** The accepted messages in order until the socket closed; leaving early cuts it. */
   async *frames(): AsyncGenerator<T> {
     try {

@@ -132,3 +132,16 @@ export interface Sink {
   /** Resolves once the item is queued; while the write queue is full it waits (backpressure). */
   push(item: SourceItem): Promise<void>
 }
+
+/** A hole the source knows it left in the stream (backfill needed): /v1/stats and /readyz. */
+export interface IngestGap {
+  /** `CursorTooOld` (the upstream refused the cursor) or `OutdatedCursor` (it clamped it). */
+  reason: string
+  at: string
+  /** The value of the cursor held when it happened. */
+  cursor: number | null
+  /** What the upstream said. */
+  message: string
+  /** What the operator should do. */
+  action: string
+}

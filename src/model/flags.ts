@@ -1,21 +1,6 @@
 // Flags are stored as bits so a set is one integer, cheap to compare when deciding whether a
-// change row is due, and each has a partial index. Where each rule of SPEC section 3 lives
-// (the evidence probes restate the SQL rules; test/indexer/reasons.test.ts holds them to the
-// reference model):
-//
-// | flag               | decided by                                       | when           | sentence (api/flag-reasons.ts) reads                  |
-// |--------------------|--------------------------------------------------|----------------|-------------------------------------------------------|
-// | mismatched         | model/prompt-record.ts baseFlagsOf (record only) | on its write   | the record's `conversation`                           |
-// | coreMemoryDetached | model/prompt-record.ts baseFlagsOf (record only) | on its write   | the record's content and coreMemory                   |
-// | invalid            | model/prompt-record.ts validation (lexicon)      | on its write   | the row's validation_error                            |
-// | orphaned           | db/recompute-flags.ts (conversation join)        | each batch     | db/flag-evidence.ts: the conversation row             |
-// | staleTemplate      | db/recompute-flags.ts (agent template, or the    | each batch     | db/flag-evidence.ts: the agent's hash, else the newest |
-// |                    | group window over later evidence)                |                | later compile that differs                            |
-// | staleMemory        | db/recompute-flags.ts (group window)             | each batch     | db/flag-evidence.ts: the newest later differing compile |
-//
-// Whether a prompt is evidence for others (valid, compiledAt at most five minutes ahead of
-// the event that brought it) is decided once, on its write (db/writes.ts, `evidence`), and
-// stored in prompts.evidence; the recompute and the probes only read that column.
+// change row is due, and each has a partial index. Where each rule is decided and explained:
+// ARCHITECTURE.md, "Flags: where each rule lives".
 
 export const FLAG_BITS = {
   orphaned: 1,

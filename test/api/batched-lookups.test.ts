@@ -5,12 +5,12 @@ import type { Database } from '../../src/db/client.ts'
 import {
   type PromptKey,
   type PromptRow,
-  readPromptAnswer,
   readPromptAnswers,
   readPromptPage,
 } from '../../src/db/read/prompts.ts'
 import { createTestDatabase, usingPostgres } from '../helpers/db.ts'
 import { apply } from '../helpers/events.ts'
+import { readPromptAnswer } from '../helpers/get-prompt.ts'
 import { ALICE, BOB, CAROL, makeApp, type Seeded, seed } from './fixtures.ts'
 
 // Lookups that arrive together share one statement (db/read/batch.ts, readPromptAnswers).

@@ -33,7 +33,6 @@ const noResolver = {
   resolvePds: async () => {
     throw new Error('no PDS here')
   },
-  invalidate: () => {},
 } satisfies DidResolver
 
 function make(handle: string | null = null, isKnownDid?: (did: string) => boolean) {

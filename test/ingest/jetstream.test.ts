@@ -2,11 +2,13 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { WebSocketServer } from 'ws'
 import { type JetstreamServer, startJetstreamServer } from '../../demo-network/jetstream-server.ts'
+import { backoffMs } from '../../src/faults/backoff.ts'
 import {
-  backoffDelayMs,
   buildSubscribeUrl,
   createJetstreamSource,
+  type JetstreamOptions,
   type JetstreamSourceOptions,
+  jetstreamConnection,
 } from '../../src/ingest/jetstream/v1.ts'
 import { timeCursor } from '../../src/model/cursor.ts'
 import type { SourceItem } from '../../src/model/events.ts'
@@ -62,10 +64,13 @@ describe('jetstream helpers', () => {
   })
 
   it('backs off exponentially up to a cap, with full jitter', () => {
-    expect([1, 2, 3, 10, 100].map((a) => backoffDelayMs(a, 100, 1000, () => 0.999))).toEqual([
-      99, 199, 399, 999, 999,
-    ])
-    expect(backoffDelayMs(5, 100, 1000, () => 0)).toBe(0)
+    const backoff = (random: () => number) =>
+      jetstreamConnection({ backoffBaseMs: 100, backoffMaxMs: 1000, random } as JetstreamOptions)
+        .backoff
+    // runWire waits backoffMs(attempt - 1) before reconnect number `attempt` (from 1).
+    const delay = (attempt: number, random: () => number) => backoffMs(attempt - 1, backoff(random))
+    expect([1, 2, 3, 10, 100].map((a) => delay(a, () => 0.999))).toEqual([99, 199, 399, 999, 999])
+    expect(delay(5, () => 0)).toBe(0)
   })
 })
 

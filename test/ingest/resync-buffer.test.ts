@@ -64,7 +64,6 @@ describe('commits held during a resync', () => {
       resolve: async () => null,
       resolvePds: async () => 'https://pds.example',
       resolveKey: async () => kp.did(),
-      invalidate: () => {},
     }
     const chain = startFirehoseChain({
       state: {

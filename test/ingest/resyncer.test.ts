@@ -52,7 +52,6 @@ async function rig(repos: Record<string, { url: string; key: string }>, perRepoP
     resolve: async () => null,
     resolvePds: async (did: string) => repos[did].url,
     resolveKey: async (did: string) => repos[did].key,
-    invalidate: () => {},
   }
   const resyncer = new Resyncer({
     fetchSnapshot: (did, signal) =>

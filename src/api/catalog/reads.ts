@@ -1,11 +1,5 @@
-import type { Database } from '../../db/client.ts'
 import type { ListPosition } from '../../db/read/list-order.ts'
-import {
-  type ListFlag,
-  type PromptListQuery,
-  readPromptAnswer,
-  readPromptPage,
-} from '../../db/read/prompts.ts'
+import { type ListFlag, type PromptListQuery, readPromptPage } from '../../db/read/prompts.ts'
 import { readAgent, readConversation } from '../../db/read/records.ts'
 import { readSearchPage } from '../../db/read/search.ts'
 import { getStats } from '../../db/read/stats.ts'
@@ -76,7 +70,7 @@ export type PromptAnswer = PromptView & { reasons: Reasons }
  * splices it in). Only the reasons of `mismatched` and `coreMemoryDetached` read the record,
  * so only a prompt carrying one of those is parsed.
  */
-async function getPromptAnswer(
+export async function getPromptAnswer(
   readRow: PromptAnswerReader,
   nsids: Nsids,
   did: string,
@@ -89,17 +83,6 @@ async function getPromptAnswer(
   const withRecord = readsRecord ? { ...view, record: JSON.parse(row.recordJson.toString()) } : view
   const answer = { ...view, reasons: flagReasons(withRecord, row, nsids) }
   return { answer, recordJson: row.recordJson }
-}
-
-/** The same answer with the record parsed (what a caller that is not the route reads). */
-export async function getPromptView(
-  db: Database,
-  nsids: Nsids,
-  did: string,
-  rkey: string,
-): Promise<PromptAnswer | null> {
-  const got = await getPromptAnswer((k) => readPromptAnswer(db, k.did, k.rkey), nsids, did, rkey)
-  return got && { ...got.answer, record: JSON.parse(got.recordJson.toString()) }
 }
 
 /** The repos a prompt's answer is built from: its own, and its agent's (agent.exists, reasons). */

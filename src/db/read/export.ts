@@ -2,6 +2,7 @@ import type { SQL } from 'drizzle-orm'
 import { type Database, rows as rowsOn } from '../client.ts'
 import { sql } from '../orm.ts'
 import { type RepoTextRow, repoTextChainsQuery } from '../revision-texts.ts'
+import type { PromptRecord, promptRevisions } from '../schema.ts'
 
 // The snapshot export (SPEC 13): keyset pages inside one repeatable-read transaction, so
 // every page sees the same moment, the change log's newest seq as it first saw it. Seqs
@@ -41,41 +42,23 @@ export interface PromptExportRow {
 }
 
 /** A visible prompt's flag bits, for the prompt_flags table. */
-export interface PromptFlagsRow {
-  did: string
-  rkey: string
-  flags: number
-}
+export type PromptFlagsRow = Pick<PromptRecord, 'did' | 'rkey' | 'flags'>
 
 /** A conversation or agent: its record as JSON text. */
-export interface RecordExportRow {
-  did: string
-  rkey: string
-  cid: string | null
-  rev: string
+export type RecordExportRow = Pick<PromptRecord, 'did' | 'rkey' | 'cid' | 'rev'> & {
   record: string | null
   indexedAt: string | Date
 }
 
-/** A revision of a visible prompt, with what its texts are rebuilt from. */
-export interface RevisionExportRow {
-  did: string
-  rkey: string
-  rev: string
-  cid: string
-  compiledAt: string | null
-  memfsRevision: string | null
-  rawSystemHash: string | null
+/**
+ * A revision of a visible prompt, with what its texts are rebuilt from, and the current
+ * record's texts when this revision is the current one (older databases).
+ */
+export type RevisionExportRow = Omit<
+  typeof promptRevisions.$inferSelect,
+  'seenAt' | 'recordRest'
+> & {
   seenAt: string | Date
-  /** What changed since the revision before it (SPEC 14); null when indexed before it was kept. */
-  changed: string[] | null
-  memoryFiles: string[] | null
-  textKept: boolean
-  contentHash: string | null
-  coreMemoryHash: string | null
-  coreMemoryAt: number | null
-  coreMemoryLength: number | null
-  /** The current record's texts, when this revision is the current one (older databases). */
   currentContent: string | null
   currentCoreMemory: string | null
 }

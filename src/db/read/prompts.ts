@@ -147,16 +147,6 @@ export function batchedPromptAnswers(
   return batchedReader((keys) => readPromptAnswers(db, keys), ANSWER_BATCH)
 }
 
-/** One prompt's answer row: a batch of one key. */
-export async function readPromptAnswer(
-  db: Database,
-  did: string,
-  rkey: string,
-): Promise<PromptAnswerRow | null> {
-  const [row] = await readPromptAnswers(db, [{ did, rkey }])
-  return row ?? null
-}
-
 export function promptListQuery(q: PromptListQuery): SQL {
   // The page is cut first so the existence checks run on its rows only: in the outer query
   // the planner hashes the whole conversations and agents tables instead.

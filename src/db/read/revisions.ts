@@ -10,7 +10,7 @@ import {
   revisionQuery,
   textChainsQuery,
 } from '../revision-texts.ts'
-import type { prompts, revisionTexts } from '../schema.ts'
+import type { promptRevisions, prompts, revisionTexts } from '../schema.ts'
 
 // A prompt's revision history: whether the slot is readable, pages of revisions, one
 // revision with the rows its texts are rebuilt from. Raw `sql`: prepared lookups (db.read
@@ -86,16 +86,12 @@ export async function readCurrentText(db: Database, did: string, rkey: string, c
 }
 
 /** A revision as a whole record is rebuilt from: the rest of it and where its texts are. */
-export interface RevisionRecordRow {
-  did: string
-  rkey: string
-  cid: string
+export type RevisionRecordRow = Pick<
+  typeof promptRevisions.$inferSelect,
+  'did' | 'rkey' | 'cid' | 'contentHash' | 'coreMemoryHash' | 'coreMemoryAt' | 'coreMemoryLength'
+> & {
   /** The record without content and coreMemory, as JSON text. */
   rest: string
-  contentHash: string | null
-  coreMemoryHash: string | null
-  coreMemoryAt: number | null
-  coreMemoryLength: number | null
 }
 
 /**

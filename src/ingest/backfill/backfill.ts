@@ -4,24 +4,25 @@ import type { Logger } from 'pino'
 import { isRetryable } from '../../faults/errors.ts'
 import type { RepoSnapshotEvent } from '../../model/events.ts'
 import type { Metrics } from '../../observe/metrics.ts'
-import type { DidResolver } from '../did-resolver.ts'
-import type { CarStreamLimits } from './car-stream.ts'
 import {
   type BackfillProgress,
   createProgressRecorder,
   createProgressReporter,
 } from './progress.ts'
-import { fetchSnapshotWithRetries, withRetries } from './repo-snapshot.ts'
-import { sharedUpstreamLimiter, type UpstreamLimiter } from './upstream-limiter.ts'
+import { fetchSnapshotWithRetries, type RepoFetchOptions, withRetries } from './repo-snapshot.ts'
+import { sharedUpstreamLimiter } from './upstream-limiter.ts'
 
 // Backfill: list the repos of the indexed collections, stream each from its PDS, verify it and
 // hand it on as one snapshot; repos marked done are skipped, every request is host-limited.
 
-export interface BackfillOptions {
+/** The repo fetch's own options (repo-snapshot.ts) pass through to each repo's fetch. */
+export interface BackfillOptions
+  extends Pick<
+    RepoFetchOptions,
+    'resolver' | 'collections' | 'fetch' | 'limiter' | 'limits' | 'allowPrivateNetwork'
+  > {
   logger: Logger
   metrics: Metrics
-  resolver: DidResolver
-  collections: string[]
   /** Relay (listReposByCollection) or PDS (listRepos); ignored when `dids` is given. */
   relayUrl?: string
   dids?: string[]
@@ -38,25 +39,14 @@ export interface BackfillOptions {
   attempts?: number
   /** Default: a bar on a terminal stderr, log lines otherwise; false for none. */
   progress?: boolean
-  progressStream?: NodeJS.WriteStream
-  /** Let DID documents name loopback / plain-http PDSes (local networks, tests). */
-  allowPrivateNetwork?: boolean
-  fetch?: typeof fetch
   retryDelayMs?: number
-  /** Default: the process-wide limiter. */
-  limiter?: UpstreamLimiter
-  limits?: CarStreamLimits
 }
 
-export interface BackfillSummary {
+type Counts = Omit<BackfillProgress, 'elapsedMs'>
+
+export interface BackfillSummary extends Omit<Counts, 'listed' | 'listingDone'> {
   /** Repos listed (or given). */
   repos: number
-  /** Backfilled in this run. */
-  done: number
-  /** Already done before this run. */
-  skipped: number
-  failed: number
-  records: number
   /** The first failures, with reasons (at most 100). */
   failures: Array<{ did: string; reason: string }>
 }
@@ -64,16 +54,11 @@ export interface BackfillSummary {
 const PAGE = 1000
 const NOT_IMPLEMENTED = new Set([401, 403, 404, 405, 501])
 
-type Counts = Omit<BackfillProgress, 'elapsedMs'>
-
 export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummary> {
   const started = performance.now()
   const state = { listed: 0, listingDone: false, done: 0, skipped: 0, failed: 0, records: 0 }
   const failures: BackfillSummary['failures'] = []
-  const reporter =
-    opts.progress === false
-      ? null
-      : createProgressReporter({ logger: opts.logger, stream: opts.progressStream })
+  const reporter = opts.progress === false ? null : createProgressReporter({ logger: opts.logger })
   const recorder = opts.recordProgress
     ? createProgressRecorder({ write: opts.recordProgress, logger: opts.logger })
     : null

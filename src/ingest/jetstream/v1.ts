@@ -1,6 +1,5 @@
 import type { Logger } from 'pino'
 import { type Config, collectionsOf } from '../../config/config.ts'
-import { backoffMs } from '../../faults/backoff.ts'
 import { type SourceCursor, seqCursor, timeCursor, valueOfKind } from '../../model/cursor.ts'
 import type { IndexEvent, Sink, SourceItem } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'
@@ -37,6 +36,7 @@ export function jetstreamConnection(o: JetstreamOptions): Pick<WireRunOptions, C
   return {
     source: SOURCE,
     metrics: o.metrics,
+    // Full jitter: many consumers of one server must not reconnect in step.
     backoff: {
       baseMs: o.backoffBaseMs ?? 1000,
       maxMs: o.backoffMaxMs ?? 60_000,
@@ -93,16 +93,6 @@ export function buildSubscribeUrl(base: string, wanted: string[], cursor: number
   for (const w of wanted) u.searchParams.append('wantedCollections', w)
   if (cursor !== null) u.searchParams.set('cursor', String(cursor))
   return u.toString()
-}
-
-/** Jetstream's reconnect delay: full jitter (many consumers of one server), `attempt` from 1. */
-export function backoffDelayMs(
-  attempt: number,
-  baseMs: number,
-  maxMs: number,
-  random: () => number = Math.random,
-): number {
-  return backoffMs(attempt - 1, { baseMs, maxMs, jitter: 'full', random })
 }
 
 // A line's position is its `time_us`, or the seq a v2 server adds as `cursor` (SPEC 5): the

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino'
 import { AppError } from '../../faults/errors.ts'
 import { type SourceCursor, seqCursor, valueOfKind } from '../../model/cursor.ts'
-import type { IndexEvent, Sink, SourceItem } from '../../model/events.ts'
+import type { IndexEvent, IngestGap, Sink, SourceItem } from '../../model/events.ts'
 import { createRefusalReporter } from '../cursor-guard.ts'
-import { type IngestGap, pushUnlessAborted, type Source } from '../source.ts'
+import { pushUnlessAborted, type Source } from '../source.ts'
 import { withVerifiedHandle } from '../verify-handle.ts'
 import {
   type FrameVerdict,

@@ -83,6 +83,5 @@ export function fixedResolver(pdsUrl: string, signingKey: string) {
     resolve: async () => null,
     resolvePds: async () => pdsUrl,
     resolveKey: async () => signingKey,
-    invalidate: () => {},
   }
 }
