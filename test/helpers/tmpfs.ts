@@ -46,13 +46,14 @@ export async function mountTmpfs(bytes: number): Promise<Tmpfs | string> {
     used,
     resize,
     fill: async (headroom) => {
-      // A write landing between reading the use and the remount makes the shrink fail
-      // (below what it holds): read again and retry.
+      // Writes landing between reading the use and the remount make the shrink fail (below
+      // what it holds): read again and retry. A Postgres extending its files under a loaded
+      // machine failed five tries in a row once, so a writer gets many.
       for (let attempt = 1; ; attempt++) {
         try {
           return await resize(used() + headroom)
         } catch (err) {
-          if (attempt === 5) throw err
+          if (attempt === 50) throw err
         }
       }
     },
