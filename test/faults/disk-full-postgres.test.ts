@@ -73,7 +73,7 @@ describe.skipIf(skip !== null)('a tablespace that fills under Postgres while run
       if (p.exit()) throw new Error(tail(p.output()))
       await sleep(25)
     }
-    await fs.fill(512 << 10)
+    await fs.fill(512 << 10, p.pid)
     const filled = Date.now()
     let reasons: string[] = []
     while (reasons.length === 0 && Date.now() - filled < 30_000) {

@@ -75,7 +75,7 @@ describe.skipIf(skip !== null)('a disk that fills under PGlite while run ingests
       if (p.exit()) throw new Error(`exited before filling:\n${tail(p.output())}`)
       await sleep(25)
     }
-    await fs.fill(headroomBytes)
+    await fs.fill(headroomBytes, p.pid)
     return { fs, p, filledAt: Date.now() }
   }
 

@@ -16,8 +16,12 @@ export interface Tmpfs {
   used(): number
   /** Sets the size (a tmpfs never shrinks below what it holds). */
   resize(bytes: number): Promise<void>
-  /** Shrinks it to `headroom` bytes above what it holds now: the disk fills. */
-  fill(headroom: number): Promise<void>
+  /**
+   * Shrinks it to `headroom` bytes above what it holds now: the disk fills. The process
+   * `writer` (the product) is stopped meanwhile, so the fill lands where the caller saw the
+   * run, not seconds later on a loaded machine, when a short run may have ended.
+   */
+  fill(headroom: number, writer: number): Promise<void>
   /** Unmounts and removes the mount point. */
   destroy(): Promise<void>
 }
@@ -45,16 +49,20 @@ export async function mountTmpfs(bytes: number): Promise<Tmpfs | string> {
     dir,
     used,
     resize,
-    fill: async (headroom) => {
-      // Writes landing between reading the use and the remount make the shrink fail (below
-      // what it holds): read again and retry. A Postgres extending its files under a loaded
-      // machine failed five tries in a row once, so a writer gets many.
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await resize(used() + headroom)
-        } catch (err) {
-          if (attempt === 50) throw err
+    fill: async (headroom, writer) => {
+      process.kill(writer, 'SIGSTOP')
+      try {
+        // A statement the writer had sent may still extend Postgres's files between reading
+        // the use and the remount, which makes the shrink fail (below what it holds): retry.
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await resize(used() + headroom)
+          } catch (err) {
+            if (attempt === 50) throw err
+          }
         }
+      } finally {
+        process.kill(writer, 'SIGCONT')
       }
     },
     destroy: async () => {

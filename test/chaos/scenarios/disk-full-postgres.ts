@@ -49,7 +49,7 @@ export const diskFullPostgresScenario: Scenario = {
     const target = first + (0.1 + 0.5 * ctx.rand.next()) * (base.set.lastTimeUs - first)
     const at = await cursorPast(p, target)
     const headroom = ctx.rand.int(64 << 10, 1 << 20)
-    await fs.fill(headroom)
+    await fs.fill(headroom, p.pid)
     const filled = performance.now()
     const failures: string[] = []
     const reasons = await waitPaused(p)

@@ -39,7 +39,7 @@ export const diskFullScenario: Scenario = {
     const span = percentOf(first, base.set.lastTimeUs)
     const target = first + (0.1 + 0.5 * ctx.rand.next()) * (base.set.lastTimeUs - first)
     const at = await cursorPast(p, target)
-    await fs.fill(reserve === '0' ? ctx.rand.int(0, 1 << 20) : 8 << 20)
+    await fs.fill(reserve === '0' ? ctx.rand.int(0, 1 << 20) : 8 << 20, p.pid)
     const filled = Date.now()
     const failures: string[] = []
     const reasons = await waitPaused(p)
