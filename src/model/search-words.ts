@@ -26,8 +26,8 @@ function endOfRun(s: string, i: number): number {
 
 /**
  * The distinct words of `text` up to `maxChars` each, in order of first appearance: the runs
- * `/[\p{L}\p{N}]+/gu` matches in the lowercased text, with ASCII read by char code, which
- * halves the time on prompts (bench/README.md, "Search words").
+ * `/[\p{L}\p{N}]+/gu` matches in the lowercased text, with ASCII read by char code: the
+ * regex alone was a third of the indexer's CPU (bench/README.md, "Search words").
  */
 function scanWords(text: string, maxChars: number): string[] {
   const s = text.toLowerCase()
