@@ -1,3 +1,4 @@
+import { FILTER_NAMES } from '../../model/flags.ts'
 import type { Nsids } from '../../model/nsids.ts'
 import { type Html, html, type Slot } from './html.ts'
 
@@ -54,6 +55,22 @@ export function repoLink(did: string, handles: Map<string, string>): Html {
 export function flagBadges(flags: readonly string[]): Html {
   if (flags.length === 0) return html`<span class="flag flag-ok">ok</span>`
   return html`${flags.map((f) => html`<span class="flag flag-${f}">${f}</span> `)}`
+}
+
+/** Visible prompts by flag, each count a link to the list of `filter` with that flag. */
+export function flagCounts(
+  caption: string,
+  all: string,
+  counts: { total: number } & Record<string, number>,
+  filter: Record<string, string> = {},
+): Html {
+  return html`<table class="counts"><caption>${caption}</caption>
+<thead><tr><th scope="col">flag</th><th scope="col" class="num">prompts</th></tr></thead>
+<tbody><tr><th scope="row"><a href="${listHref(filter)}">${all}</a></th><td class="num">${counts.total}</td></tr>
+${FILTER_NAMES.map(
+  (f) =>
+    html`<tr><th scope="row"><a href="${listHref({ ...filter, flag: f })}">${flagBadges(f === 'ok' ? [] : [f])}</a></th><td class="num">${counts[f] ?? 0}</td></tr>`,
+)}</tbody></table>`
 }
 
 const ISO_TIME = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$/i
