@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { withTimeout } from '../faults/timers.ts'
 import { AnswerCache, type CachedAnswer } from './answer-cache.ts'
 import { AnswerCacheKeeper } from './changes/cache-keeper.ts'
@@ -34,14 +34,6 @@ export function installAnswerCache(app: FastifyInstance, tail: ChangeTail): void
   app.addHook('onClose', async () => keeper.close())
 }
 
-/** Sends a cached (or just cached) answer; http-cache.ts uses its ETag instead of hashing. */
-export function sendAnswer(reply: FastifyReply, answer: CachedAnswer): FastifyReply {
-  return reply
-    .type('application/json; charset=utf-8')
-    .header('etag', answer.etag)
-    .send(answer.payload)
-}
-
 /** Longest a request waits for a poll of the change log to vouch for an entry again. */
 const REVALIDATE_WAIT_MS = 250
 
@@ -65,10 +57,4 @@ export async function cachedAnswer<T>(
   const generation = cache.generation
   const value = await load()
   return cache.set(key, serialize(value), reposOf(value), generation)
-}
-
-/** The route's compiled serializer for `schema` (Fastify caches it per route and schema). */
-export function serializerFor(reply: FastifyReply, schema: object): (value: unknown) => string {
-  const serialize = reply.compileSerializationSchema(schema as Record<string, unknown>)
-  return (value) => serialize(value as Record<string, unknown>)
 }

@@ -60,9 +60,8 @@ export function strictInteger(value: string, min: number, max: number): number |
 }
 
 /**
- * A query-string integer of a route outside the catalog, defined once: the route's JSON
- * schema checks its syntax (so Ajv's message names the rule) and `parse` its range and
- * default, refusing the rest with `refusal`.
+ * A query-string integer of a route outside the catalog: its JSON schema checks the syntax (so
+ * Ajv's message names the rule), and `parse` its range and default.
  */
 export function integerParam(
   range: { def: number; min: number; max: number },

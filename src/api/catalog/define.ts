@@ -3,7 +3,7 @@ import type { AppContext } from '../../context/context.ts'
 import type { Database } from '../../db/client.ts'
 import { readDidOfHandle } from '../../db/read/accounts.ts'
 import { batchedPromptAnswers } from '../../db/read/prompts.ts'
-import { cachedAnswer, sendAnswer, serializerFor } from '../answer-cache-plugin.ts'
+import { cachedAnswer } from '../answer-cache-plugin.ts'
 import type { CachePolicy } from '../http-cache.ts'
 import type { Actor } from '../params.ts'
 import type { PromptAnswerReader } from '../prompt-views.ts'
@@ -89,19 +89,22 @@ export async function sendRead<P, K, T>(
 ): Promise<FastifyReply> {
   const c = app.reads
   const key = await read.plan(c, checkParams(read.nsid, raw) as P)
-  const json = serializerFor(reply, read.output)
+  // Fastify compiles the serializer once per route and schema.
+  const compiled = reply.compileSerializationSchema(read.output as Record<string, unknown>)
+  const json = (value: unknown) => compiled(value as Record<string, unknown>)
   const serialize = (value: T) => (read.serialize ? read.serialize(json, value) : json(value))
   // An answer XRPC reshapes is not the one the cache keeps.
   const reshape = door === 'xrpc' ? read.xrpc : undefined
   const cache = reshape ? undefined : read.cache
   const cacheKey = cache?.key(key) ?? null
+  reply.type('application/json; charset=utf-8')
   if (cache && cacheKey !== null) {
     const load = () => read.run(c, key)
     const repos = (value: T) => cache.repos(value, key)
-    return sendAnswer(reply, await cachedAnswer(app.answers, cacheKey, load, serialize, repos))
+    const answer = await cachedAnswer(app.answers, cacheKey, load, serialize, repos)
+    // http-cache.ts sends the ETag it was stored with instead of hashing the body again.
+    return reply.header('etag', answer.etag).send(answer.payload)
   }
   const value = await read.run(c, key)
-  return reply
-    .type('application/json; charset=utf-8')
-    .send(serialize(reshape ? reshape(value) : value))
+  return reply.send(serialize(reshape ? reshape(value) : value))
 }

@@ -119,10 +119,7 @@ interface ListParams {
   cursor?: string
 }
 
-/**
- * The filters parsed (a 400 for a malformed cursor or an agent of another collection),
- * handles resolved; null when a handle names nobody here: an empty page, like an unknown DID.
- */
+/** The filters parsed and handles resolved; null when a handle names nobody here (no page). */
 async function parseListFilters(
   c: ReadContext,
   q: ListParams,

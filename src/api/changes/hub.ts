@@ -43,12 +43,10 @@ export interface Admitted {
   release: () => void
 }
 
-type State = 'backlog' | 'live' | 'closed'
-
 interface Subscriber {
   ws: WebSocket
   withRecords: boolean
-  state: State
+  state: 'backlog' | 'live' | 'closed'
   /** Last seq it was sent or moved past (a withheld row). */
   pos: number
   /** Live: absolute index of the next frame of the hub's log it takes. */
