@@ -68,17 +68,12 @@ export class ChangeHub implements TailReader {
   private admitted = 0
   private closed = false
   private pingTimer?: NodeJS.Timeout
-  private readonly tail: Pick<ChangeTail, 'poll'>
+  private readonly tail: ChangeTail
   private readonly feed: ChangeFeed
   private readonly logger: Logger
   readonly options: SubscribeOptions
 
-  constructor(
-    tail: Pick<ChangeTail, 'poll'>,
-    feed: ChangeFeed,
-    logger: Logger,
-    options: SubscribeOptions,
-  ) {
+  constructor(tail: ChangeTail, feed: ChangeFeed, logger: Logger, options: SubscribeOptions) {
     this.tail = tail
     this.feed = feed
     this.logger = logger
