@@ -94,7 +94,8 @@ export interface PageKey extends ListPosition {
   sort: ListSort
 }
 
-const BASE64URL = /^[A-Za-z0-9_-]{1,2048}$/
+/** A cursor's syntax: base64url, bounded. */
+export const BASE64URL = /^[A-Za-z0-9_-]{1,2048}$/
 type KeyedSort = Exclude<ListSort, 'created'>
 
 /** A sort key: an integer of at most 19 digits, every order's key being one. */

@@ -39,8 +39,7 @@ export function readContext(
 
 /** The DID an actor names, or null when it is a handle the index does not know. */
 export async function resolveActor(db: Database, actor: Actor): Promise<string | null> {
-  if (actor.kind === 'did') return actor.did
-  return readDidOfHandle(db, actor.handle)
+  return actor.kind === 'did' ? actor.did : readDidOfHandle(db, actor.handle)
 }
 
 export interface ReadDef<P, K, T> {

@@ -1,3 +1,4 @@
+import { readDidOfHandle } from '../../db/read/accounts.ts'
 import type { ListPosition } from '../../db/read/list-order.ts'
 import { type ListFlag, type PromptListQuery, readPromptPage } from '../../db/read/prompts.ts'
 import { readAgent, readConversation } from '../../db/read/records.ts'
@@ -37,11 +38,10 @@ type Page<T> = { items: T[]; cursor?: string }
 
 /** A lookup's repo: a handle the index does not know is as absent as a missing record. */
 async function repoOf(c: ReadContext, actor: Actor, what: string): Promise<string> {
-  const did = await resolveActor(c.db, actor)
+  if (actor.kind === 'did') return actor.did
+  const did = await readDidOfHandle(c.db, actor.handle)
   if (did === null)
-    throw notFound(
-      `no such ${what}: handle ${actor.kind === 'handle' ? actor.handle : ''} is not known to this index`,
-    )
+    throw notFound(`no such ${what}: handle ${actor.handle} is not known to this index`)
   return did
 }
 

@@ -46,8 +46,6 @@ async function changesPage(feed: ChangeFeed, query: RawParams, reply: FastifyRep
     .send(`{"changes":[${lines.join(',')}],"cursor":${cursor}}`)
 }
 
-const ANY_METHOD = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const
-
 export const xrpcRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app, { feed }) => {
   const reads = new Map((Object.values(READS) as Read[]).map((read) => [read.nsid, read]))
   for (const [nsid, def] of QUERIES) {
@@ -79,7 +77,7 @@ export const xrpcRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app, 
   // Everything else under /xrpc/: a path that is no NSID, a query called with another
   // method, and the methods this service does not implement (XRPC's 501).
   app.route<{ Params: { '*': string } }>({
-    method: [...ANY_METHOD],
+    method: ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'],
     url: '/xrpc/*',
     schema: { hide: true },
     handler: async (request, reply: FastifyReply) => {
