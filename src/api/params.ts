@@ -36,9 +36,8 @@ const AT_URI = /^at:\/\/([^/?#]+)\/([^/?#]+)\/([^/?#]+)$/
 export function parseRecordUri(value: string, param: string, collections: string[]): RecordRef {
   const m = AT_URI.exec(value)
   const expect = `an at-uri of a ${collections.join(' or ')} record (at://{did}/{collection}/{rkey})`
-  if (!m) throw badRequest(`${param} must be ${expect}`)
+  if (!m || !collections.includes(m[2])) throw badRequest(`${param} must be ${expect}`)
   const [, host, collection, rkey] = m
-  if (!collections.includes(collection)) throw badRequest(`${param} must be ${expect}`)
   let actor: Actor
   try {
     actor = parseActor(host, param)

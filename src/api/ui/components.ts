@@ -82,11 +82,10 @@ const ISO_TIME = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2
 export function time(raw: string | null | undefined): Html {
   if (!raw) return html`<span class="muted">unknown</span>`
   const m = ISO_TIME.exec(raw)
-  if (!m) return html`<span class="time raw" title="${raw}">${raw} (not a datetime)</span>`
-  if (!m[4])
+  if (m && !m[4])
     return html`<span class="time" title="${raw}">${m[1]} ${m[2]} (no time zone given)</span>`
   const d = new Date(raw)
-  if (Number.isNaN(d.getTime()))
+  if (!m || Number.isNaN(d.getTime()))
     return html`<span class="time raw" title="${raw}">${raw} (not a datetime)</span>`
   const iso = d.toISOString()
   return html`<time datetime="${iso}" title="${raw}">${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC</time>`
