@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { withTimeout } from '../faults/timers.ts'
 import { AnswerCache, type CachedAnswer } from './answer-cache.ts'
 import { AnswerCacheKeeper } from './changes/cache-keeper.ts'
@@ -34,46 +34,27 @@ export function installAnswerCache(app: FastifyInstance, tail: ChangeTail): void
   app.addHook('onClose', async () => keeper.close())
 }
 
-/** Sends a cached (or just cached) answer; http-cache.ts uses its ETag instead of hashing. */
-export function sendAnswer(reply: FastifyReply, answer: CachedAnswer): FastifyReply {
-  return reply
-    .type('application/json; charset=utf-8')
-    .header('etag', answer.etag)
-    .send(answer.payload)
-}
-
 /** Longest a request waits for a poll of the change log to vouch for an entry again. */
 const REVALIDATE_WAIT_MS = 250
 
-/** The entry under `key`; when only a lapse of trust hides it, requests share one poll first. */
-async function hitOf(
-  { cache, revalidate }: Answers,
-  key: string,
-): Promise<CachedAnswer | undefined> {
-  const hit = cache.get(key)
-  if (hit || !cache.heldUntrusted(key)) return hit
-  await withTimeout(revalidate(), REVALIDATE_WAIT_MS, () => {})
-  return cache.get(key)
-}
-
-/** The answer under `key`: cached, or loaded and stored (a throw, a 404, stores nothing). */
+/**
+ * The answer under `key`: cached, or loaded and stored (a throw, a 404, stores nothing). When
+ * only a lapse of trust hides an entry, the requests share one poll of the change log first.
+ */
 export async function cachedAnswer<T>(
-  answers: Answers,
+  { cache, revalidate }: Answers,
   key: string,
   load: () => Promise<T>,
   serialize: (value: T) => string | Buffer,
   reposOf: (value: T) => readonly string[],
 ): Promise<CachedAnswer> {
-  const hit = await hitOf(answers, key)
+  let hit = cache.get(key)
+  if (!hit && cache.heldUntrusted(key)) {
+    await withTimeout(revalidate(), REVALIDATE_WAIT_MS, () => {})
+    hit = cache.get(key)
+  }
   if (hit) return hit
-  const { cache } = answers
   const generation = cache.generation
   const value = await load()
   return cache.set(key, serialize(value), reposOf(value), generation)
-}
-
-/** The route's compiled serializer for `schema` (Fastify caches it per route and schema). */
-export function serializerFor(reply: FastifyReply, schema: object): (value: unknown) => string {
-  const serialize = reply.compileSerializationSchema(schema as Record<string, unknown>)
-  return (value) => serialize(value as Record<string, unknown>)
 }

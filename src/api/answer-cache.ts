@@ -57,7 +57,13 @@ export class AnswerCache {
       maxSize: opts.maxBytes,
       sizeCalculation: (e) => Math.max(1, e.payload.length),
       // Evicted, replaced or deleted: no repo names it any more.
-      dispose: (e, key) => this.#unindex(key, e.repos),
+      dispose: (e, key) => {
+        for (const repo of e.repos) {
+          const keys = this.#byRepo.get(repo)
+          keys?.delete(key)
+          if (keys?.size === 0) this.#byRepo.delete(repo)
+        }
+      },
     })
   }
 
@@ -110,11 +116,12 @@ export class AnswerCache {
   ): CachedAnswer {
     const payload = typeof body === 'string' ? Buffer.from(body) : body
     const answer: CachedAnswer = { payload, etag: etagOf(payload) }
-    const size = answer.payload.length
-    if (generation !== this.#generation || !this.#trusted() || size > this.#opts.maxBytes)
+    if (generation !== this.#generation || !this.#trusted() || payload.length > this.#opts.maxBytes)
       return answer
+    const { ttlMs, ttlJitter = 0 } = this.#opts
+    const expiresAt = this.#now() + ttlMs * (1 - ttlJitter * this.#random())
     // Indexed after the set: replacing the key disposes of the old entry's index first.
-    this.#entries.set(key, Object.assign(answer, { repos, expiresAt: this.#expiry() }))
+    this.#entries.set(key, Object.assign(answer, { repos, expiresAt }))
     if (!this.#entries.has(key)) return answer
     for (const repo of repos) {
       const keys = this.#byRepo.get(repo)
@@ -138,18 +145,5 @@ export class AnswerCache {
     this.#generation++
     this.#entries.clear()
     this.#byRepo.clear()
-  }
-
-  #expiry(): number {
-    const { ttlMs, ttlJitter = 0 } = this.#opts
-    return this.#now() + ttlMs * (1 - ttlJitter * this.#random())
-  }
-
-  #unindex(key: string, repos: readonly string[]): void {
-    for (const repo of repos) {
-      const keys = this.#byRepo.get(repo)
-      keys?.delete(key)
-      if (keys?.size === 0) this.#byRepo.delete(repo)
-    }
   }
 }

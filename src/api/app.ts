@@ -54,21 +54,7 @@ declare module 'fastify' {
 
 /** Builds the HTTP app; it never listens, so tests drive it through `inject`. */
 export async function buildApp(ctx: AppContext, opts: ApiOptions): Promise<FastifyInstance> {
-  const app = createFastify(ctx)
-  app.decorate('ctx', ctx)
-  app.decorate('apiOptions', opts)
-  app.decorate('reads', readContext(ctx, opts.ingest))
-  answerConnect(app.server, ctx.logger)
-  const readApi = opts.readApi ?? true
-  addErrorAnswers(app, readApi)
-  await registerPlugins(app, ctx, readApi)
-  await app.register(opsRoutes)
-  if (readApi) await registerReadApi(app, ctx, opts)
-  return app
-}
-
-function createFastify(ctx: AppContext): FastifyInstance {
-  return Fastify({
+  const app = Fastify({
     loggerInstance: ctx.logger,
     // Per-request lines would dominate the log; the duration histogram covers requests.
     logController: new LogController({ disableRequestLogging: true }),
@@ -87,6 +73,16 @@ function createFastify(ctx: AppContext): FastifyInstance {
       ;(reply as FastifyReply).status(400).send({ error: 'InvalidRequest', message: err.message })
     },
   }) as unknown as FastifyInstance
+  app.decorate('ctx', ctx)
+  app.decorate('apiOptions', opts)
+  app.decorate('reads', readContext(ctx, opts.ingest))
+  answerConnect(app.server, ctx.logger)
+  const readApi = opts.readApi ?? true
+  addErrorAnswers(app, readApi)
+  await registerPlugins(app, readApi)
+  await app.register(opsRoutes)
+  if (readApi) await registerReadApi(app, opts)
+  return app
 }
 
 /** The request histogram, and the error and not-found answers of every route. */
@@ -119,11 +115,7 @@ function addErrorAnswers(app: FastifyInstance, readApi: boolean): void {
   )
 }
 
-async function registerPlugins(
-  app: FastifyInstance,
-  ctx: AppContext,
-  readApi: boolean,
-): Promise<void> {
+async function registerPlugins(app: FastifyInstance, readApi: boolean): Promise<void> {
   // Before compress: the ETag is computed on the uncompressed body.
   addCacheHeaders(app)
   // Reads are public, so any origin may make them; admin POSTs get no CORS grant.
@@ -142,7 +134,7 @@ async function registerPlugins(
   })
   // Keyed by request.ip, which honours TRUST_PROXY (Fastify's trustProxy above).
   await app.register(rateLimit, {
-    max: ctx.config.rateLimitPerMinute,
+    max: app.ctx.config.rateLimitPerMinute,
     timeWindow: 60_000,
     store: MonotonicRateLimitStore,
   })
@@ -151,11 +143,8 @@ async function registerPlugins(
 }
 
 /** The read routes, and the change services they share: one tail, one feed, one hub. */
-async function registerReadApi(
-  app: FastifyInstance,
-  ctx: AppContext,
-  opts: ApiOptions,
-): Promise<void> {
+async function registerReadApi(app: FastifyInstance, opts: ApiOptions): Promise<void> {
+  const { ctx } = app
   const changesPageSize = opts.changesPageSize ?? 500
   // One reader of the change log per process, for the answer cache and the subscriptions.
   const tail = new ChangeTail(ctx.db, ctx.logger, { ...TAIL_DEFAULTS, pageSize: changesPageSize })

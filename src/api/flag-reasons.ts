@@ -27,9 +27,8 @@ export function flagReasons(
 ): Reasons {
   const out: Reasons = {}
   const record = (view.record ?? {}) as Record<string, unknown>
-  for (const flag of view.flags as FlagName[]) {
+  for (const flag of view.flags as FlagName[])
     out[flag] = sentence(flag, view, record, evidence, nsids)
-  }
   return out
 }
 
@@ -46,7 +45,7 @@ function sentence(
         ? `the conversation record at ${view.conversation.uri} was deleted`
         : `no conversation record at ${view.conversation.uri}`
     case 'mismatched':
-      return mismatchReason(record.conversation, view.conversation.uri, view.did, view.rkey, nsids)
+      return mismatchReason(record.conversation, view, nsids)
     case 'invalid':
       return `the record is not valid: ${view.validationError ?? 'no validation message was kept'}`
     case 'coreMemoryDetached':
@@ -58,13 +57,8 @@ function sentence(
   }
 }
 
-function mismatchReason(
-  field: unknown,
-  slot: string,
-  did: string,
-  rkey: string,
-  nsids: Nsids,
-): string {
+function mismatchReason(field: unknown, { did, rkey, conversation }: PromptView, nsids: Nsids) {
+  const slot = conversation.uri
   if (typeof field !== 'string')
     return `the record has no conversation at-uri; this prompt's slot is ${slot}`
   const m = /^at:\/\/([^/]*)\/([^/]*)\/(.*)$/.exec(field)

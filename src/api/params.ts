@@ -36,9 +36,8 @@ const AT_URI = /^at:\/\/([^/?#]+)\/([^/?#]+)\/([^/?#]+)$/
 export function parseRecordUri(value: string, param: string, collections: string[]): RecordRef {
   const m = AT_URI.exec(value)
   const expect = `an at-uri of a ${collections.join(' or ')} record (at://{did}/{collection}/{rkey})`
-  if (!m) throw badRequest(`${param} must be ${expect}`)
+  if (!m || !collections.includes(m[2])) throw badRequest(`${param} must be ${expect}`)
   const [, host, collection, rkey] = m
-  if (!collections.includes(collection)) throw badRequest(`${param} must be ${expect}`)
   let actor: Actor
   try {
     actor = parseActor(host, param)
@@ -60,9 +59,8 @@ export function strictInteger(value: string, min: number, max: number): number |
 }
 
 /**
- * A query-string integer of a route outside the catalog, defined once: the route's JSON
- * schema checks its syntax (so Ajv's message names the rule) and `parse` its range and
- * default, refusing the rest with `refusal`.
+ * A query-string integer of a route outside the catalog: its JSON schema checks the syntax (so
+ * Ajv's message names the rule), and `parse` its range and default.
  */
 export function integerParam(
   range: { def: number; min: number; max: number },
@@ -95,7 +93,8 @@ export interface PageKey extends ListPosition {
   sort: ListSort
 }
 
-const BASE64URL = /^[A-Za-z0-9_-]{1,2048}$/
+/** A cursor's syntax: base64url, bounded. */
+export const BASE64URL = /^[A-Za-z0-9_-]{1,2048}$/
 type KeyedSort = Exclude<ListSort, 'created'>
 
 /** A sort key: an integer of at most 19 digits, every order's key being one. */

@@ -17,12 +17,11 @@ export type PromptAnswerReader = (key: PromptKey) => Promise<PromptAnswerRow | n
 
 /** The fields every record's view starts with. */
 export function recordHead(
-  row: { did: string; rkey: string; cid: string | null },
+  { did, rkey, cid }: { did: string; rkey: string; cid: string | null },
   collection: string,
-): { uri: string; cid: string; did: string; rkey: string } {
+) {
   // A visible row is never a tombstone, so it has a cid.
-  const cid = row.cid as string
-  return { uri: `at://${row.did}/${collection}/${row.rkey}`, cid, did: row.did, rkey: row.rkey }
+  return { uri: `at://${did}/${collection}/${rkey}`, cid: cid as string, did, rkey }
 }
 
 export function toPromptView(row: PromptRow, nsids: Nsids) {
@@ -56,10 +55,7 @@ export function toListItem(row: PromptRow, nsids: Nsids): PromptListItem {
   }
 }
 
-/**
- * A page of `limit` items from `limit + 1` rows: the extra row only says another page
- * follows, and the cursor is the last served row's sort key.
- */
+/** A page of `limit` items from `limit + 1` rows: the extra row only says another follows. */
 export function pageOf<R extends PromptListRow, T>(
   rows: R[],
   sort: ListSort,

@@ -33,6 +33,12 @@ import { encodeRevCursor } from './params.ts'
 // A prompt's revision history, one revision with its texts, and the diff between two
 // (SPEC section 6); texts are rebuilt from revision_texts, a whole text and deltas on it.
 
+/** A prompt's slot: its repo and record key. */
+interface Slot {
+  did: string
+  rkey: string
+}
+
 export type RevisionView = ReturnType<typeof toRevisionView>
 
 /** The one place a revision row becomes its view (pages and the detail). */
@@ -51,18 +57,16 @@ const toRevisionView = (r: RevisionRow) => ({
 /** Null when the slot has no row or its repo is hidden; a deleted prompt keeps its history. */
 export async function getRevisions(
   db: Database,
-  did: string,
-  rkey: string,
-  beforeRev: string | null,
+  { did, rkey }: Slot,
+  before: string | null,
   limit: number,
-): Promise<{ items: RevisionView[]; cursor?: string } | null> {
+) {
   const state = await readPromptState(db, did, rkey)
   if (!state || state.hidden) return null
-  const rows = await readRevisionPage(db, did, rkey, beforeRev, limit + 1)
-  if (state.deleted && rows.length === 0 && beforeRev === null) return null
-  const page = rows.slice(0, limit)
-  const items = page.map(toRevisionView)
-  const last = page.at(-1)
+  const rows = await readRevisionPage(db, did, rkey, before, limit + 1)
+  if (state.deleted && rows.length === 0 && before === null) return null
+  const items = rows.slice(0, limit).map(toRevisionView)
+  const last = items.at(-1)
   return rows.length > limit && last ? { items, cursor: encodeRevCursor(last.rev) } : { items }
 }
 
@@ -76,10 +80,12 @@ export interface RevisionTexts {
   note: string | null
 }
 
-/** The slot's revisions are readable: it has a row and its repo is visible. */
-async function assertReadable(db: Database, nsids: Nsids, did: string, rkey: string) {
+/** The slot's at-uri, once its revisions are readable: it has a row and its repo is visible. */
+async function readableUri(db: Database, nsids: Nsids, { did, rkey }: Slot): Promise<string> {
+  const uri = `at://${did}/${nsids.prompt}/${rkey}`
   const state = await readPromptState(db, did, rkey)
-  if (!state || state.hidden) throw notFound(`no prompt at at://${did}/${nsids.prompt}/${rkey}`)
+  if (!state || state.hidden) throw notFound(`no prompt at ${uri}`)
+  return uri
 }
 
 async function loadTexts(
@@ -108,8 +114,7 @@ const hashesOf = (r: RevisionTextRow): string[] => (r.text_kept ? keptHashes(kep
 
 async function textsOf(
   db: Database,
-  did: string,
-  rkey: string,
+  { did, rkey }: Slot,
   r: RevisionTextRow,
   decode: (hash: string) => string | null,
 ): Promise<RevisionTexts> {
@@ -127,26 +132,12 @@ async function textsOf(
   }
 }
 
-const detailOf = (uri: string, r: RevisionTextRow, t: RevisionTexts) => ({
-  uri,
-  ...toRevisionView(r),
-  contentKept: t.note === null,
-  ...t,
-})
-
-export async function getRevisionDetail(
-  db: Database,
-  nsids: Nsids,
-  did: string,
-  rkey: string,
-  rev: string,
-) {
-  const uri = `at://${did}/${nsids.prompt}/${rkey}`
-  await assertReadable(db, nsids, did, rkey)
-  const r = await readRevision(db, did, rkey, rev)
+export async function getRevisionDetail(db: Database, nsids: Nsids, slot: Slot, rev: string) {
+  const uri = await readableUri(db, nsids, slot)
+  const r = await readRevision(db, slot.did, slot.rkey, rev)
   if (!r) throw notFound(`no revision ${rev} of ${uri}`)
-  const decode = await loadTexts(db, did, hashesOf(r))
-  return detailOf(uri, r, await textsOf(db, did, rkey, r, decode))
+  const t = await textsOf(db, slot, r, await loadTexts(db, slot.did, hashesOf(r)))
+  return { uri, ...toRevisionView(r), contentKept: t.note === null, ...t }
 }
 
 /** The diff cut into Letta's three parts, each change in exactly one of them (SPEC 14). */
@@ -184,8 +175,7 @@ function partsDiff(a: RevisionTexts | null, b: RevisionTexts): DiffParts | null 
 async function pickPair(
   db: Database,
   uri: string,
-  did: string,
-  rkey: string,
+  { did, rkey }: Slot,
   from: string | null,
   to: string | null,
 ): Promise<[RevisionTextRow | null, RevisionTextRow]> {
@@ -209,23 +199,19 @@ async function pickPair(
 export async function getRevisionDiff(
   db: Database,
   nsids: Nsids,
-  did: string,
-  rkey: string,
+  slot: Slot,
   from: string | null,
   to: string | null,
 ) {
-  const uri = `at://${did}/${nsids.prompt}/${rkey}`
-  await assertReadable(db, nsids, did, rkey)
-  const [a, b] = await pickPair(db, uri, did, rkey, from, to)
-  const decode = await loadTexts(db, did, [...(a ? hashesOf(a) : []), ...hashesOf(b)])
+  const uri = await readableUri(db, nsids, slot)
+  const [a, b] = await pickPair(db, uri, slot, from, to)
+  const decode = await loadTexts(db, slot.did, [...(a ? hashesOf(a) : []), ...hashesOf(b)])
   const empty: RevisionTexts = { content: '', coreMemory: '', note: null }
-  const ta = a ? await textsOf(db, did, rkey, a, decode) : empty
-  const tb = await textsOf(db, did, rkey, b, decode)
-  const diff = (x: string | null, y: string | null) =>
-    x === null || y === null ? null : lineDiff(x, y)
+  const ta = a ? await textsOf(db, slot, a, decode) : empty
+  const tb = await textsOf(db, slot, b, decode)
   const kept = !ta.note && !tb.note
-  const content = kept ? diff(ta.content ?? '', tb.content ?? '') : null
-  const coreMemory = kept ? diff(ta.coreMemory ?? '', tb.coreMemory ?? '') : null
+  const content = kept ? lineDiff(ta.content ?? '', tb.content ?? '') : null
+  const coreMemory = kept ? lineDiff(ta.coreMemory ?? '', tb.coreMemory ?? '') : null
   // Computed for the pair asked (not read from `to`'s row), so any two revisions compare.
   const anatomy = a ? recompileAnatomy(versionOf(a, ta), versionOf(b, tb)) : FIRST_REVISION
   return {

@@ -3,11 +3,11 @@ import type { AppContext } from '../../context/context.ts'
 import type { Database } from '../../db/client.ts'
 import { readDidOfHandle } from '../../db/read/accounts.ts'
 import { batchedPromptAnswers } from '../../db/read/prompts.ts'
-import { cachedAnswer, sendAnswer, serializerFor } from '../answer-cache-plugin.ts'
+import { cachedAnswer } from '../answer-cache-plugin.ts'
 import type { CachePolicy } from '../http-cache.ts'
 import type { Actor } from '../params.ts'
 import type { PromptAnswerReader } from '../prompt-views.ts'
-import { type CheckedParams, checkParams, type RawParams, XRPC_NAMESPACE } from './lexicons.ts'
+import { checkParams, type RawParams, XRPC_NAMESPACE } from './lexicons.ts'
 import { outputSchema } from './output-schema.ts'
 
 // A read of SPEC section 6, defined once: its query lexicon, how checked parameters become a
@@ -39,8 +39,7 @@ export function readContext(
 
 /** The DID an actor names, or null when it is a handle the index does not know. */
 export async function resolveActor(db: Database, actor: Actor): Promise<string | null> {
-  if (actor.kind === 'did') return actor.did
-  return readDidOfHandle(db, actor.handle)
+  return actor.kind === 'did' ? actor.did : readDidOfHandle(db, actor.handle)
 }
 
 export interface ReadDef<P, K, T> {
@@ -74,15 +73,9 @@ export function defineRead<P, K, T>(def: ReadDef<P, K, T>): Read<P, K, T> {
   return { ...def, nsid, output: def.output ?? outputSchema(nsid) }
 }
 
-/** The read's key for a request's parameters, checked against its lexicon first. */
-function planOf<P, K, T>(c: ReadContext, read: Read<P, K, T>, raw: RawParams): Promise<K> {
-  const params: CheckedParams = checkParams(read.nsid, raw)
-  return read.plan(c, params as P)
-}
-
 /** What `read` answers for `raw` (a UI page's read: not cached, as values, not text). */
 export async function runRead<P, K, T>(c: ReadContext, read: Read<P, K, T>, raw: RawParams) {
-  return read.run(c, await planOf(c, read, raw))
+  return read.run(c, await read.plan(c, checkParams(read.nsid, raw) as P))
 }
 
 /** Answers a request of `read`: from the answer cache when it keeps the answer. */
@@ -94,22 +87,23 @@ export async function sendRead<P, K, T>(
   door: 'rest' | 'xrpc',
 ): Promise<FastifyReply> {
   const c = app.reads
-  const key = await planOf(c, read, raw)
-  const json = serializerFor(reply, read.output)
+  const key = await read.plan(c, checkParams(read.nsid, raw) as P)
+  // Fastify compiles the serializer once per route and schema.
+  const compiled = reply.compileSerializationSchema(read.output as Record<string, unknown>)
+  const json = (value: unknown) => compiled(value as Record<string, unknown>)
   const serialize = (value: T) => (read.serialize ? read.serialize(json, value) : json(value))
-  const cacheKey = read.cache && !(door === 'xrpc' && read.xrpc) ? read.cache.key(key) : null
-  if (read.cache && cacheKey !== null) {
-    const { repos } = read.cache
-    const answer = await cachedAnswer(
-      app.answers,
-      cacheKey,
-      () => read.run(c, key),
-      serialize,
-      (value) => repos(value, key),
-    )
-    return sendAnswer(reply, answer)
+  // An answer XRPC reshapes is not the one the cache keeps.
+  const reshape = door === 'xrpc' ? read.xrpc : undefined
+  const cache = reshape ? undefined : read.cache
+  const cacheKey = cache?.key(key) ?? null
+  reply.type('application/json; charset=utf-8')
+  if (cache && cacheKey !== null) {
+    const load = () => read.run(c, key)
+    const repos = (value: T) => cache.repos(value, key)
+    const answer = await cachedAnswer(app.answers, cacheKey, load, serialize, repos)
+    // http-cache.ts sends the ETag it was stored with instead of hashing the body again.
+    return reply.header('etag', answer.etag).send(answer.payload)
   }
   const value = await read.run(c, key)
-  const answer = door === 'xrpc' && read.xrpc ? read.xrpc(value) : value
-  return reply.type('application/json; charset=utf-8').send(serialize(answer))
+  return reply.send(serialize(reshape ? reshape(value) : value))
 }

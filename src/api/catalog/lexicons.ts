@@ -1,11 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs'
-import {
-  type LexInteger,
-  type LexiconDoc,
-  Lexicons,
-  type LexXrpcQuery,
-  ValidationError,
-} from '@atproto/lexicon'
+import { type LexiconDoc, Lexicons, type LexXrpcQuery, ValidationError } from '@atproto/lexicon'
 import { badRequest } from '../http-errors.ts'
 import { parseActor, parseRkey, strictInteger } from '../params.ts'
 
@@ -18,14 +12,12 @@ const DIR = new URL('../../../lexicons/xyz/quasigod/lab/letta/appview/', import.
 /** The authority of every query this service defines. */
 export const XRPC_NAMESPACE = 'xyz.quasigod.lab.letta.appview'
 
-function loadDocs(): LexiconDoc[] {
-  return readdirSync(DIR)
+export const LEXICONS = new Lexicons(
+  readdirSync(DIR)
     .filter((f) => f.endsWith('.json'))
     .sort()
-    .map((f) => JSON.parse(readFileSync(new URL(f, DIR), 'utf8')) as LexiconDoc)
-}
-
-export const LEXICONS = new Lexicons(loadDocs())
+    .map((f) => JSON.parse(readFileSync(new URL(f, DIR), 'utf8')) as LexiconDoc),
+)
 
 export const QUERIES: ReadonlyMap<string, LexXrpcQuery> = new Map(
   [...LEXICONS]
@@ -45,24 +37,24 @@ export type RawParams = Record<string, string | string[] | undefined>
 /** Parameters checked against their lexicon: integers are numbers, defaults applied. */
 export type CheckedParams = Record<string, unknown>
 
-/** Plain decimal digits within the lexicon's bounds: `1e2`, `+5` or `05` is a typo, not a guess. */
-function integerOf(name: string, prop: LexInteger, value: string): number {
-  const min = prop.minimum ?? 0
-  const n = strictInteger(value, min, prop.maximum ?? Number.MAX_SAFE_INTEGER)
-  if (n !== null) return n
-  throw badRequest(
-    prop.maximum === undefined
-      ? `${name} must be an integer >= ${min} in plain decimal digits`
-      : `${name} must be an integer from ${min} to ${prop.maximum}, in plain decimal digits`,
-  )
-}
-
 type LexParam = NonNullable<LexXrpcQuery['parameters']>['properties'][string]
 
-/** One value as its lexicon type; repos and record keys parsed by params.ts for its messages. */
+/**
+ * One value as its lexicon type: an integer in plain decimal digits within its bounds (`1e2`,
+ * `+5` or `05` is a typo, not a guess); repos and record keys parsed by params.ts for its messages.
+ */
 function decoded(name: string, prop: LexParam, value: string | string[]): unknown {
   if (Array.isArray(value)) throw badRequest(`${name} must be given once`)
-  if (prop.type === 'integer') return integerOf(name, prop, value)
+  if (prop.type === 'integer') {
+    const { minimum: min = 0, maximum: max } = prop
+    const n = strictInteger(value, min, max ?? Number.MAX_SAFE_INTEGER)
+    if (n !== null) return n
+    throw badRequest(
+      max === undefined
+        ? `${name} must be an integer >= ${min} in plain decimal digits`
+        : `${name} must be an integer from ${min} to ${max}, in plain decimal digits`,
+    )
+  }
   const format = 'format' in prop ? prop.format : undefined
   if (format === 'at-identifier') parseActor(value, name)
   else if (format === 'record-key') parseRkey(value, name)

@@ -60,21 +60,18 @@ function toJsonSchema(node: LexNode, docId: string): Json {
   }
 }
 
-/** Puts `value` at a dotted property path of an object schema. */
-function replaceAt(schema: Json, path: string, value: Json): void {
-  const names = path.split('.')
-  const last = names.pop() as string
-  let node = schema
-  for (const name of names) node = (node.properties as Json)[name] as Json
-  ;(node.properties as Json)[last] = value
-}
-
 /** The answer schema of `nsid`; `overrides` by dotted path where REST says more than lexicons. */
 export function outputSchema(nsid: string, overrides: Record<string, Json> = {}): Json {
   const output = (queryOf(nsid) as LexXrpcQuery).output?.schema
   if (!output) throw new Error(`the query ${nsid} declares no output schema`)
   const schema = toJsonSchema(output as LexNode, nsid)
-  for (const [path, value] of Object.entries(overrides)) replaceAt(schema, path, value)
+  for (const [path, value] of Object.entries(overrides)) {
+    const names = path.split('.')
+    const last = names.pop() as string
+    let node = schema
+    for (const name of names) node = (node.properties as Json)[name] as Json
+    ;(node.properties as Json)[last] = value
+  }
   return schema
 }
 

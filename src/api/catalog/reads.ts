@@ -1,3 +1,4 @@
+import { readDidOfHandle } from '../../db/read/accounts.ts'
 import type { ListPosition } from '../../db/read/list-order.ts'
 import { type ListFlag, type PromptListQuery, readPromptPage } from '../../db/read/prompts.ts'
 import { readAgent, readConversation } from '../../db/read/records.ts'
@@ -33,26 +34,19 @@ import { outputSchema } from './output-schema.ts'
 // collection an at-uri names) and resolves handles, so a key is what the cache is keyed by.
 
 /** A page of a list, and the cursor of the next when there is one. */
-interface Page<T> {
-  items: T[]
-  cursor?: string
-}
+type Page<T> = { items: T[]; cursor?: string }
 
 /** A lookup's repo: a handle the index does not know is as absent as a missing record. */
 async function repoOf(c: ReadContext, actor: Actor, what: string): Promise<string> {
-  const did = await resolveActor(c.db, actor)
+  if (actor.kind === 'did') return actor.did
+  const did = await readDidOfHandle(c.db, actor.handle)
   if (did === null)
-    throw notFound(
-      `no such ${what}: handle ${actor.kind === 'handle' ? actor.handle : ''} is not known to this index`,
-    )
+    throw notFound(`no such ${what}: handle ${actor.handle} is not known to this index`)
   return did
 }
 
 /** A record by repo and record key: as asked, and as looked up (the repo resolved). */
-interface RecordKey {
-  did: string
-  rkey: string
-}
+type RecordKey = { did: string; rkey: string }
 
 const recordKey = async (c: ReadContext, p: RecordKey, what: string): Promise<RecordKey> => ({
   did: await repoOf(c, parseActor(p.did, 'did'), what),
@@ -65,11 +59,7 @@ const noPrompt = (c: ReadContext, { did, rkey }: RecordKey) =>
 /** A single prompt's answer: the view plus one sentence per flag (lists leave these out). */
 export type PromptAnswer = PromptView & { reasons: Reasons }
 
-/**
- * A single prompt's answer with the record left as its stored JSON text (raw-record.ts
- * splices it in). Only the reasons of `mismatched` and `coreMemoryDetached` read the record,
- * so only a prompt carrying one of those is parsed.
- */
+/** A single prompt's answer, its record left as stored JSON text, parsed only for the reasons. */
 export async function getPromptAnswer(
   readRow: PromptAnswerReader,
   nsids: Nsids,
@@ -118,10 +108,7 @@ const getPromptByUri = defineRead({
   },
 })
 
-/**
- * The parameters listPrompts and searchPrompts share (SPEC section 6: search has "same
- * filters, order and paging as lists"), as their lexicons checked them.
- */
+/** The parameters listPrompts and searchPrompts share (SPEC section 6), as checked. */
 interface ListParams {
   flag?: string
   did?: string
@@ -132,10 +119,7 @@ interface ListParams {
   cursor?: string
 }
 
-/**
- * The filters parsed (a 400 for a malformed cursor or an agent of another collection),
- * handles resolved; null when a handle names nobody here: an empty page, like an unknown DID.
- */
+/** The filters parsed and handles resolved; null when a handle names nobody here (no page). */
 async function parseListFilters(
   c: ReadContext,
   q: ListParams,
@@ -236,7 +220,7 @@ const getPromptRevisions = defineRead({
     return { ...(await recordKey(c, p, 'prompt')), before, limit: p.limit }
   },
   async run(c, key) {
-    const page = await getRevisions(c.db, key.did, key.rkey, key.before, key.limit)
+    const page = await getRevisions(c.db, key, key.before, key.limit)
     if (!page) throw noPrompt(c, key)
     return { uri: `at://${key.did}/${c.nsids.prompt}/${key.rkey}`, ...page }
   },
@@ -250,7 +234,7 @@ const getPromptRevision = defineRead({
     ...(await recordKey(c, p, 'prompt')),
     rev: p.rev,
   }),
-  run: (c, k) => getRevisionDetail(c.db, c.nsids, k.did, k.rkey, k.rev),
+  run: (c, k) => getRevisionDetail(c.db, c.nsids, k, k.rev),
 })
 
 /** The line diff between two revisions of one prompt. */
@@ -262,7 +246,7 @@ const getPromptDiff = defineRead({
     from: p.from ?? null,
     to: p.to ?? null,
   }),
-  run: (c, k) => getRevisionDiff(c.db, c.nsids, k.did, k.rkey, k.from, k.to),
+  run: (c, k) => getRevisionDiff(c.db, c.nsids, k, k.from, k.to),
 })
 
 /** One conversation with the prompt in its slot. */
@@ -316,11 +300,7 @@ const getRepo = defineRead({
   },
 })
 
-/**
- * The counts of visible records and flags, and this process's ingestion cursor with its
- * hole. Both read a few rows (the counts are kept by triggers), so neither is cached and a
- * dashboard sees each commit on its next poll.
- */
+/** Counts and this process's ingestion cursor: a few rows (triggers keep counts), so uncached. */
 const getStatsRead = defineRead({
   name: 'getStats',
   // REST keeps the lag's fraction; XRPC's whole seconds come from `xrpc` below.

@@ -53,16 +53,11 @@ function changeLine(r: ChangeRow, promptNsid: string, record?: CurrentRecord | n
   return `${line.slice(0, -1)}${tail}\n`
 }
 
-/**
- * The change feed's reads and lines, shared by GET /v1/changes, its live subscription
- * (hub.ts) and XRPC getChanges, so all say the same thing about the same row.
- */
+/** The feed's reads and lines, shared by /v1/changes, hub.ts and XRPC getChanges alike. */
 export class ChangeFeed {
   readonly #db: AppContext['db']
   readonly #promptNsid: string
   readonly #pageSize: number
-  /** With records a chunk holds at most 50 (a prompt may be 200 kB), whatever `limit` asks. */
-  readonly #recordPageSize: number
   readonly #tables: Map<string, RecordTable>
 
   constructor(ctx: Pick<AppContext, 'db' | 'config'>, pageSize: number) {
@@ -70,7 +65,6 @@ export class ChangeFeed {
     this.#db = ctx.db
     this.#promptNsid = nsids.prompt
     this.#pageSize = pageSize
-    this.#recordPageSize = Math.min(pageSize, 50)
     this.#tables = new Map<string, RecordTable>([
       [nsids.prompt, 'prompts'],
       [nsids.conversation, 'conversations'],
@@ -78,8 +72,9 @@ export class ChangeFeed {
     ])
   }
 
+  /** With records a chunk holds at most 50 (a prompt may be 200 kB), whatever `limit` asks. */
   chunkSize(withRecords: boolean): number {
-    return withRecords ? this.#recordPageSize : this.#pageSize
+    return withRecords ? Math.min(this.#pageSize, 50) : this.#pageSize
   }
 
   /**
@@ -112,10 +107,7 @@ export class ChangeFeed {
     return { rows, records: withRecords ? await this.recordsOf(rows) : null }
   }
 
-  /**
-   * One line per row not withheld, each ending with a newline (a subscription frame is the
-   * line without it), with the record when the chunk has records.
-   */
+  /** A line per row not withheld, with its record when the chunk has records. */
   lines({ rows, records }: FeedChunk): string[] {
     const out: string[] = []
     for (const row of rows) {

@@ -3,7 +3,7 @@ import type { Logger } from 'pino'
 import type { ChangeRow, CurrentRecord } from '../../db/read/changes.ts'
 import type { ChangeFeed, FeedChunk } from './feed.ts'
 import { FrameLog } from './frame-log.ts'
-import type { TailPage, TailReader } from './tail.ts'
+import type { ChangeTail, TailPage, TailReader } from './tail.ts'
 
 // The live change subscriptions of a process (SPEC 13). A subscriber reads its own backlog,
 // paced by its socket, until it reaches the hub's position, then takes the frames the hub
@@ -43,12 +43,10 @@ export interface Admitted {
   release: () => void
 }
 
-type State = 'backlog' | 'live' | 'closed'
-
 interface Subscriber {
   ws: WebSocket
   withRecords: boolean
-  state: State
+  state: 'backlog' | 'live' | 'closed'
   /** Last seq it was sent or moved past (a withheld row). */
   pos: number
   /** Live: absolute index of the next frame of the hub's log it takes. */
@@ -61,11 +59,6 @@ interface Subscriber {
   release: () => void
 }
 
-/** What the hub asks of the change tail: a poll now, settling when it is done. */
-interface Poller {
-  poll(): Promise<void>
-}
-
 export class ChangeHub implements TailReader {
   /** The last seq the hub has read (null before the tail's first poll). */
   private pos: number | null = null
@@ -74,13 +67,13 @@ export class ChangeHub implements TailReader {
   private readonly live = new Set<Subscriber>()
   private admitted = 0
   private closed = false
-  private pingTimer: NodeJS.Timeout | null = null
-  private readonly tail: Poller
+  private pingTimer?: NodeJS.Timeout
+  private readonly tail: ChangeTail
   private readonly feed: ChangeFeed
   private readonly logger: Logger
   readonly options: SubscribeOptions
 
-  constructor(tail: Poller, feed: ChangeFeed, logger: Logger, options: SubscribeOptions) {
+  constructor(tail: ChangeTail, feed: ChangeFeed, logger: Logger, options: SubscribeOptions) {
     this.tail = tail
     this.feed = feed
     this.logger = logger
@@ -118,7 +111,8 @@ export class ChangeHub implements TailReader {
       release: a.release,
     }
     this.subs.add(sub)
-    if (this.subs.size === 1) this.startPings()
+    if (this.subs.size === 1)
+      this.pingTimer = setInterval(() => this.ping(), this.options.pingMs).unref()
     ws.on('close', () => this.gone(sub))
     ws.on('pong', () => {
       sub.alive = true
@@ -140,7 +134,7 @@ export class ChangeHub implements TailReader {
 
   close(): void {
     this.closed = true
-    this.stopPings()
+    clearInterval(this.pingTimer)
     for (const sub of this.subs) {
       this.leave(sub)
       sub.ws.close(CLOSE.goingAway, 'server shutting down')
@@ -155,7 +149,7 @@ export class ChangeHub implements TailReader {
     while (chunk) {
       for (const line of this.feed.lines(chunk)) this.send(sub, line.slice(0, -1))
       const { rows } = chunk
-      if (rows.length > 0) sub.pos = rows[rows.length - 1].seq
+      sub.pos = rows.at(-1)?.seq ?? sub.pos
       if (!(await this.drained(sub))) return
       if (await this.caughtUp(sub, rows.length < asked)) return
       chunk = await this.readBacklog(sub, asked)
@@ -195,12 +189,7 @@ export class ChangeHub implements TailReader {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         sub.waiter = null
-        this.cut(
-          sub,
-          CLOSE.policy,
-          'ConsumerTooSlow',
-          `took no frames for ${this.options.stallMs} ms: subscribe again with since=${sub.pos}`,
-        )
+        this.tooSlow(sub, `took no frames for ${this.options.stallMs} ms`)
         resolve(false)
       }, this.options.stallMs)
       sub.waiter = () => {
@@ -256,8 +245,7 @@ export class ChangeHub implements TailReader {
   }
 
   private wantsRecords(): boolean {
-    for (const sub of this.subs) if (sub.withRecords && sub.state !== 'closed') return true
-    return false
+    return [...this.subs].some((sub) => sub.withRecords && sub.state !== 'closed')
   }
 
   private append(rows: ChangeRow[], records: Map<string, CurrentRecord> | null): void {
@@ -265,19 +253,14 @@ export class ChangeHub implements TailReader {
     // Too slow: more than the bound still unsent from before.
     for (const sub of this.live) {
       if (this.unsent(sub) > this.options.maxUnsentBytes)
-        this.cut(
-          sub,
-          CLOSE.policy,
-          'ConsumerTooSlow',
-          `more than ${this.options.maxUnsentBytes} bytes of changes unsent: subscribe again with since=${sub.pos}`,
-        )
+        this.tooSlow(sub, `more than ${this.options.maxUnsentBytes} bytes of changes unsent`)
     }
     const plain = this.feed.lines({ rows, records: null })
     const withRecord = records ? this.feed.lines({ rows, records }) : null
     const shown = rows.filter((r) => !r.withheld)
     for (const [i, row] of shown.entries())
       this.log.push(row.seq, plain[i].slice(0, -1), withRecord ? withRecord[i].slice(0, -1) : null)
-    this.pos = rows[rows.length - 1].seq
+    this.pos = rows.at(-1)!.seq
     for (const sub of this.live) this.pump(sub)
   }
 
@@ -311,11 +294,7 @@ export class ChangeHub implements TailReader {
     sub.ws.send(text, (err) => {
       // An error: the socket is closing, and its 'close' cleans up.
       if (err || sub.ws.bufferedAmount >= HIGH_WATER) return
-      if (sub.waiter) {
-        const w = sub.waiter
-        sub.waiter = null
-        w()
-      }
+      this.wake(sub)
       if (sub.state === 'live') this.pump(sub)
     })
   }
@@ -329,31 +308,29 @@ export class ChangeHub implements TailReader {
     sub.ws.close(code, error)
   }
 
+  private tooSlow(sub: Subscriber, why: string): void {
+    this.cut(sub, CLOSE.policy, 'ConsumerTooSlow', `${why}: subscribe again with since=${sub.pos}`)
+  }
+
+  private wake(sub: Subscriber): void {
+    const w = sub.waiter
+    sub.waiter = null
+    w?.()
+  }
+
   /** No more frames for it; its place is kept until its socket closes. */
   private leave(sub: Subscriber): void {
     sub.state = 'closed'
     this.live.delete(sub)
-    const w = sub.waiter
-    sub.waiter = null
-    w?.()
+    this.wake(sub)
   }
 
   private gone(sub: Subscriber): void {
     this.leave(sub)
     this.subs.delete(sub)
     sub.release()
-    if (this.subs.size === 0) this.stopPings()
+    if (this.subs.size === 0) clearInterval(this.pingTimer)
     this.trim()
-  }
-
-  private startPings(): void {
-    this.pingTimer = setInterval(() => this.ping(), this.options.pingMs)
-    this.pingTimer.unref()
-  }
-
-  private stopPings(): void {
-    if (this.pingTimer) clearInterval(this.pingTimer)
-    this.pingTimer = null
   }
 
   /** A subscriber that did not answer the last ping is gone: its place is freed. */

@@ -73,8 +73,7 @@ export class ChangeTail {
     // A tick while a poll runs is dropped: that poll's result vouches from its own start.
     this.#timer = setInterval(() => {
       if (!this.#running) void this.poll()
-    }, this.#opts.pollMs)
-    this.#timer.unref()
+    }, this.#opts.pollMs).unref()
     this.#stopSignal = this.#db.onCommit(() => {
       this.#signalled = true
       for (const r of this.#readers) r.committed?.()
@@ -105,7 +104,11 @@ export class ChangeTail {
     try {
       while (this.#again && !this.#closed) {
         this.#again = false
-        await this.#pollOnce()
+        this.#signalled = false
+        const startedAt = performance.now()
+        if (this.#seq === null) await this.#skipToHead()
+        else await this.#readOn(this.#seq)
+        if (!this.#closed) for (const r of this.#readers) r.polled?.(startedAt, !this.#signalled)
       }
       if (this.#failing) this.#logger.info('reading the change log again')
       this.#failing = false
@@ -117,15 +120,6 @@ export class ChangeTail {
     } finally {
       this.#running = null
     }
-  }
-
-  async #pollOnce(): Promise<void> {
-    this.#signalled = false
-    const startedAt = performance.now()
-    if (this.#seq === null) await this.#skipToHead()
-    else await this.#readOn(this.#seq)
-    if (this.#closed) return
-    for (const r of this.#readers) r.polled?.(startedAt, !this.#signalled)
   }
 
   /** Reads and hands over the pages after `seq`, or jumps to the head past a burst. */

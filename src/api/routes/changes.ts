@@ -50,14 +50,10 @@ export const changesRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (ap
       return reply.send(Readable.from(stream(first, pages), { objectMode: false }))
     },
   )
+}
 
-  /** The pages' text as it is read: the next read waits until the stream has room. */
-  async function* stream(
-    first: IteratorResult<FeedPage>,
-    pages: AsyncGenerator<FeedPage>,
-  ): AsyncGenerator<string> {
-    if (first.done) return
-    if (first.value.lines.length > 0) yield first.value.lines.join('')
-    for await (const page of pages) if (page.lines.length > 0) yield page.lines.join('')
-  }
+/** The pages' text as it is read: the next read waits until the stream has room. */
+async function* stream(first: IteratorResult<FeedPage>, pages: AsyncGenerator<FeedPage>) {
+  for (let page = first; !page.done; page = await pages.next())
+    if (page.value.lines.length > 0) yield page.value.lines.join('')
 }

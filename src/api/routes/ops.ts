@@ -50,9 +50,7 @@ export const opsRoutes: FastifyPluginAsync = async (app) => {
     '/readyz',
     opsRoute(
       '200 once migrations ran and the database answers (details name a pause or a slow database), else 503',
-      {
-        response: { 200: okSchema, 503: okSchema },
-      },
+      { response: { 200: okSchema, 503: okSchema } },
     ),
     async (_request, reply) => {
       const { status, body } = await readiness(app)
@@ -82,10 +80,7 @@ interface Readiness {
   body: { ok: boolean; reason?: string; details?: Record<string, object> }
 }
 
-/**
- * /readyz: 503 until migrations ran or while the database does not answer a ping (naming
- * why); else 200, with an ingestion gap or pause or a slow database beside it.
- */
+/** /readyz: 503 until migrations ran or while the database does not answer, else 200. */
 export async function readiness(app: FastifyInstance): Promise<Readiness> {
   if (!app.apiOptions.isReady())
     return { status: 503, body: { ok: false, reason: 'migrations pending' } }

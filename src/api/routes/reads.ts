@@ -80,12 +80,9 @@ const ROUTES: RestRoute[] = [
   },
 ]
 
-/** The names of a path's parameters (`:did` ...). */
-const pathNames = (path: string) => [...path.matchAll(/:(\w+)/g)].map((m) => m[1])
-
 /** The schemas of a route over `read`: its lexicon's parameters, split into path and query. */
 function routeSchema(route: RestRoute) {
-  const inPath = pathNames(route.path)
+  const inPath = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1])
   const names = Object.keys(queryOf(route.read.nsid).parameters?.properties ?? {})
   const inQuery = names.filter((n) => !inPath.includes(n))
   return {

@@ -9,11 +9,6 @@ import { INCLUDE_PARAM, parseInclude, SINCE } from '../params.ts'
 // GET /v1/changes/subscribe (SPEC 13): the change feed as a WebSocket. Whatever can be
 // refused is refused before the upgrade, as an HTTP answer in the API's error shape.
 
-interface Query {
-  since?: string
-  include?: string
-}
-
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the subscription route's admission (before the upgrade), read by its handler. */
@@ -51,7 +46,7 @@ export const subscribeRoutes: FastifyPluginAsync<{ hub: ChangeHub; feed: ChangeF
   // What admission found travels on the request to the socket handler, after the upgrade.
   app.decorateRequest('subscription', null)
 
-  app.route<{ Querystring: Query }>({
+  app.route<{ Querystring: { since?: string; include?: string } }>({
     method: 'GET',
     url: '/v1/changes/subscribe',
     schema: {

@@ -1,3 +1,4 @@
+import { FILTER_NAMES } from '../../model/flags.ts'
 import type { Nsids } from '../../model/nsids.ts'
 import { type Html, html, type Slot } from './html.ts'
 
@@ -56,6 +57,22 @@ export function flagBadges(flags: readonly string[]): Html {
   return html`${flags.map((f) => html`<span class="flag flag-${f}">${f}</span> `)}`
 }
 
+/** Visible prompts by flag, each count a link to the list of `filter` with that flag. */
+export function flagCounts(
+  caption: string,
+  all: string,
+  counts: { total: number } & Record<string, number>,
+  filter: Record<string, string> = {},
+): Html {
+  return html`<table class="counts"><caption>${caption}</caption>
+<thead><tr><th scope="col">flag</th><th scope="col" class="num">prompts</th></tr></thead>
+<tbody><tr><th scope="row"><a href="${listHref(filter)}">${all}</a></th><td class="num">${counts.total}</td></tr>
+${FILTER_NAMES.map(
+  (f) =>
+    html`<tr><th scope="row"><a href="${listHref({ ...filter, flag: f })}">${flagBadges(f === 'ok' ? [] : [f])}</a></th><td class="num">${counts[f] ?? 0}</td></tr>`,
+)}</tbody></table>`
+}
+
 const ISO_TIME = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$/i
 
 /**
@@ -65,11 +82,10 @@ const ISO_TIME = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2
 export function time(raw: string | null | undefined): Html {
   if (!raw) return html`<span class="muted">unknown</span>`
   const m = ISO_TIME.exec(raw)
-  if (!m) return html`<span class="time raw" title="${raw}">${raw} (not a datetime)</span>`
-  if (!m[4])
+  if (m && !m[4])
     return html`<span class="time" title="${raw}">${m[1]} ${m[2]} (no time zone given)</span>`
   const d = new Date(raw)
-  if (Number.isNaN(d.getTime()))
+  if (!m || Number.isNaN(d.getTime()))
     return html`<span class="time raw" title="${raw}">${raw} (not a datetime)</span>`
   const iso = d.toISOString()
   return html`<time datetime="${iso}" title="${raw}">${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC</time>`

@@ -10,10 +10,7 @@ const NAME_CHARS = 80
 
 const shortName = (n: string) => (n.length > NAME_CHARS ? `${n.slice(0, NAME_CHARS)}…` : n)
 
-/**
- * What a recompile changed, in words (SPEC 14): "memory changed: persona.md", "template
- * changed", "metadata only", "changed", "first revision"; null when unknown.
- */
+/** What a recompile changed, in words (SPEC 14); null when unknown. */
 export function anatomyLabel(
   changed: readonly string[] | null,
   memoryFiles: readonly string[] | null,

@@ -2,6 +2,7 @@ import { FILTER_NAMES } from '../../model/flags.ts'
 import { DEFAULT_SORT, LIST_SORTS, type ListSort } from '../../model/list-sort.ts'
 import { READS, type Snippet } from '../catalog/reads.ts'
 import { badRequest } from '../http-errors.ts'
+import { BASE64URL } from '../params.ts'
 import type { PromptListItem } from '../prompt-views.ts'
 import {
   agentLink,
@@ -115,12 +116,11 @@ function snippetView(s: Snippet): Html {
 // stack of earlier cursors (FIRST for the first page), newest last.
 const FIRST = '~'
 const MAX_TRAIL = 25
-const CURSOR = /^[A-Za-z0-9_-]{1,2048}$/
 
 function parseTrail(value: string | undefined): string[] {
   if (value === undefined) return []
   const steps = value.split('.')
-  if (steps.length > MAX_TRAIL || !steps.every((s) => s === FIRST || CURSOR.test(s)))
+  if (steps.length > MAX_TRAIL || !steps.every((s) => s === FIRST || BASE64URL.test(s)))
     throw badRequest('prev is malformed: use the Previous and Next links as they are')
   return steps
 }

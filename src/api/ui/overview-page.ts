@@ -3,10 +3,9 @@ import { readBackfillActivity, readIngestActivity } from '../../db/read/ingest-a
 import { readVisibleSyncStates } from '../../db/read/sync-states.ts'
 import type { RepoView } from '../../db/repo-chain.ts'
 import type { BackfillCounts } from '../../model/backfill-counts.ts'
-import { FILTER_NAMES } from '../../model/flags.ts'
 import { READS } from '../catalog/reads.ts'
 import { readiness } from '../routes/ops.ts'
-import { facts, flagBadges, listHref, repoLink, time } from './components.ts'
+import { facts, flagCounts, repoLink, time } from './components.ts'
 import { type Html, html } from './html.ts'
 import { layout } from './layout.ts'
 import { getHandles } from './names.ts'
@@ -14,21 +13,6 @@ import { found, type PageContext, type PageInput } from './page-route.ts'
 import { changesPanel } from './recent-changes.ts'
 
 type StatsAnswer = Awaited<ReturnType<typeof READS.getStats.run>>
-
-function countsTable(stats: StatsAnswer): Html {
-  const flags = stats.flags as Record<string, number>
-  return html`<table class="counts">
-<caption>Visible prompts by flag</caption>
-<thead><tr><th scope="col">flag</th><th scope="col" class="num">prompts</th></tr></thead>
-<tbody>
-<tr><th scope="row"><a href="/prompts">all prompts</a></th><td class="num">${stats.prompts}</td></tr>
-${FILTER_NAMES.map(
-  (f) =>
-    html`<tr><th scope="row"><a href="${listHref({ flag: f })}">${flagBadges(f === 'ok' ? [] : [f])}</a></th><td class="num">${flags[f] ?? 0}</td></tr>`,
-)}
-</tbody>
-</table>`
-}
 
 function lag(seconds: number | null): string {
   if (seconds === null) return 'no event processed yet'
@@ -170,7 +154,7 @@ export async function overviewPage(input: PageInput, ctx: PageContext): Promise<
 <p id="live-status" class="live-status" role="status">As of loading this page.</p>
 <div class="grid" id="live" data-seq="${seq}">
 ${progress}
-<section aria-labelledby="counts-h" class="panel" id="counts-panel"><h2 id="counts-h">Prompt health</h2>${countsTable(stats)}</section>
+<section aria-labelledby="counts-h" class="panel" id="counts-panel"><h2 id="counts-h">Prompt health</h2>${flagCounts('Visible prompts by flag', 'all prompts', { ...stats.flags, total: stats.prompts })}</section>
 ${ingestPanel(stats, { status: ready.status, reason: ready.body.reason ?? null })}
 ${sync}
 ${changes}

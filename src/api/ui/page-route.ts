@@ -40,10 +40,8 @@ function pageQuery(raw: unknown, allowed: readonly string[]): PageInput['query']
   const entries = raw && typeof raw === 'object' ? Object.entries(raw) : []
   for (const [key, value] of entries) {
     if (!allowed.includes(key)) {
-      const takes = allowed.length
-        ? `this page takes ${allowed.join(', ')}`
-        : 'this page takes none'
-      throw badRequest(`unknown parameter "${shown(key)}": ${takes}`)
+      const takes = allowed.length ? allowed.join(', ') : 'none'
+      throw badRequest(`unknown parameter "${shown(key)}": this page takes ${takes}`)
     }
     if (typeof value !== 'string') throw badRequest(`parameter ${key} is given more than once`)
     if (value !== '') out[key] = value

@@ -78,6 +78,8 @@ function agentFact(p: PromptAnswer, ctx: PageContext, names: Names, rec: Linked[
     : html`${link} <span class="model">model <code>${clipped(model)}</code></span>`
 }
 
+const code = (v: unknown): Html | null => (str(v) ? html`<code>${str(v)}</code>` : null)
+
 function factsPanel(p: PromptAnswer, ctx: PageContext, names: Names, linked: Linked): Html {
   const rec = (p.record ?? {}) as Record<string, unknown>
   return facts([
@@ -91,14 +93,8 @@ function factsPanel(p: PromptAnswer, ctx: PageContext, names: Names, linked: Lin
     ['recompiles', String(p.recompiles)],
     ['last recompile', anatomyLabel(p.changed, null)],
     ['indexed at', time(p.indexedAt)],
-    [
-      'raw system hash',
-      str(rec.rawSystemHash) ? html`<code>${str(rec.rawSystemHash)}</code>` : null,
-    ],
-    [
-      'memfs revision',
-      str(rec.memfsRevision) ? html`<code>${str(rec.memfsRevision)}</code>` : null,
-    ],
+    ['raw system hash', code(rec.rawSystemHash)],
+    ['memfs revision', code(rec.memfsRevision)],
     ['validation', p.validationError],
     ['provenance', provenance(p)],
   ])

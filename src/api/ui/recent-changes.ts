@@ -27,8 +27,6 @@ interface ChangeNames {
   records: Map<string, string>
 }
 
-const keyOf = (collection: string, did: string, rkey: string) => `${collection} ${did} ${rkey}`
-
 async function namesOf(rows: ChangeRow[], ctx: PageContext): Promise<ChangeNames> {
   const of = (nsid: string) =>
     rows.filter((r) => r.collection === nsid).map((r) => ({ did: r.did, rkey: r.rkey }))
@@ -49,7 +47,7 @@ async function namesOf(rows: ChangeRow[], ctx: PageContext): Promise<ChangeNames
 }
 
 function target(c: ChangeRow, ctx: PageContext, names: ChangeNames): Html {
-  const name = names.records.get(keyOf(c.collection, c.did, c.rkey))?.trim()
+  const name = names.records.get(`${c.collection} ${c.did} ${c.rkey}`)?.trim()
   const label = name
     ? html`<span class="record-name" title="record key ${c.rkey}">${clipped(name)}</span>`
     : html`<code>${c.rkey}</code>`
@@ -58,15 +56,13 @@ function target(c: ChangeRow, ctx: PageContext, names: ChangeNames): Html {
   return role ? html`<a href="${PAGE_OF[role](c.did, c.rkey)}">${label}</a>` : label
 }
 
-const shortCollection = (c: string): string => c.split('.').at(-1) ?? c
-
 function row(c: ChangeRow, ctx: PageContext, names: ChangeNames): Html {
   const flags =
     c.op !== 'delete' && c.collection === ctx.nsids.prompt
       ? flagBadges(flagsToNames(Number(c.flags ?? 0)))
       : ''
   const at = new Date(c.at).toISOString()
-  return html`<tr><td class="num">${c.seq}</td><td>${c.op} ${shortCollection(c.collection)}</td><td>${target(c, ctx, names)}</td><td>${repoLink(c.did, names.handles)}</td><td>${flags}</td><td>${time(at)}</td></tr>`
+  return html`<tr><td class="num">${c.seq}</td><td>${c.op} ${c.collection.split('.').at(-1)}</td><td>${target(c, ctx, names)}</td><td>${repoLink(c.did, names.handles)}</td><td>${flags}</td><td>${time(at)}</td></tr>`
 }
 
 export async function changesPanel(ctx: PageContext): Promise<Html> {

@@ -1,6 +1,5 @@
 import { type AgentCurrency, readAgentCurrency } from '../../db/read/records.ts'
 import type { RepoView } from '../../db/repo-chain.ts'
-import { FILTER_NAMES } from '../../model/flags.ts'
 import { READS } from '../catalog/reads.ts'
 import { notFound } from '../http-errors.ts'
 import {
@@ -8,6 +7,7 @@ import {
   clipped,
   facts,
   flagBadges,
+  flagCounts,
   jsonBlock,
   listHref,
   parseAtUri,
@@ -94,17 +94,6 @@ ${jsonBlock(c.record, 'Record JSON')}</section>`,
   )
 }
 
-function healthTable(s: Awaited<ReturnType<typeof READS.getAgent.run>>): Html {
-  const counts = s.prompts as Record<string, number>
-  return html`<table class="counts"><caption>Visible prompts naming this agent, in any repo</caption>
-<thead><tr><th scope="col">flag</th><th scope="col" class="num">prompts</th></tr></thead>
-<tbody><tr><th scope="row"><a href="${listHref({ agent: s.uri })}">all</a></th><td class="num">${s.prompts.total}</td></tr>
-${FILTER_NAMES.map(
-  (f) =>
-    html`<tr><th scope="row"><a href="${listHref({ agent: s.uri, flag: f })}">${flagBadges(f === 'ok' ? [] : [f])}</a></th><td class="num">${counts[f] ?? 0}</td></tr>`,
-)}</tbody></table>`
-}
-
 /** The stored hash of the agent's `system`, or why there is none. */
 function templateHash(rec: Record<string, unknown>, hash: string | null): Html {
   if (hash) return html`<code class="hash">${hash}</code>`
@@ -163,7 +152,7 @@ ${facts([
 ])}
 ${system !== null ? html`<details><summary>System template (${system.length} characters)</summary><pre class="text" tabindex="0">${system}</pre></details>` : ''}
 ${rec ? jsonBlock(rec, 'Record JSON') : ''}</section>
-<section class="panel" aria-labelledby="health-h"><h2 id="health-h">Prompt health</h2>${healthTable(s)}</section>
+<section class="panel" aria-labelledby="health-h"><h2 id="health-h">Prompt health</h2>${flagCounts('Visible prompts naming this agent, in any repo', 'all', s.prompts, { agent: s.uri })}</section>
 </div>
 <section aria-labelledby="agent-prompts-h"><h2 id="agent-prompts-h">Prompts of this agent</h2>
 ${promptTable(list.items, ctx, names, `Prompts naming this agent, ${ORDER}`)}

@@ -15,21 +15,11 @@ import { badRequest, errorResponses } from '../http-errors.ts'
 import { parseInclude } from '../params.ts'
 import { serveDidDocument } from './did-document.ts'
 
-// GET /xrpc/{nsid}: the reads of the catalog as the XRPC queries of lexicons/…/appview/, as
-// REST answers them (the same check, JSON and answer cache entries), and getChanges, a page
-// of the change feed GET /v1/changes streams.
-//
-// Fastify routes rather than an XRPC server library: @atproto/xrpc-server is an Express app
-// that must hijack the reply (losing this app's compression, CORS, cache headers, 503 and
-// `inject`), and @atcute/xrpc-server validates with @atcute/lexicons, while SPEC 13 names
-// @atproto/lexicon. The app's `{"error","message"}` is also the XRPC error shape.
-
-interface XrpcMethod {
-  /** The JSON schema of the answer (it documents the method). */
-  output: object
-  cache: Read['http'] | null
-  handle(query: RawParams, reply: FastifyReply): Promise<unknown>
-}
+// GET /xrpc/{nsid}: the catalog's reads as the XRPC queries of lexicons/…/appview/, answered
+// as REST answers them, and getChanges, a page of the change feed. Fastify routes, not an XRPC
+// server library: @atproto/xrpc-server must hijack the reply (losing compression, CORS, cache
+// headers, 503 and `inject`), and @atcute/xrpc-server validates with @atcute/lexicons, while
+// SPEC 13 names @atproto/lexicon. The app's `{"error","message"}` is also XRPC's error shape.
 
 const CHANGES = `${XRPC_NAMESPACE}.getChanges`
 
@@ -56,28 +46,15 @@ async function changesPage(feed: ChangeFeed, query: RawParams, reply: FastifyRep
     .send(`{"changes":[${lines.join(',')}],"cursor":${cursor}}`)
 }
 
-const ANY_METHOD = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const
-
 export const xrpcRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app, { feed }) => {
-  const methods = new Map<string, XrpcMethod>()
-  for (const read of Object.values(READS) as Read[])
-    methods.set(read.nsid, {
-      output: read.output,
-      cache: read.http,
-      handle: (query, reply) => sendRead(app, reply, read, query, 'xrpc'),
-    })
-  methods.set(CHANGES, {
-    output: outputSchema(CHANGES),
-    cache: null,
-    handle: (query, reply) => changesPage(feed, query, reply),
-  })
+  const reads = new Map((Object.values(READS) as Read[]).map((read) => [read.nsid, read]))
   for (const [nsid, def] of QUERIES) {
-    const method = methods.get(nsid)
-    if (!method) throw new Error(`no handler for the query lexicon ${nsid}`)
+    const read = reads.get(nsid)
+    if (!read && nsid !== CHANGES) throw new Error(`no handler for the query lexicon ${nsid}`)
     app.get<{ Querystring: RawParams }>(
       `/xrpc/${nsid}`,
       {
-        ...(method.cache ? { config: method.cache } : {}),
+        ...(read ? { config: read.http } : {}),
         // The lexicon checks (catalog/lexicons.ts): the JSON schema only documents them.
         validatorCompiler: () => () => true,
         schema: {
@@ -85,19 +62,22 @@ export const xrpcRoutes: FastifyPluginAsync<{ feed: ChangeFeed }> = async (app, 
           summary: `XRPC query ${nsid}`,
           description: def.description,
           querystring: paramsSchema(nsid),
-          response: { 200: method.output, ...errorResponses },
+          response: { 200: read?.output ?? outputSchema(CHANGES), ...errorResponses },
         },
       },
-      async (request, reply) => method.handle(request.query, reply),
+      async (request, reply) =>
+        read
+          ? sendRead(app, reply, read, request.query, 'xrpc')
+          : changesPage(feed, request.query, reply),
     )
   }
-  for (const nsid of methods.keys())
+  for (const nsid of [...reads.keys(), CHANGES])
     if (!QUERIES.has(nsid)) throw new Error(`no query lexicon for the handler ${nsid}`)
 
   // Everything else under /xrpc/: a path that is no NSID, a query called with another
   // method, and the methods this service does not implement (XRPC's 501).
   app.route<{ Params: { '*': string } }>({
-    method: [...ANY_METHOD],
+    method: ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'],
     url: '/xrpc/*',
     schema: { hide: true },
     handler: async (request, reply: FastifyReply) => {
