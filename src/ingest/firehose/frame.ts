@@ -13,9 +13,8 @@ import type { HandleVerifier } from '../../model/handles.ts'
 import { steadyNowMs } from '../../observe/clock.ts'
 import type { Metrics } from '../../observe/metrics.ts'
 import type { DidResolver } from '../did-resolver.ts'
-import { recordJson } from '../lex-json.ts'
 import type { ChainFrames } from './chain/chain-frames.ts'
-import { type CommitBody, type KeyLookup, verifyCommit } from './signature.ts'
+import { type CommitBody, type KeyLookup, opEvents, verifyCommit } from './signature.ts'
 
 // One subscribeRepos frame in, the SourceItems it means out (a `#commit` without chain state
 // proven against its MST and signature here). Apart from the socket, so a benchmark can
@@ -240,16 +239,18 @@ async function commitItems(
   const seq = body.seq
   const parsed = await parseOps(ctx, body, ops)
   if (parsed === null) return [cursorOnly({ seq, timeUs })]
-  const items: SourceItem[] = []
-  for (const op of ops) {
-    const event = eventOfOp(ctx, body, op, parsed, timeUs)
-    if (event) items.push({ event, cursor: seqCursor(seq), timeUs })
-  }
-  if (items.length === 0) return [cursorOnly({ seq, timeUs })]
+  const events = opEvents(body, parsed, ctx.match, eventUs(timeUs), (op, collection, reason) => {
+    ctx.countError(collection, opLabel(op))
+    ctx.opts.logger.warn(
+      { did: body.repo, seq, path: op.path, action: op.action, reason },
+      `firehose op skipped: ${reason}`,
+    )
+  })
+  if (events.length === 0) return [cursorOnly({ seq, timeUs })]
   // Only the last item of a frame completes it: a cursor committed after an earlier item
   // must make a restart replay the whole frame (seq - 1), never skip the rest of it.
-  for (let i = 0; i < items.length - 1; i++) items[i].cursor = seqCursor(seq - 1)
-  return items
+  const last = events.length - 1
+  return events.map((event, i) => ({ event, cursor: seqCursor(i < last ? seq - 1 : seq), timeUs }))
 }
 
 /** The proven ops; null (counted and logged) when the commit fails verification. */
@@ -271,47 +272,6 @@ async function parseOps(
   }
 }
 
-function eventOfOp(
-  ctx: FrameContext,
-  body: CommitBody,
-  op: RepoOp,
-  parsed: ParsedOps,
-  timeUs: number | null,
-): CommitEvent | null {
-  const { collection, rkey } = splitPath(op.path)
-  const evt = parsed.find((p) => p.collection === collection && p.rkey === rkey)
-  const action = opLabel(op)
-  if (!evt || action === 'unknown') {
-    // @atproto/sync drops ops the MST does not prove, and ops whose record block is absent.
-    ctx.countError(collection, action)
-    ctx.opts.logger.warn(
-      { did: body.repo, seq: body.seq, path: op.path, action: op.action },
-      'firehose op not proven by its commit (or record missing), skipped',
-    )
-    return null
-  }
-  const json = evt.event === 'delete' ? { json: null } : recordJson(evt.record)
-  if ('unrepresentable' in json) {
-    ctx.countError(collection, action)
-    ctx.opts.logger.warn(
-      { did: body.repo, seq: body.seq, path: op.path, reason: json.unrepresentable },
-      'firehose record cannot be stored as JSON, skipped',
-    )
-    return null
-  }
-  return {
-    kind: 'commit',
-    did: body.repo,
-    collection,
-    rkey,
-    rev: body.rev,
-    op: action,
-    cid: evt.event === 'delete' ? null : evt.cid.toString(),
-    record: json.json,
-    timeUs: eventUs(timeUs),
-  }
-}
-
 function isCommitBody(b: Record<string, unknown>): b is CommitBody & Record<string, unknown> {
   return (
     typeof b.repo === 'string' &&
@@ -326,11 +286,6 @@ function isCommitBody(b: Record<string, unknown>): b is CommitBody & Record<stri
 function collectionOf(path: string): string {
   const slash = path.indexOf('/')
   return slash < 0 ? path : path.slice(0, slash)
-}
-
-function splitPath(path: string): { collection: string; rkey: string } {
-  const slash = path.indexOf('/')
-  return { collection: path.slice(0, slash), rkey: path.slice(slash + 1) }
 }
 
 function opLabel(op: RepoOp): CommitEvent['op'] | 'unknown' {
