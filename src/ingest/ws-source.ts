@@ -63,6 +63,16 @@ export interface WireRunOptions extends SocketOptions {
   onRetry: (wait: { attempt: number; delayMs: number; end: SessionEnd }) => void
 }
 
+/** `base` with these query parameters replaced: a list repeats the name, null leaves it out. */
+export function withQuery(base: string, params: Record<string, string[] | number | null>): string {
+  const u = new URL(base)
+  for (const [name, v] of Object.entries(params)) {
+    u.searchParams.delete(name)
+    for (const x of v === null ? [] : [v].flat()) u.searchParams.append(name, String(x))
+  }
+  return u.toString()
+}
+
 /** Connections one after another until `signal` aborts or an end means stop. */
 export async function runWire<T>(
   wire: Wire<T>,

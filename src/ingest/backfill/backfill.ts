@@ -74,10 +74,9 @@ export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummar
   }
   recorder?.update(snapshotOf())
   const queue = counted(opts.dids ?? listRepos(opts), state)
-  const one = (did: string) => backfillRepo(opts, did, state, failures)
   try {
     await runWorkers(opts, queue, async (did) => {
-      await one(did)
+      await backfillRepo(opts, did, state, failures)
       report()
     })
   } finally {
@@ -137,20 +136,17 @@ async function backfillRepo(
     state.skipped++
     return
   }
+  const { attempts, retryDelayMs, ...fetchOpts } = opts
   let snapshot: RepoSnapshotEvent
   try {
-    snapshot = await fetchWithRetries(opts, did)
+    snapshot = await fetchSnapshotWithRetries(did, fetchOpts, attempts ?? 3, retryDelayMs)
   } catch (err) {
     if (opts.signal.aborted) return
     const reason = (err as Error).message
     state.failed++
     if (failures.length < 100) failures.push({ did, reason })
-    opts.metrics.eventsTotal.inc({
-      source: 'backfill',
-      collection: 'unknown',
-      op: 'unknown',
-      outcome: 'error',
-    })
+    const labels = { source: 'backfill', collection: 'unknown', op: 'unknown', outcome: 'error' }
+    opts.metrics.eventsTotal.inc(labels)
     const code = (err as { reason?: string }).reason
     opts.logger.warn({ did, reason, code, retryable: isRetryable(err) }, 'backfill: repo failed')
     return
@@ -160,11 +156,6 @@ async function backfillRepo(
   await opts.markDone(did, snapshot.rev)
   state.done++
   state.records += snapshot.records.length
-}
-
-function fetchWithRetries(opts: BackfillOptions, did: string): Promise<RepoSnapshotEvent> {
-  const { attempts, retryDelayMs, ...fetchOpts } = opts
-  return fetchSnapshotWithRetries(did, fetchOpts, attempts ?? 3, retryDelayMs)
 }
 
 // Typed by the lexicon, but a host's answer is checked, not trusted.
@@ -237,12 +228,8 @@ async function listed(
       // to an AppView, which without a login is a 401 rather than a 501.
       if (NOT_IMPLEMENTED.has(res.status) || res.data.error === 'MethodNotImplemented') return null
       const { error, message } = res.data
-      throw Object.assign(
-        new Error(`${method}: HTTP ${res.status} ${error} ${message ?? ''}`.trim()),
-        {
-          status: res.status,
-        },
-      )
+      const text = `${method}: HTTP ${res.status} ${error} ${message ?? ''}`.trim()
+      throw Object.assign(new Error(text), { status: res.status })
     },
     opts.attempts ?? 3,
     opts.signal,

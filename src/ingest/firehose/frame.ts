@@ -62,7 +62,7 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
   const countError = (collection: string, op: string) =>
     opts.metrics.eventsTotal.inc({ source: SOURCE, collection, op, outcome: 'error' })
   const ctx: FrameContext = {
-    opts,
+    ...opts,
     chain: opts.unauthenticated ? undefined : opts.chain,
     countError,
     match: (collection) => wanted.has(collection),
@@ -72,9 +72,7 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
 }
 
 /** What processing a frame needs, built once per processor. */
-interface FrameContext {
-  opts: FrameProcessorOptions
-  chain: FrameProcessorOptions['chain']
+type FrameContext = FrameProcessorOptions & {
   countError: (collection: string, op: string) => void
   match: (collection: string) => boolean
   resolveKey: KeyLookup
@@ -99,7 +97,7 @@ async function processFrame(ctx: FrameContext, frame: Uint8Array): Promise<Frame
   if (items) return { items, seq: decoded.seq }
   const { t, seq } = decoded
   ctx.countError('unknown', t === '#commit' ? 'unknown' : (t?.slice(1) ?? 'unknown'))
-  ctx.opts.logger.warn({ seq, type: t }, 'malformed firehose message, skipped')
+  ctx.logger.warn({ seq, type: t }, 'malformed firehose message, skipped')
   return { items: [cursorOnly(decoded)], seq }
 }
 
@@ -111,7 +109,7 @@ function decodeFrame(ctx: FrameContext, frame: Uint8Array): Message | FrameResul
     ;[header, body] = cborDecodeMulti(frame)
   } catch (err) {
     ctx.countError('unknown', 'unknown')
-    ctx.opts.logger.warn({ reason: reasonOf(err) }, 'undecodable firehose frame, skipped')
+    ctx.logger.warn({ reason: reasonOf(err) }, 'undecodable firehose frame, skipped')
     return { items: [], seq: null }
   }
   const h = (header ?? {}) as Header
@@ -123,7 +121,7 @@ function decodeFrame(ctx: FrameContext, frame: Uint8Array): Message | FrameResul
   const seq = typeof b.seq === 'number' && Number.isSafeInteger(b.seq) ? b.seq : null
   if (h.op !== 1 || seq === null) {
     ctx.countError('unknown', 'unknown')
-    ctx.opts.logger.warn({ header: h }, 'malformed firehose frame, skipped')
+    ctx.logger.warn({ header: h }, 'malformed firehose frame, skipped')
     return { items: [], seq: null }
   }
   const did = typeof b.did === 'string' ? b.did : ''
@@ -188,7 +186,7 @@ function accountItems(m: Message): SourceItem[] | null {
 
 async function identityItems(ctx: FrameContext, m: Message): Promise<SourceItem[]> {
   const { did, seq, timeUs } = m
-  const { isKnownDid, verifyHandle } = ctx.opts
+  const { isKnownDid, verifyHandle } = ctx
   if (isKnownDid && !(await isKnownDid(did))) return [cursorOnly(m)]
   const handle = await verifyHandle(did, str(m.b.handle) ?? null)
   const event: IdentityEvent = { kind: 'identity', did, handle, seq, timeUs: eventUs(timeUs) }
@@ -214,7 +212,7 @@ async function snapshotItems(
   seq: number,
   timeUs: number | null,
 ): Promise<SourceItem[]> {
-  const { isKnownDid, fetchSnapshot, logger } = ctx.opts
+  const { isKnownDid, fetchSnapshot, logger } = ctx
   try {
     if (isKnownDid && !(await isKnownDid(did))) return [cursorOnly({ seq, timeUs })]
     const snapshot = await fetchSnapshot(did)
@@ -241,7 +239,7 @@ async function commitItems(
   if (parsed === null) return [cursorOnly({ seq, timeUs })]
   const events = opEvents(body, parsed, ctx.match, eventUs(timeUs), (op, collection, reason) => {
     ctx.countError(collection, opLabel(op))
-    ctx.opts.logger.warn(
+    ctx.logger.warn(
       { did: body.repo, seq, path: op.path, action: op.action, reason },
       `firehose op skipped: ${reason}`,
     )
@@ -260,11 +258,11 @@ async function parseOps(
   ops: RepoOp[],
 ): Promise<ParsedOps | null> {
   try {
-    if (ctx.opts.unauthenticated) return await parseCommitUnauthenticated(body, ctx.match)
+    if (ctx.unauthenticated) return await parseCommitUnauthenticated(body, ctx.match)
     return (await verifyCommit(ctx.resolveKey, body, ctx.match)).events
   } catch (err) {
     for (const op of ops) ctx.countError(collectionOf(op.path), opLabel(op))
-    ctx.opts.logger.warn(
+    ctx.logger.warn(
       { did: body.repo, seq: body.seq, rev: body.rev, reason: reasonOf(err) },
       'firehose commit failed verification, skipped',
     )
