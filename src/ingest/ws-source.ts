@@ -234,7 +234,8 @@ export class WsSession<T> {
     ws.on('message', (data, binary) => {
       heard()
       this.#lastMessage = performance.now()
-      const item = this.#o.accept(toBuffer(data), binary)
+      // The default binaryType: every message is one Buffer.
+      const item = this.#o.accept(data as Buffer, binary)
       if (item === null) return
       this.#received++
       this.#queue.push(item)
@@ -305,12 +306,6 @@ export class WsSession<T> {
     this.#wake?.()
     this.#wake = null
   }
-}
-
-function toBuffer(data: WebSocket.RawData): Buffer {
-  if (Buffer.isBuffer(data)) return data
-  if (Array.isArray(data)) return Buffer.concat(data)
-  return Buffer.from(data)
 }
 
 async function readBody(res: IncomingMessage): Promise<string> {
