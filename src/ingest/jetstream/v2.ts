@@ -286,7 +286,12 @@ class JetstreamV2Wire implements Wire<{ data: Buffer; binary: boolean }> {
     const timeUs = at.timeUs ?? 0
     if (!(await this.#pushPrunes(windows.closeBefore(closingOf(f, timeUs)), sink, signal)))
       return false
-    if (f.type === 'sync' && !(await this.#openWindow(f, timeUs, sink, signal))) return false
+    if (f.type === 'sync') {
+      const { did, rev, seq } = f
+      this.#logger.info({ did, rev, seq }, 'repo resynced upstream: replacing its records')
+      const prunes = windows.open(did, rev, seq, timeUs)
+      if (!(await this.#pushPrunes(prunes, sink, signal))) return false
+    }
     const event =
       f.type === 'item'
         ? await withVerifiedHandle(f.item.event, f.unverifiedHandle, this.#opts, this.#logger)
@@ -294,20 +299,6 @@ class JetstreamV2Wire implements Wire<{ data: Buffer; binary: boolean }> {
     cursor.handled(f.seq, at.cursor)
     const item: SourceItem = { event, cursor: this.#cursorAt(at.cursor), timeUs: at.timeUs, bytes }
     return pushUnlessAborted(sink, item, signal)
-  }
-
-  /** A `#sync`: the repo's records are replaced by what its window sees. */
-  #openWindow(
-    f: Extract<V2Frame, { type: 'sync' }>,
-    timeUs: number,
-    sink: Sink,
-    signal: AbortSignal,
-  ) {
-    this.#logger.info(
-      { did: f.did, rev: f.rev, seq: f.seq },
-      'repo resynced upstream: replacing its records',
-    )
-    return this.#pushPrunes(this.#windows.open(f.did, f.rev, f.seq, timeUs), sink, signal)
   }
 
   async #onSkip(
