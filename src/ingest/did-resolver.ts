@@ -72,74 +72,64 @@ interface Entry {
   fetchedAt: number
 }
 
-/** Its methods are own properties, so callers may spread it and replace one. */
-export const createDidResolver = (opts: DidResolverOptions): DidResolver =>
-  new CachingDidResolver(opts)
-
 /**
  * lru-cache's fetchMethod gives least-recently-used eviction, a TTL per entry (shorter for
- * "not found") and one request per DID at a time; a failed refetch keeps the old entry.
+ * "not found") and one request per DID at a time; a failed refetch keeps the old entry. The
+ * methods are own properties, so callers may spread the resolver and replace one.
  */
-class CachingDidResolver implements DidResolver {
-  private readonly minRefreshMs: number
-  private readonly now: () => number
-  private readonly cache: LRUCache<string, Entry>
-
-  constructor(opts: DidResolverOptions) {
-    const ttlMs = opts.ttlMs ?? 60 * 60_000
-    this.minRefreshMs = opts.minRefreshMs ?? 5_000
-    const now = opts.now ?? (() => performance.now())
-    this.now = now
-    const plc = new DidPlcResolver(opts.plcUrl, TIMEOUT_MS, undefined, globalThis.fetch)
-    const web = new DidWebResolver(TIMEOUT_MS, undefined, opts.webFetch)
-    const limit = createLimiter(opts.concurrency ?? 16)
-    const fetchDoc = (did: string): Promise<DidDocument | null> => {
-      if (did.startsWith('did:plc:'))
-        return limit(() => counted(opts.metrics, 'plc', () => plc.resolveNoCache(did)))
-      if (did.startsWith('did:web:'))
-        return limit(() => counted(opts.metrics, 'did:web', () => web.resolveNoCache(did)))
-      throw new Error(`unsupported DID method: ${did}`)
-    }
-    this.cache = new LRUCache<string, Entry>({
-      max: opts.cacheSize ?? 100_000,
-      perf: { now },
-      // A cached clock reading would hide a test clock's jumps; one now() a lookup is cheap.
-      ttlResolution: 0,
-      noDeleteOnFetchRejection: true,
-      fetchMethod: async (did, _stale, { options }) => {
-        const doc = await fetchDoc(did)
-        options.ttl = doc ? ttlMs : NEGATIVE_TTL_MS
-        return { value: doc ? toResolved(did, doc) : null, fetchedAt: now() }
-      },
-    })
+export function createDidResolver(opts: DidResolverOptions): DidResolver {
+  const ttlMs = opts.ttlMs ?? 60 * 60_000
+  const minRefreshMs = opts.minRefreshMs ?? 5_000
+  const now = opts.now ?? (() => performance.now())
+  const plc = new DidPlcResolver(opts.plcUrl, TIMEOUT_MS, undefined, globalThis.fetch)
+  const web = new DidWebResolver(TIMEOUT_MS, undefined, opts.webFetch)
+  const limit = createLimiter(opts.concurrency ?? 16)
+  const fetchDoc = (did: string): Promise<DidDocument | null> => {
+    if (did.startsWith('did:plc:'))
+      return limit(() => counted(opts.metrics, 'plc', () => plc.resolveNoCache(did)))
+    if (did.startsWith('did:web:'))
+      return limit(() => counted(opts.metrics, 'did:web', () => web.resolveNoCache(did)))
+    throw new Error(`unsupported DID method: ${did}`)
   }
-
-  readonly resolve = async (did: string, o?: Refresh): Promise<ResolvedDid | null> => {
-    const cached = this.cache.peek(did, { allowStale: true })
-    const recent = cached && this.now() - cached.fetchedAt < this.minRefreshMs
+  const cache = new LRUCache<string, Entry>({
+    max: opts.cacheSize ?? 100_000,
+    perf: { now },
+    // A cached clock reading would hide a test clock's jumps; one now() a lookup is cheap.
+    ttlResolution: 0,
+    noDeleteOnFetchRejection: true,
+    fetchMethod: async (did, _stale, { options }) => {
+      const doc = await fetchDoc(did)
+      options.ttl = doc ? ttlMs : NEGATIVE_TTL_MS
+      return { value: doc ? toResolved(did, doc) : null, fetchedAt: now() }
+    },
+  })
+  const resolve = async (did: string, o?: Refresh): Promise<ResolvedDid | null> => {
+    const cached = cache.peek(did, { allowStale: true })
+    const recent = cached && now() - cached.fetchedAt < minRefreshMs
     try {
-      const forceRefresh = o?.forceRefresh && !(recent && this.cache.peek(did))
-      return ((await this.cache.fetch(did, { forceRefresh })) as Entry).value
+      const forceRefresh = o?.forceRefresh && !(recent && cache.peek(did))
+      return ((await cache.fetch(did, { forceRefresh })) as Entry).value
     } catch (err) {
       // Stale-if-error: a PLC hiccup should not fail every commit of known authors.
-      if (cached?.value && this.now() - cached.fetchedAt < MAX_STALE_MS) return cached.value
+      if (cached?.value && now() - cached.fetchedAt < MAX_STALE_MS) return cached.value
       throw err
     }
   }
-
-  readonly resolveKey = async (did: string, o?: Refresh): Promise<string> => {
-    if (did.startsWith('did:key:')) return did
-    const r = await this.resolve(did, o)
-    if (!r) throw new DidNotFoundError(did)
-    if (!r.signingKey) throw new DidNotFoundError(did, 'atproto signing key')
-    return r.signingKey
-  }
-
-  readonly resolvePds = async (did: string, o?: Refresh): Promise<string> => {
-    const r = await this.resolve(did, o)
-    if (!r) throw new DidNotFoundError(did)
-    if (!r.pds) throw new DidNotFoundError(did, 'PDS endpoint')
-    return r.pds
+  return {
+    resolve,
+    async resolveKey(did, o) {
+      if (did.startsWith('did:key:')) return did
+      const r = await resolve(did, o)
+      if (!r) throw new DidNotFoundError(did)
+      if (!r.signingKey) throw new DidNotFoundError(did, 'atproto signing key')
+      return r.signingKey
+    },
+    async resolvePds(did, o) {
+      const r = await resolve(did, o)
+      if (!r) throw new DidNotFoundError(did)
+      if (!r.pds) throw new DidNotFoundError(did, 'PDS endpoint')
+      return r.pds
+    },
   }
 }
 
@@ -166,14 +156,8 @@ function toResolved(did: string, doc: DidDocument): ResolvedDid {
   } catch {
     // An unparseable key is the same as none: commits of this DID cannot be verified.
   }
-  const handle = getHandle(doc)
-  return {
-    did,
-    doc,
-    signingKey,
-    handle: handle ? handle.toLowerCase() : null,
-    pds: getPds(doc) ?? null,
-  }
+  const handle = getHandle(doc)?.toLowerCase() || null
+  return { did, doc, signingKey, handle, pds: getPds(doc) ?? null }
 }
 
 /** The DID resolver the configuration asks for: PLC_URL, did:web, private hosts if allowed. */

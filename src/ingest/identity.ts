@@ -19,7 +19,8 @@ export interface HandleVerifierOptions {
 }
 
 export function createHandleVerifier(opts: HandleVerifierOptions): HandleVerifier {
-  const resolveHandle = opts.resolveHandle ?? defaultHandleResolution(opts.timeoutMs ?? 5_000)
+  const handles = new HandleResolver({ timeout: opts.timeoutMs ?? 5_000 })
+  const resolveHandle = opts.resolveHandle ?? (async (h) => (await handles.resolve(h)) ?? null)
   // The claimed handle is not used: the document is authoritative, and a claim that differs
   // from it is stale (the event raced a later change).
   return async (did) => {
@@ -35,9 +36,4 @@ export function createHandleVerifier(opts: HandleVerifierOptions): HandleVerifie
       return null
     }
   }
-}
-
-function defaultHandleResolution(timeoutMs: number): (handle: string) => Promise<string | null> {
-  const resolver = new HandleResolver({ timeout: timeoutMs })
-  return async (handle) => (await resolver.resolve(handle)) ?? null
 }

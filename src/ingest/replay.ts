@@ -34,16 +34,56 @@ export function createReplaySource(opts: ReplaySourceOptions): Source & {
   const key = resolve(opts.file)
   const collections = new Set(opts.collections)
   const logger = opts.logger.child({ source: 'replay', file: key })
-  const deps = { logger, metrics: opts.metrics }
   const refused = createRefusalReporter({ source: 'replay', logger, metrics: opts.metrics })
   const stats: ReplayStats = { lines: 0, pushed: 0, skippedBad: 0, skippedBeforeCursor: 0 }
-  const reader: LineReader = { collections, stats, deps, refused }
 
-  async function run(
+  /** One line → the item to push, or null (blank, before the cursor, or unreadable). */
+  const readLine = (
+    line: string,
+    lineNo: number,
+    highWater: number | null,
+    startUs: number | null,
+  ): SourceItem | null => {
+    const res = normalizeJetstreamEvent(line, { collections })
+    const timeUs = res.ok ? res.item.timeUs : res.timeUs
+    if (typeof timeUs === 'number' && startUs !== null && timeUs <= startUs) {
+      stats.skippedBeforeCursor++
+      return null
+    }
+    if (!res.ok) {
+      stats.skippedBad++
+      recordSkip({ logger, metrics: opts.metrics }, 'replay', res, { line: lineNo })
+    }
+    // Without a readable envelope the line is not an event of the stream: nothing to push.
+    if (typeof timeUs !== 'number') return null
+    const at = advanceTimeCursor(highWater, timeUs, steadyNowMs() * 1000)
+    if (at.refusal) refused(at.refusal, { line: lineNo, timeUs })
+    const event = res.ok ? res.item.event : null
+    const cursor = at.cursor === null ? null : timeCursor(at.cursor)
+    return { event, cursor, timeUs: at.timeUs, bytes: line.length }
+  }
+
+  const pushLines = async (
+    lines: AsyncIterable<string>,
     sink: Sink,
-    startCursor: SourceCursor | null,
+    startUs: number | null,
     signal: AbortSignal,
-  ): Promise<void> {
+  ) => {
+    // Never moves backwards, even if the file is not sorted by time_us.
+    let highWater = startUs
+    for await (const line of lines) {
+      stats.lines++
+      if (signal.aborted) break
+      if (line.trim() === '') continue
+      const item = readLine(line, stats.lines, highWater, startUs)
+      if (!item) continue
+      highWater = item.cursor?.value ?? null
+      if (!(await pushUnlessAborted(sink, item, signal))) break
+      stats.pushed++
+    }
+  }
+
+  async function run(sink: Sink, startCursor: SourceCursor | null, signal: AbortSignal) {
     if (signal.aborted) return
     const startUs = startValueOf(startCursor, 'time_us', 'replay')
     Object.assign(stats, { lines: 0, pushed: 0, skippedBad: 0, skippedBeforeCursor: 0 })
@@ -55,7 +95,7 @@ export function createReplaySource(opts: ReplaySourceOptions): Source & {
     signal.addEventListener('abort', onAbort, { once: true })
     logger.info({ startCursor: startUs }, 'replay started')
     try {
-      await pushLines(reader, rl, sink, startUs, signal)
+      await pushLines(rl, sink, startUs, signal)
     } finally {
       signal.removeEventListener('abort', onAbort)
       rl.close()
@@ -65,62 +105,4 @@ export function createReplaySource(opts: ReplaySourceOptions): Source & {
   }
 
   return { name: 'replay', key, provenance: 'replay', resumesFrom: ['time_us'], run, stats }
-}
-
-/** What reading lines needs: the filter, the counters, and where skips and refusals go. */
-interface LineReader {
-  collections: Set<string>
-  stats: ReplayStats
-  deps: { logger: Logger; metrics: Metrics }
-  refused: ReturnType<typeof createRefusalReporter>
-}
-
-async function pushLines(
-  r: LineReader,
-  lines: AsyncIterable<string>,
-  sink: Sink,
-  startUs: number | null,
-  signal: AbortSignal,
-): Promise<void> {
-  // Never moves backwards, even if the file is not sorted by time_us.
-  let highWater = startUs
-  let lineNo = 0
-  for await (const line of lines) {
-    lineNo++
-    r.stats.lines = lineNo
-    if (signal.aborted) break
-    if (line.trim() === '') continue
-    const item = readLine(r, line, lineNo, highWater, startUs)
-    if (!item) continue
-    highWater = item.cursor?.value ?? null
-    if (!(await pushUnlessAborted(sink, item, signal))) break
-    r.stats.pushed++
-  }
-}
-
-/** One line → the item to push, or null (blank, before the cursor, or unreadable). */
-function readLine(
-  r: LineReader,
-  line: string,
-  lineNo: number,
-  highWater: number | null,
-  startUs: number | null,
-): SourceItem | null {
-  const res = normalizeJetstreamEvent(line, { collections: r.collections })
-  const timeUs = res.ok ? res.item.timeUs : res.timeUs
-  if (typeof timeUs === 'number' && startUs !== null && timeUs <= startUs) {
-    r.stats.skippedBeforeCursor++
-    return null
-  }
-  if (!res.ok) {
-    r.stats.skippedBad++
-    recordSkip(r.deps, 'replay', res, { line: lineNo })
-  }
-  // Without a readable envelope the line is not an event of the stream: nothing to push.
-  if (typeof timeUs !== 'number') return null
-  const at = advanceTimeCursor(highWater, timeUs, steadyNowMs() * 1000)
-  if (at.refusal) r.refused(at.refusal, { line: lineNo, timeUs })
-  const event = res.ok ? res.item.event : null
-  const cursor = at.cursor === null ? null : timeCursor(at.cursor)
-  return { event, cursor, timeUs: at.timeUs, bytes: line.length }
 }

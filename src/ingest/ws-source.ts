@@ -40,20 +40,37 @@ export interface Wire<T> {
   end(end: SessionEnd): NextStep
 }
 
-export interface WireRunOptions {
+/** How each connection is opened and watched (WsSession). */
+interface SocketOptions {
+  /** Limit for the TCP connect plus the websocket upgrade. */
+  connectTimeoutMs?: number
+  /** Ping period: a connection that answers neither a ping nor with data by the next is cut. */
+  heartbeatMs: number
+  /** No message for this long on an open socket, however it answers pings: cut ('idle'). */
+  idleTimeoutMs?: number
+  /** Frames read but not yet handed on before reading pauses (resumes at half; default 1). */
+  readAhead?: number
+}
+
+export interface WireRunOptions extends SocketOptions {
   /** The `source` metric label. */
   source: string
   metrics: Metrics
   backoff: BackoffOptions
-  connectTimeoutMs?: number
-  heartbeatMs: number
-  idleTimeoutMs?: number
-  /** Frames read but not yet handed on before reading pauses (WsSession). */
-  readAhead?: number
   /** The socket opened: the source logs where it connected, and from which cursor. */
   onOpen: (url: string) => void
   /** Logs a reconnect's wait: what ended the connection, and the backoff. */
   onRetry: (wait: { attempt: number; delayMs: number; end: SessionEnd }) => void
+}
+
+/** `base` with these query parameters replaced: a list repeats the name, null leaves it out. */
+export function withQuery(base: string, params: Record<string, string[] | number | null>): string {
+  const u = new URL(base)
+  for (const [name, v] of Object.entries(params)) {
+    u.searchParams.delete(name)
+    for (const x of v === null ? [] : [v].flat()) u.searchParams.append(name, String(x))
+  }
+  return u.toString()
 }
 
 /** Connections one after another until `signal` aborts or an end means stop. */
@@ -91,16 +108,8 @@ async function connectOnce<T>(
   // for it: unchecked, the session would run until a timeout with nothing to stop it.
   if (signal.aborted) return { kind: 'stopped', reason: 'aborted', received: 0 }
   const conn = wire.open(url, sink, signal)
-  const ws = new WsSession({
-    url,
-    signal,
-    connectTimeoutMs: o.connectTimeoutMs,
-    heartbeatMs: o.heartbeatMs,
-    idleTimeoutMs: o.idleTimeoutMs,
-    readAhead: o.readAhead,
-    accept: (data, binary) => wire.accept(data, binary),
-    onOpen: () => o.onOpen(url),
-  })
+  const accept = (data: Buffer, binary: boolean) => wire.accept(data, binary)
+  const ws = new WsSession({ ...o, url, signal, accept, onOpen: () => o.onOpen(url) })
   try {
     for await (const frame of ws.frames()) {
       const verdict = await conn.frame(frame)
@@ -126,17 +135,9 @@ export type SessionEnd =
   /** Cut by us: aborted, 'heartbeat timeout', 'idle', or what the consumer named. */
   | { kind: 'stopped'; reason: string; received: number }
 
-export interface WsSessionOptions<T> {
+export interface WsSessionOptions<T> extends SocketOptions {
   url: string
   signal: AbortSignal
-  /** Limit for the TCP connect plus the websocket upgrade. */
-  connectTimeoutMs?: number
-  /** Ping period: a connection that answers neither a ping nor with data by the next is cut. */
-  heartbeatMs: number
-  /** No message for this long on an open socket, however it answers pings: cut ('idle'). */
-  idleTimeoutMs?: number
-  /** Frames read but not yet done with before reading pauses (resumes at half; default 1). */
-  readAhead?: number
   /** Runs as each message arrives: what the iterator yields for it, or null to drop it. */
   accept: (data: Buffer, binary: boolean) => T | null
   onOpen?: () => void
@@ -220,14 +221,8 @@ export class WsSession<T> {
         const { error, message } = xrpcError(body)
         const status = res.statusCode ?? 0
         req.destroy()
-        this.#finish({
-          kind: 'refused',
-          status,
-          error,
-          message,
-          reason: `refused (${status} ${error})`,
-          received: 0,
-        })
+        const reason = `refused (${status} ${error})`
+        this.#finish({ kind: 'refused', status, error, message, reason, received: 0 })
       })
     })
     ws.on('open', () => this.#o.onOpen?.())
@@ -239,7 +234,8 @@ export class WsSession<T> {
     ws.on('message', (data, binary) => {
       heard()
       this.#lastMessage = performance.now()
-      const item = this.#o.accept(toBuffer(data), binary)
+      // The default binaryType: every message is one Buffer.
+      const item = this.#o.accept(data as Buffer, binary)
       if (item === null) return
       this.#received++
       this.#queue.push(item)
@@ -310,12 +306,6 @@ export class WsSession<T> {
     this.#wake?.()
     this.#wake = null
   }
-}
-
-function toBuffer(data: WebSocket.RawData): Buffer {
-  if (Buffer.isBuffer(data)) return data
-  if (Array.isArray(data)) return Buffer.concat(data)
-  return Buffer.from(data)
 }
 
 async function readBody(res: IncomingMessage): Promise<string> {

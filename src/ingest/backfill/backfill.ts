@@ -74,10 +74,9 @@ export async function runBackfill(opts: BackfillOptions): Promise<BackfillSummar
   }
   recorder?.update(snapshotOf())
   const queue = counted(opts.dids ?? listRepos(opts), state)
-  const one = (did: string) => backfillRepo(opts, did, state, failures)
   try {
     await runWorkers(opts, queue, async (did) => {
-      await one(did)
+      await backfillRepo(opts, did, state, failures)
       report()
     })
   } finally {
@@ -137,20 +136,17 @@ async function backfillRepo(
     state.skipped++
     return
   }
+  const { attempts, retryDelayMs, ...fetchOpts } = opts
   let snapshot: RepoSnapshotEvent
   try {
-    snapshot = await fetchWithRetries(opts, did)
+    snapshot = await fetchSnapshotWithRetries(did, fetchOpts, attempts ?? 3, retryDelayMs)
   } catch (err) {
     if (opts.signal.aborted) return
     const reason = (err as Error).message
     state.failed++
     if (failures.length < 100) failures.push({ did, reason })
-    opts.metrics.eventsTotal.inc({
-      source: 'backfill',
-      collection: 'unknown',
-      op: 'unknown',
-      outcome: 'error',
-    })
+    const labels = { source: 'backfill', collection: 'unknown', op: 'unknown', outcome: 'error' }
+    opts.metrics.eventsTotal.inc(labels)
     const code = (err as { reason?: string }).reason
     opts.logger.warn({ did, reason, code, retryable: isRetryable(err) }, 'backfill: repo failed')
     return
@@ -160,11 +156,6 @@ async function backfillRepo(
   await opts.markDone(did, snapshot.rev)
   state.done++
   state.records += snapshot.records.length
-}
-
-function fetchWithRetries(opts: BackfillOptions, did: string): Promise<RepoSnapshotEvent> {
-  const { attempts, retryDelayMs, ...fetchOpts } = opts
-  return fetchSnapshotWithRetries(did, fetchOpts, attempts ?? 3, retryDelayMs)
 }
 
 // Typed by the lexicon, but a host's answer is checked, not trusted.
@@ -202,19 +193,33 @@ async function* listRepos(opts: BackfillOptions): AsyncGenerator<string> {
   if (!listedAll) throw new Error(`${base} implements neither listReposByCollection nor listRepos`)
 }
 
-/** The DIDs `keep` accepts, every page of one list; false when the host lacks the method. */
+/**
+ * The DIDs `keep` accepts, every page of one list, each call retried; false when the host does
+ * not implement the method.
+ */
 async function* listDids(
   opts: BackfillOptions,
   method: string,
   keep: (r: Repo) => boolean,
   send: (cursor: string | undefined) => Promise<ListAnswer>,
 ): AsyncGenerator<string, boolean> {
+  const page = async (cursor: string | undefined): Promise<Page | null> => {
+    const res = await send(cursor)
+    if (res.ok) return res.data
+    // A relay answers; the reference PDS does not know the method and tries to proxy it
+    // to an AppView, which without a login is a 401 rather than a 501.
+    if (NOT_IMPLEMENTED.has(res.status) || res.data.error === 'MethodNotImplemented') return null
+    const { error, message } = res.data
+    const text = `${method}: HTTP ${res.status} ${error} ${message ?? ''}`.trim()
+    throw Object.assign(new Error(text), { status: res.status })
+  }
   let cursor: string | undefined
   do {
-    const page = await listed(method, opts, () => send(cursor))
-    if (!page) return false
-    for (const r of page.repos ?? []) if (keep(r)) yield r.did as string
-    cursor = typeof page.cursor === 'string' && page.repos?.length ? page.cursor : undefined
+    const { attempts, signal, retryDelayMs } = opts
+    const p = await withRetries(() => page(cursor), attempts ?? 3, signal, retryDelayMs)
+    if (!p) return false
+    for (const r of p.repos ?? []) if (keep(r)) yield r.did as string
+    cursor = typeof p.cursor === 'string' && p.repos?.length ? p.cursor : undefined
   } while (cursor && !opts.signal.aborted)
   return true
 }
@@ -222,33 +227,6 @@ async function* listDids(
 type ListAnswer =
   | { ok: true; status: number; data: Page }
   | { ok: false; status: number; data: { error: string; message?: string } }
-
-/** One list call with retries: a page, null when the host does not implement the method. */
-async function listed(
-  method: string,
-  opts: BackfillOptions,
-  send: () => Promise<ListAnswer>,
-): Promise<Page | null> {
-  return withRetries(
-    async () => {
-      const res = await send()
-      if (res.ok) return res.data
-      // A relay answers; the reference PDS does not know the method and tries to proxy it
-      // to an AppView, which without a login is a 401 rather than a 501.
-      if (NOT_IMPLEMENTED.has(res.status) || res.data.error === 'MethodNotImplemented') return null
-      const { error, message } = res.data
-      throw Object.assign(
-        new Error(`${method}: HTTP ${res.status} ${error} ${message ?? ''}`.trim()),
-        {
-          status: res.status,
-        },
-      )
-    },
-    opts.attempts ?? 3,
-    opts.signal,
-    opts.retryDelayMs,
-  )
-}
 
 /** An XRPC client (@atcute/client) whose every request waits its turn at the host's limiter. */
 function limitedClient(base: string, opts: BackfillOptions): Client {

@@ -29,10 +29,7 @@ interface IndexedNode {
 }
 
 export class MissingTreeBlockError extends Error {
-  constructor(message: string) {
-    super(message)
-    this.name = 'MissingTreeBlockError'
-  }
+  name = 'MissingTreeBlockError'
 }
 
 /** Last 6 bytes of the digest: an exact number, and sha-256 bytes are uniform. */

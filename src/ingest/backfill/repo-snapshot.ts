@@ -37,14 +37,6 @@ export interface RepoFetchOptions {
   forceRefresh?: boolean
 }
 
-export interface VerifiedSnapshot {
-  rev: string
-  records: RepoSnapshotEvent['records']
-  skipped: StreamedRepo['skipped']
-  /** The signed commit's CID and MST root: where the chain continues from. */
-  commit: { cid: string; data: string }
-}
-
 export async function fetchRepoSnapshot(
   did: string,
   opts: RepoFetchOptions,
@@ -72,51 +64,42 @@ async function fetchVerified(did: string, opts: RepoFetchOptions): Promise<RepoS
   }
   const repo = await fetchRepoCar(pds, did, opts)
   const key = await opts.resolver.resolveKey(did, refresh)
-  let verified: VerifiedSnapshot
   try {
-    verified = await verifyRepoSnapshot(repo, did, key)
+    await verifySignedCommit(repo, did, key)
   } catch (err) {
     if (!(err instanceof RepoVerificationError)) throw err
     // The key may have rotated since the document was cached: one more try with a fresh one.
     const fresh = await opts.resolver.resolveKey(did, { forceRefresh: true })
     if (fresh === key) throw new UpstreamError(err.message, { cause: err, reason: 'bad_signature' })
-    verified = await verifyRepoSnapshot(repo, did, fresh)
+    await verifySignedCommit(repo, did, fresh)
   }
-  for (const { collection, rkey, reason } of verified.skipped)
+  const { commit, records, skipped } = repo
+  for (const { collection, rkey, reason } of skipped)
     opts.logger?.warn({ did, path: `${collection}/${rkey}`, reason }, 'repo record skipped')
+  const cid = repo.root.toString()
   return {
     kind: 'snapshot',
     did,
-    rev: verified.rev,
-    records: verified.records,
-    skipped: verified.skipped,
+    rev: commit.rev,
+    records,
+    skipped,
     timeUs: steadyNowMs() * 1000,
-    commit: verified.commit,
-    provenance: { source: 'backfill', verified: true, commit: verified.commit.cid },
+    // The signed commit's CID and MST root: where the chain continues from.
+    commit: { cid, data: commit.data.toString() },
+    provenance: { source: 'backfill', verified: true, commit: cid },
   }
 }
 
 /** Checks a streamed repo's signed commit (its records were proven while streaming). */
-export async function verifyRepoSnapshot(
-  repo: StreamedRepo,
-  did: string,
-  signingKey: string,
-): Promise<VerifiedSnapshot> {
+async function verifySignedCommit(repo: StreamedRepo, did: string, key: string): Promise<void> {
   const commit: Commit = repo.commit
   if (commit.did !== did)
     throw new UpstreamError(`repo is for ${commit.did}, not ${did}`, { reason: 'wrong_did' })
-  if (!(await verifyCommitSig(commit, signingKey))) {
+  if (!(await verifyCommitSig(commit, key)))
     throw new RepoVerificationError(`invalid signature on commit ${repo.root.toString()}`)
-  }
-  return {
-    rev: commit.rev,
-    records: repo.records,
-    skipped: repo.skipped,
-    commit: { cid: repo.root.toString(), data: commit.data.toString() },
-  }
 }
 
-export async function fetchRepoCar(
+async function fetchRepoCar(
   pds: string,
   did: string,
   opts: RepoFetchOptions,
@@ -147,7 +130,7 @@ export async function fetchRepoCar(
         })
       }
       try {
-        return await readRepoCar(res.body ?? emptyBody(), opts.collections, opts.limits)
+        return await readRepoCar(res.body ?? [], opts.collections, opts.limits)
       } finally {
         // A refused stream stops here: the rest of a 2 GB body is never read.
         await res.body?.cancel().catch(() => {})
@@ -158,7 +141,7 @@ export async function fetchRepoCar(
 
 async function httpError(url: URL, res: Response): Promise<UpstreamError> {
   // At most 64 KiB of an error body: it is only read for its XRPC error name.
-  const body = new TextDecoder().decode((await readPrefix(res, 64 * 1024)) ?? new Uint8Array())
+  const body = new TextDecoder().decode(await readPrefix(res, 64 * 1024))
   let detail = body.slice(0, 200)
   try {
     const parsed = JSON.parse(body) as { error?: string; message?: string }
@@ -174,7 +157,8 @@ async function httpError(url: URL, res: Response): Promise<UpstreamError> {
   })
 }
 
-async function readPrefix(res: Response, max: number): Promise<Uint8Array | null> {
+/** Up to `max` bytes of the body; nothing when it cannot be read. */
+async function readPrefix(res: Response, max: number): Promise<Uint8Array> {
   const chunks: Uint8Array[] = []
   let total = 0
   try {
@@ -184,14 +168,12 @@ async function readPrefix(res: Response, max: number): Promise<Uint8Array | null
       if (total >= max) break
     }
   } catch {
-    return null
+    return new Uint8Array()
   } finally {
     await res.body?.cancel().catch(() => {})
   }
   return Buffer.concat(chunks).subarray(0, max)
 }
-
-async function* emptyBody(): AsyncGenerator<Uint8Array> {}
 
 function asFetchError(err: unknown): UpstreamError {
   if (err instanceof UpstreamError) return err

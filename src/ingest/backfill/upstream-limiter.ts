@@ -69,17 +69,10 @@ export class UpstreamLimiter {
         }
         count(String(res.status))
         const wait = retryAfterMs(res.headers)
-        if (
-          wait !== null &&
-          (res.status === 429 ||
-            res.status === 503 ||
-            res.headers.get('ratelimit-remaining') === '0')
-        )
-          host.blockedUntil = Math.max(
-            host.blockedUntil,
-            performance.now() + Math.min(wait, this.#o.maxWaitMs),
-          )
-        if (res.status !== 429) return await consume(res)
+        const { status } = res
+        if (wait !== null && (status === 429 || status === 503 || remaining(res.headers) === '0'))
+          block(host, Math.min(wait, this.#o.maxWaitMs))
+        if (status !== 429) return await consume(res)
         await res.body?.cancel().catch(() => {})
         const ask = wait ?? this.#o.backoffMs * 2 ** waits
         if (waits + 1 >= this.#o.maxWaits || ask > this.#o.maxWaitMs)
@@ -87,7 +80,7 @@ export class UpstreamLimiter {
             `${endpoint} ${url.host}: still HTTP 429 after ${waits + 1} tries (asked to wait ${Math.round(ask)} ms)`,
             { retryable: true, reason: 'rate_limited', retryAfterMs: ask },
           )
-        host.blockedUntil = Math.max(host.blockedUntil, performance.now() + ask)
+        block(host, ask)
       }
     } finally {
       this.#release(url.host, host)
@@ -143,6 +136,11 @@ export class UpstreamLimiter {
   }
 }
 
+const block = (host: Host, ms: number) => {
+  host.blockedUntil = Math.max(host.blockedUntil, performance.now() + ms)
+}
+const remaining = (headers: Headers) => headers.get('ratelimit-remaining')
+
 /** `retry-after` (seconds or an HTTP date), else `ratelimit-reset` (seconds), as a delay in ms. */
 export function retryAfterMs(headers: Headers, now = Date.now()): number | null {
   const after = headers.get('retry-after')
@@ -153,7 +151,7 @@ export function retryAfterMs(headers: Headers, now = Date.now()): number | null 
     if (Number.isFinite(at)) return Math.max(0, at - now)
   }
   const reset = Number(headers.get('ratelimit-reset') ?? Number.NaN)
-  if (headers.get('ratelimit-remaining') === '0' && Number.isFinite(reset) && reset >= 0) {
+  if (remaining(headers) === '0' && Number.isFinite(reset) && reset >= 0) {
     // Seconds from now (the IETF draft); a value this large is an epoch time.
     return reset > 1e9 ? Math.max(0, reset * 1000 - now) : reset * 1000
   }

@@ -13,9 +13,8 @@ import type { HandleVerifier } from '../../model/handles.ts'
 import { steadyNowMs } from '../../observe/clock.ts'
 import type { Metrics } from '../../observe/metrics.ts'
 import type { DidResolver } from '../did-resolver.ts'
-import { recordJson } from '../lex-json.ts'
 import type { ChainFrames } from './chain/chain-frames.ts'
-import { type CommitBody, type KeyLookup, verifyCommit } from './signature.ts'
+import { type CommitBody, type KeyLookup, opEvents, verifyCommit } from './signature.ts'
 
 // One subscribeRepos frame in, the SourceItems it means out (a `#commit` without chain state
 // proven against its MST and signature here). Apart from the socket, so a benchmark can
@@ -63,7 +62,7 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
   const countError = (collection: string, op: string) =>
     opts.metrics.eventsTotal.inc({ source: SOURCE, collection, op, outcome: 'error' })
   const ctx: FrameContext = {
-    opts,
+    ...opts,
     chain: opts.unauthenticated ? undefined : opts.chain,
     countError,
     match: (collection) => wanted.has(collection),
@@ -73,9 +72,7 @@ export function createFrameProcessor(opts: FrameProcessorOptions): FrameProcesso
 }
 
 /** What processing a frame needs, built once per processor. */
-interface FrameContext {
-  opts: FrameProcessorOptions
-  chain: FrameProcessorOptions['chain']
+type FrameContext = FrameProcessorOptions & {
   countError: (collection: string, op: string) => void
   match: (collection: string) => boolean
   resolveKey: KeyLookup
@@ -100,7 +97,7 @@ async function processFrame(ctx: FrameContext, frame: Uint8Array): Promise<Frame
   if (items) return { items, seq: decoded.seq }
   const { t, seq } = decoded
   ctx.countError('unknown', t === '#commit' ? 'unknown' : (t?.slice(1) ?? 'unknown'))
-  ctx.opts.logger.warn({ seq, type: t }, 'malformed firehose message, skipped')
+  ctx.logger.warn({ seq, type: t }, 'malformed firehose message, skipped')
   return { items: [cursorOnly(decoded)], seq }
 }
 
@@ -112,7 +109,7 @@ function decodeFrame(ctx: FrameContext, frame: Uint8Array): Message | FrameResul
     ;[header, body] = cborDecodeMulti(frame)
   } catch (err) {
     ctx.countError('unknown', 'unknown')
-    ctx.opts.logger.warn({ reason: reasonOf(err) }, 'undecodable firehose frame, skipped')
+    ctx.logger.warn({ reason: reasonOf(err) }, 'undecodable firehose frame, skipped')
     return { items: [], seq: null }
   }
   const h = (header ?? {}) as Header
@@ -124,7 +121,7 @@ function decodeFrame(ctx: FrameContext, frame: Uint8Array): Message | FrameResul
   const seq = typeof b.seq === 'number' && Number.isSafeInteger(b.seq) ? b.seq : null
   if (h.op !== 1 || seq === null) {
     ctx.countError('unknown', 'unknown')
-    ctx.opts.logger.warn({ header: h }, 'malformed firehose frame, skipped')
+    ctx.logger.warn({ header: h }, 'malformed firehose frame, skipped')
     return { items: [], seq: null }
   }
   const did = typeof b.did === 'string' ? b.did : ''
@@ -189,7 +186,7 @@ function accountItems(m: Message): SourceItem[] | null {
 
 async function identityItems(ctx: FrameContext, m: Message): Promise<SourceItem[]> {
   const { did, seq, timeUs } = m
-  const { isKnownDid, verifyHandle } = ctx.opts
+  const { isKnownDid, verifyHandle } = ctx
   if (isKnownDid && !(await isKnownDid(did))) return [cursorOnly(m)]
   const handle = await verifyHandle(did, str(m.b.handle) ?? null)
   const event: IdentityEvent = { kind: 'identity', did, handle, seq, timeUs: eventUs(timeUs) }
@@ -215,7 +212,7 @@ async function snapshotItems(
   seq: number,
   timeUs: number | null,
 ): Promise<SourceItem[]> {
-  const { isKnownDid, fetchSnapshot, logger } = ctx.opts
+  const { isKnownDid, fetchSnapshot, logger } = ctx
   try {
     if (isKnownDid && !(await isKnownDid(did))) return [cursorOnly({ seq, timeUs })]
     const snapshot = await fetchSnapshot(did)
@@ -240,16 +237,18 @@ async function commitItems(
   const seq = body.seq
   const parsed = await parseOps(ctx, body, ops)
   if (parsed === null) return [cursorOnly({ seq, timeUs })]
-  const items: SourceItem[] = []
-  for (const op of ops) {
-    const event = eventOfOp(ctx, body, op, parsed, timeUs)
-    if (event) items.push({ event, cursor: seqCursor(seq), timeUs })
-  }
-  if (items.length === 0) return [cursorOnly({ seq, timeUs })]
+  const events = opEvents(body, parsed, ctx.match, eventUs(timeUs), (op, collection, reason) => {
+    ctx.countError(collection, opLabel(op))
+    ctx.logger.warn(
+      { did: body.repo, seq, path: op.path, action: op.action, reason },
+      `firehose op skipped: ${reason}`,
+    )
+  })
+  if (events.length === 0) return [cursorOnly({ seq, timeUs })]
   // Only the last item of a frame completes it: a cursor committed after an earlier item
   // must make a restart replay the whole frame (seq - 1), never skip the rest of it.
-  for (let i = 0; i < items.length - 1; i++) items[i].cursor = seqCursor(seq - 1)
-  return items
+  const last = events.length - 1
+  return events.map((event, i) => ({ event, cursor: seqCursor(i < last ? seq - 1 : seq), timeUs }))
 }
 
 /** The proven ops; null (counted and logged) when the commit fails verification. */
@@ -259,56 +258,15 @@ async function parseOps(
   ops: RepoOp[],
 ): Promise<ParsedOps | null> {
   try {
-    if (ctx.opts.unauthenticated) return await parseCommitUnauthenticated(body, ctx.match)
+    if (ctx.unauthenticated) return await parseCommitUnauthenticated(body, ctx.match)
     return (await verifyCommit(ctx.resolveKey, body, ctx.match)).events
   } catch (err) {
     for (const op of ops) ctx.countError(collectionOf(op.path), opLabel(op))
-    ctx.opts.logger.warn(
+    ctx.logger.warn(
       { did: body.repo, seq: body.seq, rev: body.rev, reason: reasonOf(err) },
       'firehose commit failed verification, skipped',
     )
     return null
-  }
-}
-
-function eventOfOp(
-  ctx: FrameContext,
-  body: CommitBody,
-  op: RepoOp,
-  parsed: ParsedOps,
-  timeUs: number | null,
-): CommitEvent | null {
-  const { collection, rkey } = splitPath(op.path)
-  const evt = parsed.find((p) => p.collection === collection && p.rkey === rkey)
-  const action = opLabel(op)
-  if (!evt || action === 'unknown') {
-    // @atproto/sync drops ops the MST does not prove, and ops whose record block is absent.
-    ctx.countError(collection, action)
-    ctx.opts.logger.warn(
-      { did: body.repo, seq: body.seq, path: op.path, action: op.action },
-      'firehose op not proven by its commit (or record missing), skipped',
-    )
-    return null
-  }
-  const json = evt.event === 'delete' ? { json: null } : recordJson(evt.record)
-  if ('unrepresentable' in json) {
-    ctx.countError(collection, action)
-    ctx.opts.logger.warn(
-      { did: body.repo, seq: body.seq, path: op.path, reason: json.unrepresentable },
-      'firehose record cannot be stored as JSON, skipped',
-    )
-    return null
-  }
-  return {
-    kind: 'commit',
-    did: body.repo,
-    collection,
-    rkey,
-    rev: body.rev,
-    op: action,
-    cid: evt.event === 'delete' ? null : evt.cid.toString(),
-    record: json.json,
-    timeUs: eventUs(timeUs),
   }
 }
 
@@ -326,11 +284,6 @@ function isCommitBody(b: Record<string, unknown>): b is CommitBody & Record<stri
 function collectionOf(path: string): string {
   const slash = path.indexOf('/')
   return slash < 0 ? path : path.slice(0, slash)
-}
-
-function splitPath(path: string): { collection: string; rkey: string } {
-  const slash = path.indexOf('/')
-  return { collection: path.slice(0, slash), rkey: path.slice(slash + 1) }
 }
 
 function opLabel(op: RepoOp): CommitEvent['op'] | 'unknown' {

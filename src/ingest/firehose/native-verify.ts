@@ -42,10 +42,8 @@ function nativeKey(didKey: string): NativeKey {
   if (!c) throw new Error(`Unsupported signature alg: ${parsed.jwtAlg}`)
   const point = parsed.keyBytes // uncompressed: 0x04 || x || y
   const b64 = (from: number) => Buffer.from(point.subarray(from, from + 32)).toString('base64url')
-  const key = createPublicKey({
-    key: { kty: 'EC', crv: c.crv, x: b64(1), y: b64(33) },
-    format: 'jwk',
-  })
+  const jwk = { kty: 'EC', crv: c.crv, x: b64(1), y: b64(33) }
+  const key = createPublicKey({ key: jwk, format: 'jwk' })
   const entry = { key, curve: c }
   keys.set(didKey, entry)
   return entry

@@ -12,6 +12,8 @@ import {
 } from '@atproto/repo'
 import type { CommitEvt, parseCommitUnauthenticated } from '@atproto/sync'
 import { AtUri } from '@atproto/syntax'
+import type { CommitEvent } from '../../model/events.ts'
+import { recordJson } from '../lex-json.ts'
 import { verifySignatureNative } from './native-verify.ts'
 
 // @atproto/sync's parseCommitAuthenticated with the signature checked by OpenSSL: neither
@@ -116,32 +118,60 @@ function checkEnvelope(evt: CommitBody, v: Pick<VerifiedCommit, 'root' | 'signed
 
 /** @atproto/sync's formatCommitOps over the blocks verifyProofs already read. */
 function formatCommitOps(evt: CommitBody, ops: RepoOp[], blocks: BlockMap): CommitEvt[] {
-  const evts: CommitEvt[] = []
-  for (const op of ops) {
-    const formatted = formatOp(evt, op, blocks)
-    if (formatted) evts.push(formatted)
-  }
-  return evts
+  return ops.flatMap((op): CommitEvt[] => {
+    const { seq, time, commit, rev } = evt
+    const uri = AtUri.make(evt.repo, op.path)
+    const { did, collection, rkey } = uri
+    const meta = { seq, time, commit, blocks, rev, uri, did, collection, rkey }
+    if (op.action === 'delete') return [{ ...meta, event: 'delete' }]
+    // A create or update whose record block is missing is left out.
+    const event = op.action === 'create' ? 'create' : op.action === 'update' ? 'update' : null
+    const recordBytes = op.cid && blocks.get(op.cid)
+    if (!event || !op.cid || !recordBytes) return []
+    return [{ ...meta, event, cid: op.cid, record: cborToLexRecord(recordBytes) }]
+  })
 }
 
-/** One op as an event; null for a create or update whose record block is missing. */
-function formatOp(evt: CommitBody, op: RepoOp, blocks: BlockMap): CommitEvt | null {
-  const uri = AtUri.make(evt.repo, op.path)
-  const meta = {
-    seq: evt.seq,
-    time: evt.time,
-    commit: evt.commit,
-    blocks,
-    rev: evt.rev,
-    uri,
-    did: uri.did,
-    collection: uri.collection,
-    rkey: uri.rkey,
+/**
+ * The events of a commit's wanted ops; an op its commit does not prove (@atproto/sync drops it,
+ * and one whose record block is absent) or whose record JSON cannot hold goes to `skip`.
+ */
+export function opEvents(
+  body: CommitBody,
+  proven: CommitEvt[],
+  match: (collection: string) => boolean,
+  timeUs: number,
+  skip: (op: RepoOp, collection: string, reason: string) => void,
+  provenance?: CommitEvent['provenance'],
+): CommitEvent[] {
+  const events: CommitEvent[] = []
+  for (const op of body.ops) {
+    const slash = op.path.indexOf('/')
+    const collection = op.path.slice(0, slash)
+    if (!match(collection)) continue
+    const rkey = op.path.slice(slash + 1)
+    const evt = proven.find((e) => e.collection === collection && e.rkey === rkey)
+    if (!evt) {
+      skip(op, collection, 'op not proven by its commit (or record missing)')
+      continue
+    }
+    const json = evt.event === 'delete' ? { json: null } : recordJson(evt.record)
+    if ('unrepresentable' in json) {
+      skip(op, collection, json.unrepresentable)
+      continue
+    }
+    events.push({
+      kind: 'commit',
+      did: body.repo,
+      collection,
+      rkey,
+      rev: body.rev,
+      op: evt.event,
+      cid: evt.event === 'delete' ? null : evt.cid.toString(),
+      record: json.json,
+      timeUs,
+      ...(provenance && { provenance }),
+    })
   }
-  if (op.action === 'delete') return { ...meta, event: 'delete' }
-  const action = op.action === 'create' ? 'create' : op.action === 'update' ? 'update' : null
-  if (!action || !op.cid) return null
-  const recordBytes = blocks.get(op.cid)
-  if (!recordBytes) return null
-  return { ...meta, event: action, cid: op.cid, record: cborToLexRecord(recordBytes) }
+  return events
 }

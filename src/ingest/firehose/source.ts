@@ -14,6 +14,7 @@ import {
   type Wire,
   type WireConnection,
   type WireRunOptions,
+  withQuery,
 } from '../ws-source.ts'
 import {
   type ChainState,
@@ -33,18 +34,8 @@ import {
 // its handler nor stops at a failed event): frames processed concurrently, handed on in order.
 
 /** The frame processor's settings are the source's own (firehose/frame.ts documents them). */
-type FrameSettings = Pick<
-  FrameProcessorOptions,
-  | 'collections'
-  | 'resolver'
-  | 'verifyHandle'
-  | 'logger'
-  | 'metrics'
-  | 'unauthenticated'
-  | 'isKnownDid'
->
-
-export interface FirehoseSourceOptions extends FrameSettings {
+export interface FirehoseSourceOptions
+  extends Omit<FrameProcessorOptions, 'fetchSnapshot' | 'chain'> {
   /** Relay or PDS: ws(s):// or http(s)://, with or without the /xrpc/… path. */
   url: string
   /** For `#sync`: default getRepo from the DID's PDS, verified, up to 3 tries. */
@@ -99,9 +90,7 @@ function subscribeReposUrl(base: string, cursor: number | null): string {
   if (!u.pathname.endsWith('/xrpc/com.atproto.sync.subscribeRepos')) {
     u.pathname = `${u.pathname.replace(/\/+$/, '')}/xrpc/com.atproto.sync.subscribeRepos`
   }
-  if (cursor === null) u.searchParams.delete('cursor')
-  else u.searchParams.set('cursor', String(cursor))
-  return u.toString()
+  return withQuery(u.toString(), { cursor })
 }
 
 class FirehoseWire implements Wire<Promise<SizedResult>> {
@@ -123,11 +112,7 @@ class FirehoseWire implements Wire<Promise<SizedResult>> {
     this.#o = o
     this.#processFrame = processFrame
     this.#chain = chain
-    this.#refused = createRefusalReporter({
-      source: 'firehose',
-      logger: o.logger,
-      metrics: o.metrics,
-    })
+    this.#refused = createRefusalReporter({ source: 'firehose', ...o })
     this.cursor = startSeq
   }
 

@@ -111,21 +111,10 @@ export function recordSkip(
   skip: NormalizeSkip,
   extra: Record<string, unknown> = {},
 ): void {
-  deps.metrics.eventsTotal.inc({
-    source,
-    collection: skip.collection,
-    op: skip.op,
-    outcome: 'error',
-  })
+  const { reason, collection, op, timeUs, detail } = skip
+  deps.metrics.eventsTotal.inc({ source, collection, op, outcome: 'error' })
   deps.logger.warn(
-    {
-      source,
-      reason: skip.reason,
-      collection: skip.collection,
-      op: skip.op,
-      timeUs: skip.timeUs,
-      ...extra,
-    },
-    `skipped bad event (${skip.reason}): ${skip.detail}`,
+    { source, reason, collection, op, timeUs, ...extra },
+    `skipped bad event (${reason}): ${detail}`,
   )
 }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import { type Config, collectionsOf } from '../../config/config.ts'
 import { type SourceCursor, seqCursor, timeCursor, valueOfKind } from '../../model/cursor.ts'
-import type { IndexEvent, Sink, SourceItem } from '../../model/events.ts'
+import type { Sink, SourceItem } from '../../model/events.ts'
 import type { HandleVerifier } from '../../model/handles.ts'
 import { steadyNowMs } from '../../observe/clock.ts'
 import type { Metrics } from '../../observe/metrics.ts'
@@ -14,6 +14,7 @@ import {
   type Wire,
   type WireConnection,
   type WireRunOptions,
+  withQuery,
 } from '../ws-source.ts'
 import { normalizeJetstreamEvent } from './event.ts'
 import { type NormalizeResult, recordSkip } from './skip.ts'
@@ -86,14 +87,8 @@ export function jetstreamOptionsFromConfig(
   }
 }
 
-export function buildSubscribeUrl(base: string, wanted: string[], cursor: number | null): string {
-  const u = new URL(base)
-  u.searchParams.delete('wantedCollections')
-  u.searchParams.delete('cursor')
-  for (const w of wanted) u.searchParams.append('wantedCollections', w)
-  if (cursor !== null) u.searchParams.set('cursor', String(cursor))
-  return u.toString()
-}
+export const buildSubscribeUrl = (base: string, wanted: string[], cursor: number | null) =>
+  withQuery(base, { wantedCollections: wanted, cursor })
 
 // A line's position is its `time_us`, or the seq a v2 server adds as `cursor` (SPEC 5): the
 // better resume point, so this source resumes from either kind.
@@ -213,19 +208,15 @@ class JetstreamV1Wire implements Wire<string> {
     const at = advanceTimeCursor(valueOfKind(last, 'time_us'), pos.rawUs, steadyNowMs() * 1000)
     if (at.refusal) this.#refused(at.refusal, { timeUs: pos.rawUs, cursor: last })
     else observe(pos.rawUs)
-    const event = await this.#eventOf(res)
+    const event = res.ok
+      ? await withVerifiedHandle(res.item.event, res.unverifiedHandle, this.#opts, this.#logger)
+      : null
     const cursor =
       pos.seq !== null ? seqCursor(pos.seq) : at.cursor === null ? null : timeCursor(at.cursor)
     const item: SourceItem = { event, cursor, timeUs: at.timeUs, bytes: text.length }
     if (!(await pushUnlessAborted(sink, item, signal))) return false
     this.lastCursor = cursor
     return true
-  }
-
-  /** An identity event's handle, verified both ways; other events as they came. */
-  async #eventOf(res: NormalizeResult): Promise<IndexEvent | null> {
-    if (!res.ok) return null
-    return withVerifiedHandle(res.item.event, res.unverifiedHandle, this.#opts, this.#logger)
   }
 
   #checkGap(requested: SourceCursor | null, firstUs: number): void {

@@ -12,6 +12,8 @@ import {
 // and dropped), duplicates and backwards seqs are dropped, and only a seq the cursor guard
 // accepted (cursor-guard.ts) becomes what a reconnect resumes from.
 
+type CursorDeps = { refused: RefusalReporter; fault: (reason: string) => void; logger: Logger }
+
 const NO_TRACK: SeqTrack = { accepted: null, candidate: null }
 
 export class V2Cursor {
@@ -20,15 +22,10 @@ export class V2Cursor {
   /** Highest seq of the current session: a lower one after it is out of order. */
   #sessionSeq: number | null = null
   #track: SeqTrack = NO_TRACK
-  readonly #refused: RefusalReporter
-  readonly #backwards: (seq: number, after: number) => void
+  readonly #o: CursorDeps
 
-  constructor(o: { refused: RefusalReporter; fault: (reason: string) => void; logger: Logger }) {
-    this.#refused = o.refused
-    this.#backwards = (seq, after) => {
-      o.fault('seq_backwards')
-      o.logger.warn({ seq, after }, 'seq went backwards: frame skipped')
-    }
+  constructor(o: CursorDeps) {
+    this.#o = o
   }
 
   /** A run starts here; a time_us start is no seq to continue from: the first seq is taken. */
@@ -58,7 +55,8 @@ export class V2Cursor {
   /** True when `seq` was handled already (inclusive resume, at-least-once delivery). */
   seen(seq: number): boolean {
     if (this.#sessionSeq !== null && seq < this.#sessionSeq) {
-      this.#backwards(seq, this.#sessionSeq)
+      this.#o.fault('seq_backwards')
+      this.#o.logger.warn({ seq, after: this.#sessionSeq }, 'seq went backwards: frame skipped')
       return true
     }
     // Only a seq resume sends a handled frame again: a time_us one was translated by the server.
@@ -70,9 +68,9 @@ export class V2Cursor {
   position(seq: number, timeUs: number): { cursor: number | null; timeUs: number | null } {
     const adv = advanceSeqCursor(this.#track, seq)
     this.#track = adv.track
-    if (adv.refusal) this.#refused(adv.refusal, { seq, cursor: this.#track.accepted })
+    if (adv.refusal) this.#o.refused(adv.refusal, { seq, cursor: this.#track.accepted })
     const timeRefusal = checkSourceTime(timeUs, steadyNowMs() * 1000)
-    if (timeRefusal) this.#refused(timeRefusal, { seq, timeUs })
+    if (timeRefusal) this.#o.refused(timeRefusal, { seq, timeUs })
     return { cursor: adv.cursor, timeUs: timeRefusal ? null : timeUs }
   }
 

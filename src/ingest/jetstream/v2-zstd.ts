@@ -61,16 +61,10 @@ export async function fetchZstdDictionary(
   opts: { fetch?: typeof fetch; timeoutMs?: number } = {},
 ): Promise<ZstdDictionary> {
   const url = dictionaryUrl(subscribeUrl)
-  let res: Response
-  try {
-    res = await (opts.fetch ?? fetch)(url, {
-      signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
-    })
-  } catch (err) {
-    throw new UpstreamError(`getZstdDictionary failed: ${(err as Error).message}`, {
-      cause: err,
-    })
-  }
+  const signal = AbortSignal.timeout(opts.timeoutMs ?? 10_000)
+  const res = await (opts.fetch ?? fetch)(url, { signal }).catch((err: Error) => {
+    throw new UpstreamError(`getZstdDictionary failed: ${err.message}`, { cause: err })
+  })
   if (res.status !== 200) {
     await res.body?.cancel()
     throw new UpstreamError(`getZstdDictionary answered ${res.status}`)

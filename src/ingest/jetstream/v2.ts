@@ -11,6 +11,7 @@ import {
   runWire,
   type SessionEnd,
   type Wire,
+  withQuery,
 } from '../ws-source.ts'
 import { recordSkip } from './skip.ts'
 import { type JetstreamOptions, jetstreamConnection } from './v1.ts'
@@ -51,20 +52,6 @@ export interface JetstreamV2Options extends JetstreamOptions {
 
 /** A configuration Jetstream refuses (400 InvalidRequest): retrying cannot help. */
 export class JetstreamConfigError extends AppError {}
-
-export function buildV2Url(
-  base: string,
-  collections: string[],
-  cursor: number | null,
-  dictId: number | null,
-) {
-  const u = new URL(base)
-  for (const k of ['collections', 'cursor', 'zstdDictionary']) u.searchParams.delete(k)
-  for (const c of collections) u.searchParams.append('collections', c)
-  if (cursor !== null) u.searchParams.set('cursor', String(cursor))
-  if (dictId !== null) u.searchParams.set('zstdDictionary', String(dictId))
-  return u.toString()
-}
 
 export function createJetstreamV2Source(opts: JetstreamV2Options): Source & {
   readonly gap: IngestGap | null
@@ -140,9 +127,11 @@ class JetstreamV2Wire implements Wire<{ data: Buffer; binary: boolean }> {
   /** From the last seq, with the current dictionary when zstd is on. */
   async url(): Promise<string> {
     await this.#decoder.load()
-    const { url, wantedCollections } = this.#opts
-    const resume = this.cursor.resume?.value ?? null
-    return buildV2Url(url, wantedCollections, resume, this.#decoder.dictionaryId)
+    return withQuery(this.#opts.url, {
+      collections: this.#opts.wantedCollections,
+      cursor: this.cursor.resume?.value ?? null,
+      zstdDictionary: this.#decoder.dictionaryId,
+    })
   }
 
   accept(data: Buffer, binary: boolean) {
@@ -297,7 +286,12 @@ class JetstreamV2Wire implements Wire<{ data: Buffer; binary: boolean }> {
     const timeUs = at.timeUs ?? 0
     if (!(await this.#pushPrunes(windows.closeBefore(closingOf(f, timeUs)), sink, signal)))
       return false
-    if (f.type === 'sync' && !(await this.#openWindow(f, timeUs, sink, signal))) return false
+    if (f.type === 'sync') {
+      const { did, rev, seq } = f
+      this.#logger.info({ did, rev, seq }, 'repo resynced upstream: replacing its records')
+      const prunes = windows.open(did, rev, seq, timeUs)
+      if (!(await this.#pushPrunes(prunes, sink, signal))) return false
+    }
     const event =
       f.type === 'item'
         ? await withVerifiedHandle(f.item.event, f.unverifiedHandle, this.#opts, this.#logger)
@@ -305,20 +299,6 @@ class JetstreamV2Wire implements Wire<{ data: Buffer; binary: boolean }> {
     cursor.handled(f.seq, at.cursor)
     const item: SourceItem = { event, cursor: this.#cursorAt(at.cursor), timeUs: at.timeUs, bytes }
     return pushUnlessAborted(sink, item, signal)
-  }
-
-  /** A `#sync`: the repo's records are replaced by what its window sees. */
-  #openWindow(
-    f: Extract<V2Frame, { type: 'sync' }>,
-    timeUs: number,
-    sink: Sink,
-    signal: AbortSignal,
-  ) {
-    this.#logger.info(
-      { did: f.did, rev: f.rev, seq: f.seq },
-      'repo resynced upstream: replacing its records',
-    )
-    return this.#pushPrunes(this.#windows.open(f.did, f.rev, f.seq, timeUs), sink, signal)
   }
 
   async #onSkip(

@@ -114,15 +114,10 @@ export function jetstreamSourceFor(
 ): Source {
   const { config, logger, metrics } = ctx
   const base = { ...jetstreamOptionsFromConfig(config), logger, metrics, verifyHandle, ...tuning }
+  const v2 = { onTooOld: config.jetstreamOnTooOld, zstd: config.jetstreamZstd }
   const make = {
     v1: (url: string) => createJetstreamSource({ ...base, url }),
-    v2: (url: string) =>
-      createJetstreamV2Source({
-        ...base,
-        url,
-        onTooOld: config.jetstreamOnTooOld,
-        zstd: config.jetstreamZstd,
-      }),
+    v2: (url: string) => createJetstreamV2Source({ ...base, ...v2, url }),
   }
   const wire = wireOf(config.jetstreamUrl)
   if (wire !== 'auto') return make[wire](config.jetstreamUrl)

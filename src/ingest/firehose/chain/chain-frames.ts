@@ -1,10 +1,9 @@
 import type { Logger } from 'pino'
 import type { ChainHead } from '../../../db/repo-chain.ts'
 import { seqCursor } from '../../../model/cursor.ts'
-import type { ChainEvent, CommitEvent, SourceItem } from '../../../model/events.ts'
+import type { ChainEvent, SourceItem } from '../../../model/events.ts'
 import type { Metrics } from '../../../observe/metrics.ts'
-import { recordJson } from '../../lex-json.ts'
-import type { CommitBody, KeyLookup } from '../signature.ts'
+import { type CommitBody, type KeyLookup, opEvents } from '../signature.ts'
 import { type CommitVerdict, checkCommit, checkSync, type SyncBody } from './check-commit.ts'
 import type { ChainTracker } from './tracker.ts'
 
@@ -72,9 +71,10 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
       case 'accept': {
         if (v.legacy) metrics.legacyCommitsTotal.inc()
         tracker.setHead({ did, rev: v.chain.rev, data: v.chain.data, state: 'synchronized' })
-        const items = recordItems(body, v, timeUs, logger, metrics, o.match)
+        const provenance = { source: 'firehose' as const, verified: true, commit: v.chain.commit }
+        const events = opEvents(body, v.events, o.match, timeUs, skipOp(o, body), provenance)
         // Only the last item completes the frame: an earlier cursor replays all of it.
-        for (const it of items) it.cursor = seqCursor(seq - 1)
+        const items = events.map((event) => ({ event, cursor: seqCursor(seq - 1), timeUs }))
         return [...items, ...itemAt(v.chain, seq, timeUs)]
       }
     }
@@ -85,54 +85,6 @@ export function createChainFrames(o: ChainFrameOptions): ChainFrames {
     commit: (body, timeUs) => tracker.serialize(body.repo, () => judge(body, timeUs)),
     sync: (body, timeUs) => tracker.serialize(body.did, () => judgeSync(o, body, timeUs)),
   }
-}
-
-function recordItems(
-  body: CommitBody,
-  v: Extract<CommitVerdict, { kind: 'accept' }>,
-  timeUs: number,
-  logger: Logger,
-  metrics: Metrics,
-  match: (collection: string) => boolean,
-): SourceItem[] {
-  const items: SourceItem[] = []
-  const provenance = { source: 'firehose' as const, verified: true, commit: v.chain.commit }
-  for (const op of body.ops) {
-    const slash = op.path.indexOf('/')
-    const collection = op.path.slice(0, slash)
-    if (!match(collection)) continue
-    const rkey = op.path.slice(slash + 1)
-    const evt = v.events.find((e) => e.collection === collection && e.rkey === rkey)
-    const skip = (reason: string) => {
-      metrics.eventsTotal.inc({ source: 'firehose', collection, op: op.action, outcome: 'error' })
-      logger.warn({ did: body.repo, seq: body.seq, path: op.path, reason }, 'op skipped')
-    }
-    // @atproto/sync's rule: an op its MST does not prove (or without its record) is dropped;
-    // so is a record JSON cannot hold. The chain moves on past both.
-    if (!evt) {
-      skip('op not proven by its commit (or record missing)')
-      continue
-    }
-    const json = evt.event === 'delete' ? { json: null } : recordJson(evt.record)
-    if ('unrepresentable' in json) {
-      skip(json.unrepresentable)
-      continue
-    }
-    const event: CommitEvent = {
-      kind: 'commit',
-      did: body.repo,
-      collection,
-      rkey,
-      rev: body.rev,
-      op: evt.event,
-      cid: evt.event === 'delete' ? null : evt.cid.toString(),
-      record: json.json,
-      timeUs,
-      provenance,
-    }
-    items.push({ event, cursor: seqCursor(body.seq), timeUs })
-  }
-  return items
 }
 
 async function judgeSync(
@@ -169,6 +121,14 @@ async function judgeSync(
       return itemAt(v.chain, seq, timeUs)
   }
 }
+
+/** @atproto/sync's rule: an op not proven (or JSON cannot hold) is dropped; the chain moves on. */
+const skipOp =
+  ({ logger, metrics }: ChainFrameOptions, body: CommitBody) =>
+  (op: CommitBody['ops'][number], collection: string, reason: string) => {
+    metrics.eventsTotal.inc({ source: 'firehose', collection, op: op.action, outcome: 'error' })
+    logger.warn({ did: body.repo, seq: body.seq, path: op.path, reason }, 'op skipped')
+  }
 
 const itemAt = (event: ChainEvent | null, seq: number, timeUs: number): SourceItem[] => [
   { event, cursor: seqCursor(seq), timeUs },

@@ -53,14 +53,10 @@ export async function checkCommit(
     return { kind: 'break', reason, detail, chain }
   }
   const chain: ChainEvent = {
-    kind: 'chain',
-    did: body.repo,
+    ...stateEvent(body.repo, 'synchronized', null, timeUs),
     rev: body.rev,
     data: verified.signed.data.toString(),
     commit: verified.root.toString(),
-    state: 'synchronized',
-    reason: null,
-    timeUs,
   }
   return { kind: 'accept', events: verified.events, chain, legacy: chained.legacy }
 }

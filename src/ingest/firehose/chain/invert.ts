@@ -14,10 +14,7 @@ export interface InvertibleOp {
 
 /** Why a commit could not be inverted (a chain break of reason `inversion`). */
 export class InversionError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
-    this.name = 'InversionError'
-  }
+  name = 'InversionError'
 }
 
 /** The MST root before the commit; each op is also checked against the new tree. */

@@ -184,11 +184,8 @@ export class Resyncer {
       'resync failed',
     )
     if (retry) {
-      const backoff = backoffMs(job.attempt - 1, {
-        baseMs: this.#o.retryBaseMs,
-        maxMs: this.#o.retryMaxMs,
-        jitter: 'equal',
-      })
+      const { retryBaseMs: baseMs, retryMaxMs: maxMs } = this.#o
+      const backoff = backoffMs(job.attempt - 1, { baseMs, maxMs, jitter: 'equal' })
       const wait = Math.max(retryAfter ?? 0, backoff)
       this.#requeue({ ...job, attempt: job.attempt + 1 }, performance.now() + wait)
       return
