@@ -55,10 +55,7 @@ export async function backfillCommand(
     // flight is indexed or given up. Its failure is the command's, thrown below.
     rt.shutdown.add('backfill', async () => {
       abort.abort()
-      await run.then(
-        () => {},
-        () => {},
-      )
+      await run.catch(() => {})
     })
     const summary = await run
     ctx.logger.info(summary, 'backfill finished')

@@ -139,13 +139,10 @@ export function runMain(argv: string[]): Promise<void> {
       if (code >= 0) process.exitCode = code
     },
     (err) => {
-      if (err instanceof ConfigError || err instanceof AppError) {
-        process.stderr.write(`prompt-appview: ${err.message}\n`)
-      } else {
-        process.stderr.write(
-          `prompt-appview: ${(err as Error)?.stack ?? String(err)}${causes(err)}\n`,
-        )
-      }
+      // A refused setting or a known fault is the operator's to fix: its message says how.
+      const known = err instanceof ConfigError || err instanceof AppError
+      const text = known ? err.message : `${(err as Error)?.stack ?? String(err)}${causes(err)}`
+      process.stderr.write(`prompt-appview: ${text}\n`)
       process.exitCode = 1
     },
   )

@@ -72,7 +72,7 @@ async function startDemo(
   const tempDir = config.databaseUrl ? null : mkdtempSync(join(tmpdir(), 'prompt-appview-demo-'))
   if (tempDir) {
     const removeTemp = () => rmSync(tempDir, { recursive: true, force: true })
-    // Also on a hard exit (second signal, shutdown deadline, last-resort handler).
+    // Also on a hard exit (second signal, shutdown deadline, an uncaught error).
     process.once('exit', removeTemp)
     shutdown.add('demo data directory', removeTemp)
   }

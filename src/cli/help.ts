@@ -61,19 +61,13 @@ const COMMAND_SETTINGS: Record<string, Key[]> = {
   ],
 }
 
-const COMMANDS: Record<string, { summary: string; usage: string; options?: string }> = {
-  run: {
-    summary: 'migrate, ingest and serve the API in one process (the default)',
-    usage: 'prompt-appview run [settings]',
-  },
-  ingest: {
-    summary: 'migrate and ingest; serves only /healthz, /readyz and /metrics',
-    usage: 'prompt-appview ingest [settings]',
-  },
+// A command without options of its own is used as `prompt-appview <command> [settings]`.
+const COMMANDS: Record<string, { summary: string; usage?: string; options?: string }> = {
+  run: { summary: 'migrate, ingest and serve the API in one process (the default)' },
+  ingest: { summary: 'migrate and ingest; serves only /healthz, /readyz and /metrics' },
   serve: {
     summary:
       'serve the read API from an existing database (read replicas; needs DATABASE_URL to share it)',
-    usage: 'prompt-appview serve [settings]',
   },
   backfill: {
     summary: 'fetch whole repos (getRepo), verify and index them; resumable',
@@ -93,10 +87,7 @@ const COMMANDS: Record<string, { summary: string; usage: string; options?: strin
       '  Files: prompts, conversations, agents[, revisions] and manifest.json (last), whose\n' +
       '  "seq" is the change-feed seq to follow with /v1/changes?since=<seq>',
   },
-  migrate: {
-    summary: 'apply database migrations and exit',
-    usage: 'prompt-appview migrate [settings]',
-  },
+  migrate: { summary: 'apply database migrations and exit' },
   demo: {
     summary: 'a simulated local network (Jetstream) feeding the indexer, with the API on PORT',
     usage:
@@ -124,7 +115,8 @@ function settingsOf(command: string): string {
 export function helpText(command: string | null): string {
   if (command && COMMANDS[command]) {
     const c = COMMANDS[command]
-    return `${c.usage}\n\n${c.summary}\n${c.options ? `\nOptions:\n${c.options}\n` : ''}\nSettings (flag, environment variable; flags win over the environment):\n${settingsOf(command)}\n`
+    const usage = c.usage ?? `prompt-appview ${command} [settings]`
+    return `${usage}\n\n${c.summary}\n${c.options ? `\nOptions:\n${c.options}\n` : ''}\nSettings (flag, environment variable; flags win over the environment):\n${settingsOf(command)}\n`
   }
   const list = Object.entries(COMMANDS)
     .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`)

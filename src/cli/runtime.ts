@@ -49,10 +49,9 @@ export async function openRuntime(config: Config, opts: OpenRuntimeOptions): Pro
       { settings: retired },
       'settings no longer used: prompt analysis and signature checks run on the main thread',
     )
-  const dataDir = config.databaseUrl ? null : config.dataDir
   const db = await openDatabase({
     url: config.databaseUrl,
-    dataDir,
+    dataDir: config.databaseUrl ? null : config.dataDir,
     sharedBuffers: config.pgliteSharedBuffers ?? undefined,
     minFreeBytes: config.pgliteMinFreeMb * (1 << 20),
     readTimeoutMs: config.readTimeoutMs,
@@ -160,11 +159,8 @@ export async function startServer(
   if (rt.shutdown.closing) return app
   listening = app.listen({ host: config.host, port: config.port })
   await listening
-  if (opts.readApi)
-    rt.ctx.logger.info(
-      { ui: uiAddress(app, config.host) },
-      `browse UI at ${uiAddress(app, config.host)}`,
-    )
+  const ui = uiAddress(app, config.host)
+  if (opts.readApi) rt.ctx.logger.info({ ui }, `browse UI at ${ui}`)
   return app
 }
 

@@ -1,6 +1,5 @@
 import type { Logger } from 'pino'
 import { withTimeout } from '../faults/timers.ts'
-import { installLastResort } from './last-resort.ts'
 
 // Whatever opens a resource registers its close right after, so closing in reverse order
 // stops the ingest first and the database, which everything stands on, last.
@@ -19,10 +18,7 @@ export interface Shutdown {
 
 export class ShutdownError extends Error {}
 
-interface Step {
-  name: string
-  close: () => unknown
-}
+type Step = { name: string; close: () => unknown }
 
 export function createShutdown(logger: Logger, deadlineMs = 15_000): Shutdown {
   const steps: Step[] = []
@@ -58,13 +54,9 @@ export function createShutdown(logger: Logger, deadlineMs = 15_000): Shutdown {
 
   return {
     add(name, close) {
-      if (closed) {
-        // Opened while closing (a start-up step that was already under way): close it now;
-        // run() logs a failure, and nothing waits for it.
-        void run({ name, close })
-        return
-      }
-      steps.push({ name, close })
+      // Opened while closing (a start-up step already under way): closed now, unwaited.
+      if (closed) void run({ name, close })
+      else steps.push({ name, close })
     },
     close() {
       closed ??= closeAll()
@@ -78,7 +70,7 @@ export function createShutdown(logger: Logger, deadlineMs = 15_000): Shutdown {
 
 /**
  * SIGTERM/SIGINT close everything once; a second signal, or a close stuck past the
- * deadline, exits hard. An uncaught error closes too (last-resort.ts).
+ * deadline, exits hard. An uncaught error closes too (installLastResort).
  */
 export function onShutdownSignal(logger: Logger, shutdown: Shutdown, deadlineMs = 20_000): void {
   let signalled = false
@@ -105,4 +97,33 @@ export function onShutdownSignal(logger: Logger, shutdown: Shutdown, deadlineMs 
   process.on('SIGTERM', handler)
   process.on('SIGINT', handler)
   installLastResort(logger, () => shutdown.close())
+}
+
+/**
+ * An exception nobody caught or a rejection nobody handled leaves the process untrusted: log
+ * it, close what can be closed (the PGlite lock, connections) within a bound, and exit 1 so a
+ * supervisor restarts it. Nothing is lost: the stored cursor never passed uncommitted work.
+ */
+function installLastResort(logger: Logger, close: () => Promise<void>, boundMs = 5000): void {
+  let fired = false
+  const fatal = (kind: 'uncaughtException' | 'unhandledRejection') => (err: unknown) => {
+    if (fired) {
+      logger.error({ err, kind }, 'another unexpected error while closing after a fatal one')
+      return
+    }
+    fired = true
+    logger.fatal({ err, kind }, 'unexpected error: closing and exiting (status 1)')
+    const timer = setTimeout(() => {
+      logger.error({ boundMs }, 'closing after a fatal error took too long, exiting now')
+      process.exit(1)
+    }, boundMs)
+    close()
+      .catch((closeErr) => logger.error({ err: closeErr }, 'closing after a fatal error failed'))
+      .finally(() => {
+        clearTimeout(timer)
+        process.exit(1)
+      })
+  }
+  process.on('uncaughtException', fatal('uncaughtException'))
+  process.on('unhandledRejection', fatal('unhandledRejection'))
 }
