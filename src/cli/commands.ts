@@ -1,12 +1,11 @@
 import { type Config, ConfigError, loadConfig } from '../config/config.ts'
 import { int, oneOf, type Parse } from '../config/parse.ts'
 import { AppError } from '../faults/errors.ts'
-import { createLogger } from '../observe/logger.ts'
 import { type CommandOptions, parseCommandLine } from './args.ts'
 import { COMMAND_NAMES, DEMO_RATE, helpText } from './help.ts'
 import { applyServeHeapGrowing } from './node-flags.ts'
 import { openRuntime, prepareIngest, type Runtime, startServer } from './runtime.ts'
-import { createShutdown, onShutdownSignal } from './shutdown.ts'
+import { runUntilSignal } from './shutdown.ts'
 
 async function main(argv: string[]): Promise<number> {
   const line = parseCommandLine(argv)
@@ -64,28 +63,17 @@ async function oneShotCommand(
   }
 }
 
-/**
- * run, ingest, serve: everything opened on the runtime registers its close there, so a
- * signal closes it backwards with nothing captured in variables.
- */
-async function runCommand(command: 'run' | 'ingest' | 'serve', config: Config): Promise<number> {
-  const logger = createLogger(config.logLevel)
-  if (command === 'serve') {
-    const flag = applyServeHeapGrowing()
-    if (flag) logger.info({ flag }, 'V8 heap growing set for a reader')
-  }
-  const shutdown = createShutdown(logger)
-  onShutdownSignal(logger, shutdown)
-  try {
+/** run, ingest, serve: everything opened on the runtime registers its close there. */
+function runCommand(command: 'run' | 'ingest' | 'serve', config: Config): Promise<number> {
+  return runUntilSignal(config.logLevel, async (logger, shutdown) => {
+    if (command === 'serve') {
+      const flag = applyServeHeapGrowing()
+      if (flag) logger.info({ flag }, 'V8 heap growing set for a reader')
+    }
     const rt = await openRuntime(config, { migrate: command !== 'serve', logger, shutdown })
     if (command === 'serve') await startServer(rt, null, { readApi: true })
     else await startIngesting(rt, { readApi: command !== 'ingest' })
-  } catch (err) {
-    // A start that failed half-way closes what it opened, then reports why.
-    await shutdown.close().catch((e) => logger.error({ err: e }, 'closing after a failed start'))
-    throw err
-  }
-  return -1 // keep running until a signal
+  })
 }
 
 async function startIngesting(rt: Runtime, opts: { readApi: boolean }): Promise<void> {

@@ -7,9 +7,8 @@ import { type JetstreamJson, startJetstreamServer } from '../../demo-network/jet
 import { demoDictionary, startJetstreamV2Server } from '../../demo-network/jetstream-v2-server.ts'
 import type { Config } from '../config/config.ts'
 import { jetstreamSourceFor } from '../ingest/jetstream/wire.ts'
-import { createLogger } from '../observe/logger.ts'
 import { openRuntime, prepareIngest, startServer, uiAddress } from './runtime.ts'
-import { createShutdown, onShutdownSignal, type Shutdown } from './shutdown.ts'
+import { runUntilSignal, type Shutdown } from './shutdown.ts'
 
 export interface DemoOptions {
   rate: number
@@ -39,26 +38,17 @@ const LOG_MAX_CHARS = 8 << 20
  * dir, removed on exit: a demo never mixes with a real DATA_DIR, and on disk (unlike PGlite
  * in memory, whose files live on the JS heap) a run of hours does not grow the heap.
  */
-export async function demoCommand(config: Config, opts: DemoOptions): Promise<number> {
-  // The network and the data directory exist before the runtime that uses them: the
-  // registry is made first, so they close after it (the database before its directory goes).
-  const logger = createLogger(config.logLevel)
-  const shutdown = createShutdown(logger)
-  onShutdownSignal(logger, shutdown)
-  try {
-    return await startDemo(config, opts, { logger, shutdown })
-  } catch (err) {
-    await shutdown.close().catch((e) => logger.error({ err: e }, 'closing after a failed start'))
-    throw err
-  }
+export function demoCommand(config: Config, opts: DemoOptions): Promise<number> {
+  return runUntilSignal(config.logLevel, (logger, shutdown) =>
+    startDemo(config, opts, logger, shutdown),
+  )
 }
 
-async function startDemo(
-  config: Config,
-  opts: DemoOptions,
-  base: { logger: Logger; shutdown: Shutdown },
-): Promise<number> {
-  const { logger, shutdown } = base
+/**
+ * The network and the data directory are opened before the runtime that uses them, so they
+ * close after it (the database before its directory goes).
+ */
+async function startDemo(config: Config, opts: DemoOptions, logger: Logger, shutdown: Shutdown) {
   const logBounds = {
     maxLogEvents: opts.rate * LOG_WINDOW_SECONDS,
     maxLogBytes: LOG_MAX_CHARS,
@@ -115,7 +105,6 @@ async function startDemo(
     },
     `demo running: open ${ui} in a browser, or try /v1/stats, /v1/prompts?flag=staleTemplate, /metrics`,
   )
-  return -1
 }
 
 /**

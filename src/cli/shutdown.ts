@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import { withTimeout } from '../faults/timers.ts'
+import { createLogger } from '../observe/logger.ts'
 
 // Whatever opens a resource registers its close right after, so closing in reverse order
 // stops the ingest first and the database, which everything stands on, last.
@@ -97,6 +98,26 @@ export function onShutdownSignal(logger: Logger, shutdown: Shutdown, deadlineMs 
   process.on('SIGTERM', handler)
   process.on('SIGINT', handler)
   installLastResort(logger, () => shutdown.close())
+}
+
+/**
+ * Runs a command that lasts until a signal (run, ingest, serve, demo): what `start` opens
+ * registers its close on the shutdown, and a start that failed half-way closes it, then throws.
+ */
+export async function runUntilSignal(
+  logLevel: string,
+  start: (logger: Logger, shutdown: Shutdown) => Promise<unknown>,
+): Promise<number> {
+  const logger = createLogger(logLevel)
+  const shutdown = createShutdown(logger)
+  onShutdownSignal(logger, shutdown)
+  try {
+    await start(logger, shutdown)
+  } catch (err) {
+    await shutdown.close().catch((e) => logger.error({ err: e }, 'closing after a failed start'))
+    throw err
+  }
+  return -1 // keep running until a signal
 }
 
 /**
