@@ -8,9 +8,8 @@ type Key = keyof Config
 // The settings each command reads, so its --help lists those and no others.
 const DATABASE: Key[] = ['databaseUrl', 'dataDir', 'pgliteSharedBuffers', 'logLevel']
 const COLLECTIONS: Key[] = ['promptNsid', 'conversationNsid', 'agentNsid', 'wantedCollections']
-const HTTP: Key[] = [
-  'host',
-  'port',
+/** The settings of the read API alone; HOST and PORT every server reads. */
+const API: Key[] = [
   'adminToken',
   'trustProxy',
   'rateLimitPerMinute',
@@ -18,31 +17,16 @@ const HTTP: Key[] = [
   'publicUrl',
   'readTimeoutMs',
 ]
+const HTTP: Key[] = ['host', 'port', ...API]
 const PIPELINE: Key[] = ['batchSize', 'batchDelayMs', 'queueSize']
 const JETSTREAM: Key[] = ['jetstreamRewindSeconds', 'jetstreamOnTooOld', 'jetstreamZstd']
-const SOURCES: Key[] = [
-  'source',
-  'jetstreamUrl',
-  'relayUrl',
-  'replayFile',
-  'firehoseUnauthenticated',
-  'partition',
-  ...JETSTREAM,
-]
 const IDENTITY: Key[] = ['plcUrl', 'allowPrivateNetwork']
-const INGESTING = [
-  ...DATABASE,
-  'pgliteMinFreeMb' as const,
-  ...COLLECTIONS,
-  ...SOURCES,
-  ...PIPELINE,
-  ...IDENTITY,
-]
+const ALL: Key[] = SETTINGS.map((s) => s.key)
 
 const COMMAND_SETTINGS: Record<string, Key[]> = {
-  run: [...INGESTING, ...HTTP],
+  run: ALL,
   // ingest serves only its health and metrics endpoints.
-  ingest: [...INGESTING, 'host', 'port'],
+  ingest: ALL.filter((k) => !API.includes(k)),
   serve: [...DATABASE, ...COLLECTIONS, ...HTTP],
   backfill: [...DATABASE, 'pgliteMinFreeMb', ...COLLECTIONS, 'relayUrl', ...IDENTITY],
   // export's HOST and PORT name the server to fetch from when it holds the data directory.
