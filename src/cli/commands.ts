@@ -90,10 +90,8 @@ async function startIngesting(rt: Runtime, opts: { readApi: boolean }): Promise<
   )
   const lookups = verifyHandle ? new HandleLookups(rt.ctx, verifyHandle) : null
   if (lookups) rt.shutdown.add('handle lookups', () => lookups.stop())
-  const ingest = prepared.start({
-    onNewDids: lookups ? (dids) => lookups.enqueue(dids) : undefined,
-  })
-  ingest.done.catch((err) => {
+  const onNewDids = lookups ? (dids: string[]) => lookups.enqueue(dids) : undefined
+  prepared.start({ onNewDids }).done.catch((err) => {
     rt.ctx.logger.error({ err }, 'ingest failed')
     process.kill(process.pid, 'SIGTERM')
     process.exitCode = 1

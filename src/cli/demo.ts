@@ -23,11 +23,9 @@ export interface DemoOptions {
 
 const TICK_MS = 100
 const CATCH_UP = 4
-// The local Jetstream's replay window: two minutes of events, and never more than this
-// much JSON text (V8 keeps text with any non-Latin-1 character at two bytes a character,
-// so 16 MB of heap at most), so the demo stays flat under the 256 MB heap at any --rate.
-// At the default rate that is a few seconds of events: an indexer that falls further
-// behind skips what was trimmed, as with a real Jetstream.
+// The local Jetstream's replay window: two minutes of events but at most 8M characters of JSON
+// (16 MB of heap, at two bytes a character past Latin-1), so the demo stays flat under the 256 MB
+// heap at any --rate; an indexer further behind skips what was trimmed, as with a real Jetstream.
 const LOG_WINDOW_SECONDS = 120
 const LOG_MAX_CHARS = 8 << 20
 
