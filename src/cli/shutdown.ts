@@ -5,23 +5,13 @@ import { createLogger } from '../observe/logger.ts'
 // Whatever opens a resource registers its close right after, so closing in reverse order
 // stops the ingest first and the database, which everything stands on, last.
 
-export interface Shutdown {
-  /** Registers how to close something just opened; after close() began, closes it at once. */
-  add(name: string, close: () => unknown): void
-  /**
-   * Closes everything registered, newest first; a failed step does not stop the rest, and
-   * after `deadlineMs` the unfinished ones are abandoned. Rejects naming them; one promise.
-   */
-  close(): Promise<void>
-  /** True once close() was called. */
-  readonly closing: boolean
-}
+export type Shutdown = ReturnType<typeof createShutdown>
 
 export class ShutdownError extends Error {}
 
 type Step = { name: string; close: () => unknown }
 
-export function createShutdown(logger: Logger, deadlineMs = 15_000): Shutdown {
+export function createShutdown(logger: Logger, deadlineMs = 15_000) {
   const steps: Step[] = []
   let closed: Promise<void> | null = null
 
@@ -54,16 +44,21 @@ export function createShutdown(logger: Logger, deadlineMs = 15_000): Shutdown {
   }
 
   return {
-    add(name, close) {
-      // Opened while closing (a start-up step already under way): closed now, unwaited.
+    /** Registers how to close something just opened; after close() began, closes it at once. */
+    add(name: string, close: () => unknown): void {
       if (closed) void run({ name, close })
       else steps.push({ name, close })
     },
-    close() {
+    /**
+     * Closes everything registered, newest first; a failed step does not stop the rest, and
+     * after `deadlineMs` the unfinished ones are abandoned. Rejects naming them; one promise.
+     */
+    close(): Promise<void> {
       closed ??= closeAll()
       return closed
     },
-    get closing() {
+    /** True once close() was called. */
+    get closing(): boolean {
       return closed !== null
     },
   }

@@ -18,22 +18,13 @@ import {
 // One schema for every setting, read by loadConfig (config.ts) and the help text: the
 // environment variable is the key in upper snake case, the flag that in lower kebab case.
 
-interface Setting<K extends string, T> {
-  key: K
-  env: string
-  flag: string
-  default: T
-  parse: Parse<T>
-  help: string
-}
-
 /** The value's type comes from its parser alone: a default must fit it, never widen it. */
 function setting<const K extends string, T>(
   key: K,
   def: NoInfer<T>,
   parse: Parse<T>,
   help: string,
-): Setting<K, T> {
+) {
   const env = key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()
   return { key, env, flag: env.toLowerCase().replaceAll('_', '-'), default: def, parse, help }
 }
