@@ -17,9 +17,8 @@ const PUBLISHED_ID = 'xyz.quasigod.lab.letta.compiledPrompt'
 const SCRATCH_MAX = 1 << 20
 
 /**
- * Validates compiledPrompt records against the published lexicon under the configured NSID.
- * One per process (the context owns it): it holds the compiled lexicon and a buffer reused
- * to encode contents.
+ * Validates compiledPrompt records against the published lexicon under the configured NSID;
+ * one per process (the context's), holding the compiled lexicon and a reused encoding buffer.
  */
 export class PromptValidator {
   readonly #lexicons: Lexicons
