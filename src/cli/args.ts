@@ -2,9 +2,7 @@ import { type ParseArgsOptionsConfig, parseArgs } from 'node:util'
 import { ConfigError } from '../config/config.ts'
 import { SETTINGS } from '../config/schema.ts'
 
-// argv -> command, settings (the config schema's flags, for every command) and the options
-// one command owns. node:util's parser: `--name value`, `--name=value`, `--` and errors for
-// unknown options or missing values come from it.
+// argv -> command, settings (every command's) and its own options, by node:util's parser.
 
 /** The options each command owns, beside the settings every command takes. */
 export const COMMAND_OPTIONS = {

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { Config } from '../config/config.ts'
-import { collectionsOf } from '../config/config.ts'
+import { type Config, collectionsOf } from '../config/config.ts'
 import {
   forgetBackfilledRepos,
   isRepoBackfilled,
@@ -13,15 +12,9 @@ import { resolverFor } from '../ingest/did-resolver.ts'
 import { indexSnapshot, openRuntime } from './runtime.ts'
 import { onShutdownSignal } from './shutdown.ts'
 
-export interface BackfillCommandOptions {
-  dids: string[]
-  concurrency: number
-  reset: boolean
-}
-
 export async function backfillCommand(
   config: Config,
-  opts: BackfillCommandOptions,
+  opts: { dids: string[]; concurrency: number; reset: boolean },
 ): Promise<number> {
   const rt = await openRuntime(config, { migrate: true })
   const { ctx } = rt
@@ -55,10 +48,7 @@ export async function backfillCommand(
     // flight is indexed or given up. Its failure is the command's, thrown below.
     rt.shutdown.add('backfill', async () => {
       abort.abort()
-      await run.then(
-        () => {},
-        () => {},
-      )
+      await run.catch(() => {})
     })
     const summary = await run
     ctx.logger.info(summary, 'backfill finished')

@@ -1,12 +1,11 @@
 import { type Config, ConfigError, loadConfig } from '../config/config.ts'
 import { int, oneOf, type Parse } from '../config/parse.ts'
 import { AppError } from '../faults/errors.ts'
-import { createLogger } from '../observe/logger.ts'
 import { type CommandOptions, parseCommandLine } from './args.ts'
 import { COMMAND_NAMES, DEMO_RATE, helpText } from './help.ts'
 import { applyServeHeapGrowing } from './node-flags.ts'
 import { openRuntime, prepareIngest, type Runtime, startServer } from './runtime.ts'
-import { createShutdown, onShutdownSignal } from './shutdown.ts'
+import { runUntilSignal } from './shutdown.ts'
 
 async function main(argv: string[]): Promise<number> {
   const line = parseCommandLine(argv)
@@ -64,28 +63,17 @@ async function oneShotCommand(
   }
 }
 
-/**
- * run, ingest, serve: everything opened on the runtime registers its close there, so a
- * signal closes it backwards with nothing captured in variables.
- */
-async function runCommand(command: 'run' | 'ingest' | 'serve', config: Config): Promise<number> {
-  const logger = createLogger(config.logLevel)
-  if (command === 'serve') {
-    const flag = applyServeHeapGrowing()
-    if (flag) logger.info({ flag }, 'V8 heap growing set for a reader')
-  }
-  const shutdown = createShutdown(logger)
-  onShutdownSignal(logger, shutdown)
-  try {
+/** run, ingest, serve: everything opened on the runtime registers its close there. */
+function runCommand(command: 'run' | 'ingest' | 'serve', config: Config): Promise<number> {
+  return runUntilSignal(config.logLevel, async (logger, shutdown) => {
+    if (command === 'serve') {
+      const flag = applyServeHeapGrowing()
+      if (flag) logger.info({ flag }, 'V8 heap growing set for a reader')
+    }
     const rt = await openRuntime(config, { migrate: command !== 'serve', logger, shutdown })
     if (command === 'serve') await startServer(rt, null, { readApi: true })
     else await startIngesting(rt, { readApi: command !== 'ingest' })
-  } catch (err) {
-    // A start that failed half-way closes what it opened, then reports why.
-    await shutdown.close().catch((e) => logger.error({ err: e }, 'closing after a failed start'))
-    throw err
-  }
-  return -1 // keep running until a signal
+  })
 }
 
 async function startIngesting(rt: Runtime, opts: { readApi: boolean }): Promise<void> {
@@ -102,10 +90,8 @@ async function startIngesting(rt: Runtime, opts: { readApi: boolean }): Promise<
   )
   const lookups = verifyHandle ? new HandleLookups(rt.ctx, verifyHandle) : null
   if (lookups) rt.shutdown.add('handle lookups', () => lookups.stop())
-  const ingest = prepared.start({
-    onNewDids: lookups ? (dids) => lookups.enqueue(dids) : undefined,
-  })
-  ingest.done.catch((err) => {
+  const onNewDids = lookups ? (dids: string[]) => lookups.enqueue(dids) : undefined
+  prepared.start({ onNewDids }).done.catch((err) => {
     rt.ctx.logger.error({ err }, 'ingest failed')
     process.kill(process.pid, 'SIGTERM')
     process.exitCode = 1
@@ -139,13 +125,10 @@ export function runMain(argv: string[]): Promise<void> {
       if (code >= 0) process.exitCode = code
     },
     (err) => {
-      if (err instanceof ConfigError || err instanceof AppError) {
-        process.stderr.write(`prompt-appview: ${err.message}\n`)
-      } else {
-        process.stderr.write(
-          `prompt-appview: ${(err as Error)?.stack ?? String(err)}${causes(err)}\n`,
-        )
-      }
+      // A refused setting or a known fault is the operator's to fix: its message says how.
+      const known = err instanceof ConfigError || err instanceof AppError
+      const text = known ? err.message : `${(err as Error)?.stack ?? String(err)}${causes(err)}`
+      process.stderr.write(`prompt-appview: ${text}\n`)
       process.exitCode = 1
     },
   )

@@ -7,9 +7,8 @@ import { type JetstreamJson, startJetstreamServer } from '../../demo-network/jet
 import { demoDictionary, startJetstreamV2Server } from '../../demo-network/jetstream-v2-server.ts'
 import type { Config } from '../config/config.ts'
 import { jetstreamSourceFor } from '../ingest/jetstream/wire.ts'
-import { createLogger } from '../observe/logger.ts'
 import { openRuntime, prepareIngest, startServer, uiAddress } from './runtime.ts'
-import { createShutdown, onShutdownSignal, type Shutdown } from './shutdown.ts'
+import { runUntilSignal, type Shutdown } from './shutdown.ts'
 
 export interface DemoOptions {
   rate: number
@@ -24,11 +23,9 @@ export interface DemoOptions {
 
 const TICK_MS = 100
 const CATCH_UP = 4
-// The local Jetstream's replay window: two minutes of events, and never more than this
-// much JSON text (V8 keeps text with any non-Latin-1 character at two bytes a character,
-// so 16 MB of heap at most), so the demo stays flat under the 256 MB heap at any --rate.
-// At the default rate that is a few seconds of events: an indexer that falls further
-// behind skips what was trimmed, as with a real Jetstream.
+// The local Jetstream's replay window: two minutes of events but at most 8M characters of JSON
+// (16 MB of heap, at two bytes a character past Latin-1), so the demo stays flat under the 256 MB
+// heap at any --rate; an indexer further behind skips what was trimmed, as with a real Jetstream.
 const LOG_WINDOW_SECONDS = 120
 const LOG_MAX_CHARS = 8 << 20
 
@@ -39,26 +36,17 @@ const LOG_MAX_CHARS = 8 << 20
  * dir, removed on exit: a demo never mixes with a real DATA_DIR, and on disk (unlike PGlite
  * in memory, whose files live on the JS heap) a run of hours does not grow the heap.
  */
-export async function demoCommand(config: Config, opts: DemoOptions): Promise<number> {
-  // The network and the data directory exist before the runtime that uses them: the
-  // registry is made first, so they close after it (the database before its directory goes).
-  const logger = createLogger(config.logLevel)
-  const shutdown = createShutdown(logger)
-  onShutdownSignal(logger, shutdown)
-  try {
-    return await startDemo(config, opts, { logger, shutdown })
-  } catch (err) {
-    await shutdown.close().catch((e) => logger.error({ err: e }, 'closing after a failed start'))
-    throw err
-  }
+export function demoCommand(config: Config, opts: DemoOptions): Promise<number> {
+  return runUntilSignal(config.logLevel, (logger, shutdown) =>
+    startDemo(config, opts, logger, shutdown),
+  )
 }
 
-async function startDemo(
-  config: Config,
-  opts: DemoOptions,
-  base: { logger: Logger; shutdown: Shutdown },
-): Promise<number> {
-  const { logger, shutdown } = base
+/**
+ * The network and the data directory are opened before the runtime that uses them, so they
+ * close after it (the database before its directory goes).
+ */
+async function startDemo(config: Config, opts: DemoOptions, logger: Logger, shutdown: Shutdown) {
   const logBounds = {
     maxLogEvents: opts.rate * LOG_WINDOW_SECONDS,
     maxLogBytes: LOG_MAX_CHARS,
@@ -72,7 +60,7 @@ async function startDemo(
   const tempDir = config.databaseUrl ? null : mkdtempSync(join(tmpdir(), 'prompt-appview-demo-'))
   if (tempDir) {
     const removeTemp = () => rmSync(tempDir, { recursive: true, force: true })
-    // Also on a hard exit (second signal, shutdown deadline, last-resort handler).
+    // Also on a hard exit (second signal, shutdown deadline, an uncaught error).
     process.once('exit', removeTemp)
     shutdown.add('demo data directory', removeTemp)
   }
@@ -115,7 +103,6 @@ async function startDemo(
     },
     `demo running: open ${ui} in a browser, or try /v1/stats, /v1/prompts?flag=staleTemplate, /metrics`,
   )
-  return -1
 }
 
 /**

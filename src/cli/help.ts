@@ -8,9 +8,8 @@ type Key = keyof Config
 // The settings each command reads, so its --help lists those and no others.
 const DATABASE: Key[] = ['databaseUrl', 'dataDir', 'pgliteSharedBuffers', 'logLevel']
 const COLLECTIONS: Key[] = ['promptNsid', 'conversationNsid', 'agentNsid', 'wantedCollections']
-const HTTP: Key[] = [
-  'host',
-  'port',
+/** The settings of the read API alone; HOST and PORT every server reads. */
+const API: Key[] = [
   'adminToken',
   'trustProxy',
   'rateLimitPerMinute',
@@ -18,31 +17,16 @@ const HTTP: Key[] = [
   'publicUrl',
   'readTimeoutMs',
 ]
+const HTTP: Key[] = ['host', 'port', ...API]
 const PIPELINE: Key[] = ['batchSize', 'batchDelayMs', 'queueSize']
 const JETSTREAM: Key[] = ['jetstreamRewindSeconds', 'jetstreamOnTooOld', 'jetstreamZstd']
-const SOURCES: Key[] = [
-  'source',
-  'jetstreamUrl',
-  'relayUrl',
-  'replayFile',
-  'firehoseUnauthenticated',
-  'partition',
-  ...JETSTREAM,
-]
 const IDENTITY: Key[] = ['plcUrl', 'allowPrivateNetwork']
-const INGESTING = [
-  ...DATABASE,
-  'pgliteMinFreeMb' as const,
-  ...COLLECTIONS,
-  ...SOURCES,
-  ...PIPELINE,
-  ...IDENTITY,
-]
+const ALL: Key[] = SETTINGS.map((s) => s.key)
 
 const COMMAND_SETTINGS: Record<string, Key[]> = {
-  run: [...INGESTING, ...HTTP],
+  run: ALL,
   // ingest serves only its health and metrics endpoints.
-  ingest: [...INGESTING, 'host', 'port'],
+  ingest: ALL.filter((k) => !API.includes(k)),
   serve: [...DATABASE, ...COLLECTIONS, ...HTTP],
   backfill: [...DATABASE, 'pgliteMinFreeMb', ...COLLECTIONS, 'relayUrl', ...IDENTITY],
   // export's HOST and PORT name the server to fetch from when it holds the data directory.
@@ -61,19 +45,13 @@ const COMMAND_SETTINGS: Record<string, Key[]> = {
   ],
 }
 
-const COMMANDS: Record<string, { summary: string; usage: string; options?: string }> = {
-  run: {
-    summary: 'migrate, ingest and serve the API in one process (the default)',
-    usage: 'prompt-appview run [settings]',
-  },
-  ingest: {
-    summary: 'migrate and ingest; serves only /healthz, /readyz and /metrics',
-    usage: 'prompt-appview ingest [settings]',
-  },
+// A command without options of its own is used as `prompt-appview <command> [settings]`.
+const COMMANDS: Record<string, { summary: string; usage?: string; options?: string }> = {
+  run: { summary: 'migrate, ingest and serve the API in one process (the default)' },
+  ingest: { summary: 'migrate and ingest; serves only /healthz, /readyz and /metrics' },
   serve: {
     summary:
       'serve the read API from an existing database (read replicas; needs DATABASE_URL to share it)',
-    usage: 'prompt-appview serve [settings]',
   },
   backfill: {
     summary: 'fetch whole repos (getRepo), verify and index them; resumable',
@@ -93,10 +71,7 @@ const COMMANDS: Record<string, { summary: string; usage: string; options?: strin
       '  Files: prompts, conversations, agents[, revisions] and manifest.json (last), whose\n' +
       '  "seq" is the change-feed seq to follow with /v1/changes?since=<seq>',
   },
-  migrate: {
-    summary: 'apply database migrations and exit',
-    usage: 'prompt-appview migrate [settings]',
-  },
+  migrate: { summary: 'apply database migrations and exit' },
   demo: {
     summary: 'a simulated local network (Jetstream) feeding the indexer, with the API on PORT',
     usage:
@@ -124,7 +99,8 @@ function settingsOf(command: string): string {
 export function helpText(command: string | null): string {
   if (command && COMMANDS[command]) {
     const c = COMMANDS[command]
-    return `${c.usage}\n\n${c.summary}\n${c.options ? `\nOptions:\n${c.options}\n` : ''}\nSettings (flag, environment variable; flags win over the environment):\n${settingsOf(command)}\n`
+    const usage = c.usage ?? `prompt-appview ${command} [settings]`
+    return `${usage}\n\n${c.summary}\n${c.options ? `\nOptions:\n${c.options}\n` : ''}\nSettings (flag, environment variable; flags win over the environment):\n${settingsOf(command)}\n`
   }
   const list = Object.entries(COMMANDS)
     .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`)

@@ -11,7 +11,6 @@ import { applyBatch } from '../indexer/apply.ts'
 import { countOutcomes, IngestPipeline } from '../indexer/pipeline.ts'
 import type { resolverFor } from '../ingest/did-resolver.ts'
 import type { Source } from '../ingest/source.ts'
-import type { SourceCursor } from '../model/cursor.ts'
 import type { RepoSnapshotEvent } from '../model/events.ts'
 import { createLogger } from '../observe/logger.ts'
 import { createMetrics } from '../observe/metrics.ts'
@@ -49,10 +48,9 @@ export async function openRuntime(config: Config, opts: OpenRuntimeOptions): Pro
       { settings: retired },
       'settings no longer used: prompt analysis and signature checks run on the main thread',
     )
-  const dataDir = config.databaseUrl ? null : config.dataDir
   const db = await openDatabase({
     url: config.databaseUrl,
-    dataDir,
+    dataDir: config.databaseUrl ? null : config.dataDir,
     sharedBuffers: config.pgliteSharedBuffers ?? undefined,
     minFreeBytes: config.pgliteMinFreeMb * (1 << 20),
     readTimeoutMs: config.readTimeoutMs,
@@ -160,11 +158,8 @@ export async function startServer(
   if (rt.shutdown.closing) return app
   listening = app.listen({ host: config.host, port: config.port })
   await listening
-  if (opts.readApi)
-    rt.ctx.logger.info(
-      { ui: uiAddress(app, config.host) },
-      `browse UI at ${uiAddress(app, config.host)}`,
-    )
+  const ui = uiAddress(app, config.host)
+  if (opts.readApi) rt.ctx.logger.info({ ui }, `browse UI at ${ui}`)
   return app
 }
 
@@ -225,7 +220,7 @@ export interface PreparedIngest {
  * starting so that the HTTP server opens in between and the ingest, opened last, stops first.
  */
 export async function prepareIngest(rt: Runtime, source: Source): Promise<PreparedIngest> {
-  const { config } = rt.ctx
+  const { config, logger } = rt.ctx
   const abort = new AbortController()
   rt.shutdown.add(`${source.name} source`, () => abort.abort())
   await source.prepare?.(abort.signal)
@@ -233,43 +228,32 @@ export async function prepareIngest(rt: Runtime, source: Source): Promise<Prepar
   // Partitions read the same upstream but each keeps its own position.
   const key = part ? `${source.key}#${part.index}/${part.count}` : source.key
   const startCursor = await trustedStartCursor(rt.ctx, source, key)
-  return { key, start: (opts = {}) => runIngest(rt, source, { key, startCursor, abort, ...opts }) }
-}
-
-function runIngest(
-  rt: Runtime,
-  source: Source,
-  o: {
-    key: string
-    startCursor: SourceCursor | null
-    abort: AbortController
-    onNewDids?: (dids: string[]) => void
-  },
-): IngestHandle {
-  const { config, logger } = rt.ctx
-  const pipeline = new IngestPipeline(rt.ctx, {
-    source: source.name,
-    key: o.key,
-    provenance: source.provenance,
-    batchSize: config.batchSize,
-    batchDelayMs: config.batchDelayMs,
-    queueSize: config.queueSize,
-    partition: config.partition,
-    onNewDids: o.onNewDids,
-  })
-  logger.info({ source: source.name, key: o.key, startCursor: o.startCursor }, 'ingest starting')
-  const writer = pipeline.run()
-  const reader = source.run(pipeline, o.startCursor, o.abort.signal).finally(() => pipeline.stop())
-  const done = Promise.all([reader, writer]).then(() => {
-    logger.info({ source: source.name, events: pipeline.committedEvents }, 'ingest stopped')
-  })
-  const stop = async () => {
-    pipeline.stop({ drain: false })
-    o.abort.abort()
-    await done
+  const start = (opts: { onNewDids?: (dids: string[]) => void } = {}): IngestHandle => {
+    const pipeline = new IngestPipeline(rt.ctx, {
+      source: source.name,
+      key,
+      provenance: source.provenance,
+      batchSize: config.batchSize,
+      batchDelayMs: config.batchDelayMs,
+      queueSize: config.queueSize,
+      partition: config.partition,
+      onNewDids: opts.onNewDids,
+    })
+    logger.info({ source: source.name, key, startCursor }, 'ingest starting')
+    const writer = pipeline.run()
+    const reader = source.run(pipeline, startCursor, abort.signal).finally(() => pipeline.stop())
+    const done = Promise.all([reader, writer]).then(() => {
+      logger.info({ source: source.name, events: pipeline.committedEvents }, 'ingest stopped')
+    })
+    const stop = async () => {
+      pipeline.stop({ drain: false })
+      abort.abort()
+      await done
+    }
+    rt.shutdown.add('ingest', stop)
+    return { pipeline, key, done, stop }
   }
-  rt.shutdown.add('ingest', stop)
-  return { pipeline, key: o.key, done, stop }
+  return { key, start }
 }
 
 /** Prepares and starts at once, for callers that open nothing in between (tests, benches). */

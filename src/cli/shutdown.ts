@@ -1,30 +1,17 @@
 import type { Logger } from 'pino'
 import { withTimeout } from '../faults/timers.ts'
-import { installLastResort } from './last-resort.ts'
+import { createLogger } from '../observe/logger.ts'
 
 // Whatever opens a resource registers its close right after, so closing in reverse order
 // stops the ingest first and the database, which everything stands on, last.
 
-export interface Shutdown {
-  /** Registers how to close something just opened; after close() began, closes it at once. */
-  add(name: string, close: () => unknown): void
-  /**
-   * Closes everything registered, newest first; a failed step does not stop the rest, and
-   * after `deadlineMs` the unfinished ones are abandoned. Rejects naming them; one promise.
-   */
-  close(): Promise<void>
-  /** True once close() was called. */
-  readonly closing: boolean
-}
+export type Shutdown = ReturnType<typeof createShutdown>
 
 export class ShutdownError extends Error {}
 
-interface Step {
-  name: string
-  close: () => unknown
-}
+type Step = { name: string; close: () => unknown }
 
-export function createShutdown(logger: Logger, deadlineMs = 15_000): Shutdown {
+export function createShutdown(logger: Logger, deadlineMs = 15_000) {
   const steps: Step[] = []
   let closed: Promise<void> | null = null
 
@@ -57,20 +44,21 @@ export function createShutdown(logger: Logger, deadlineMs = 15_000): Shutdown {
   }
 
   return {
-    add(name, close) {
-      if (closed) {
-        // Opened while closing (a start-up step that was already under way): close it now;
-        // run() logs a failure, and nothing waits for it.
-        void run({ name, close })
-        return
-      }
-      steps.push({ name, close })
+    /** Registers how to close something just opened; after close() began, closes it at once. */
+    add(name: string, close: () => unknown): void {
+      if (closed) void run({ name, close })
+      else steps.push({ name, close })
     },
-    close() {
+    /**
+     * Closes everything registered, newest first; a failed step does not stop the rest, and
+     * after `deadlineMs` the unfinished ones are abandoned. Rejects naming them; one promise.
+     */
+    close(): Promise<void> {
       closed ??= closeAll()
       return closed
     },
-    get closing() {
+    /** True once close() was called. */
+    get closing(): boolean {
       return closed !== null
     },
   }
@@ -78,7 +66,7 @@ export function createShutdown(logger: Logger, deadlineMs = 15_000): Shutdown {
 
 /**
  * SIGTERM/SIGINT close everything once; a second signal, or a close stuck past the
- * deadline, exits hard. An uncaught error closes too (last-resort.ts).
+ * deadline, exits hard. An uncaught error closes too (installLastResort).
  */
 export function onShutdownSignal(logger: Logger, shutdown: Shutdown, deadlineMs = 20_000): void {
   let signalled = false
@@ -105,4 +93,53 @@ export function onShutdownSignal(logger: Logger, shutdown: Shutdown, deadlineMs 
   process.on('SIGTERM', handler)
   process.on('SIGINT', handler)
   installLastResort(logger, () => shutdown.close())
+}
+
+/**
+ * Runs a command that lasts until a signal (run, ingest, serve, demo): what `start` opens
+ * registers its close on the shutdown, and a start that failed half-way closes it, then throws.
+ */
+export async function runUntilSignal(
+  logLevel: string,
+  start: (logger: Logger, shutdown: Shutdown) => Promise<unknown>,
+): Promise<number> {
+  const logger = createLogger(logLevel)
+  const shutdown = createShutdown(logger)
+  onShutdownSignal(logger, shutdown)
+  try {
+    await start(logger, shutdown)
+  } catch (err) {
+    await shutdown.close().catch((e) => logger.error({ err: e }, 'closing after a failed start'))
+    throw err
+  }
+  return -1 // keep running until a signal
+}
+
+/**
+ * An exception nobody caught or a rejection nobody handled leaves the process untrusted: log
+ * it, close what can be closed (the PGlite lock, connections) within a bound, and exit 1 so a
+ * supervisor restarts it. Nothing is lost: the stored cursor never passed uncommitted work.
+ */
+function installLastResort(logger: Logger, close: () => Promise<void>, boundMs = 5000): void {
+  let fired = false
+  const fatal = (kind: 'uncaughtException' | 'unhandledRejection') => (err: unknown) => {
+    if (fired) {
+      logger.error({ err, kind }, 'another unexpected error while closing after a fatal one')
+      return
+    }
+    fired = true
+    logger.fatal({ err, kind }, 'unexpected error: closing and exiting (status 1)')
+    const timer = setTimeout(() => {
+      logger.error({ boundMs }, 'closing after a fatal error took too long, exiting now')
+      process.exit(1)
+    }, boundMs)
+    close()
+      .catch((closeErr) => logger.error({ err: closeErr }, 'closing after a fatal error failed'))
+      .finally(() => {
+        clearTimeout(timer)
+        process.exit(1)
+      })
+  }
+  process.on('uncaughtException', fatal('uncaughtException'))
+  process.on('unhandledRejection', fatal('unhandledRejection'))
 }

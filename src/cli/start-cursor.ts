@@ -6,12 +6,10 @@ import type { SourceCursor } from '../model/cursor.ts'
 import { steadyNotBefore, steadyNowMs } from '../observe/clock.ts'
 
 /**
- * The stored cursor to start from, or null. A cursor of a kind the source cannot resume from
- * (its number means nothing to this upstream) or a `time_us` in the future (an earlier version
- * stored any line's time_us; it would skip every later event) is refused, counted, logged and
- * reset: the run starts as if none was stored, and the log says to backfill. "Future" is
- * judged by a clock not behind the row's own write time, since the guard checked the cursor
- * when it was stored: a clock set back since makes neither it nor the next events future.
+ * The stored cursor to start from, or null. One of a kind the source cannot resume from, or a
+ * `time_us` in the future (it would skip every later event), is refused, counted, logged and
+ * reset, the log saying to backfill. "Future" is judged by a clock not behind the row's write
+ * time, when the guard checked it: a clock set back since makes neither it nor later events future.
  */
 export async function trustedStartCursor(
   ctx: AppContext,

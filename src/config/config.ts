@@ -2,11 +2,6 @@ import { indexedCollections, type Nsids } from '../model/nsids.ts'
 import type { Parse } from './parse.ts'
 import { type Config, SETTINGS } from './schema.ts'
 
-// Precedence is flag > environment > default, and every problem is reported at once: the
-// schema is schema.ts, parsed here once per process.
-
-// Where the type lives is schema.ts; most of the code imports it from here with
-// loadConfig, which makes it.
 export type { Config } from './schema.ts'
 
 export class ConfigError extends Error {

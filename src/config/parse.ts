@@ -1,7 +1,6 @@
 import { isValidDid, isValidNsid } from '@atproto/syntax'
 
-// The value parsers of the config schema (schema.ts): each takes the raw string of
-// a flag or variable and returns the value or throws the reason, which loadConfig collects.
+// The config schema's value parsers: each returns the value or throws the reason.
 
 export type Parse<T> = (raw: string) => T
 
@@ -9,7 +8,12 @@ export const str: Parse<string> = (s) => {
   if (s.trim() === '') throw new Error('must not be empty')
   return s
 }
-export const nullable: Parse<string | null> = (s) => (s === '' ? null : s)
+/** `parse`, with the empty string for null (an unset value). */
+export const orNull =
+  <T>(parse: Parse<T>): Parse<T | null> =>
+  (s) =>
+    s === '' ? null : parse(s)
+export const nullable = orNull((s) => s)
 export const int =
   (min: number, max: number): Parse<number> =>
   (s) => {
@@ -50,15 +54,14 @@ export const trustProxy: Parse<boolean | string> = (s) => {
   if (/^(0|false|no|off|)$/i.test(s)) return false
   return s // a comma-separated list of addresses or CIDRs, as Fastify takes it
 }
-export const partition: Parse<{ index: number; count: number } | null> = (s) => {
-  if (s === '') return null
+export const partition = orNull((s) => {
   const m = /^(\d+)\/(\d+)$/.exec(s)
   if (!m) throw new Error('must look like i/n, e.g. 0/4')
   const index = Number(m[1])
   const count = Number(m[2])
   if (count < 1 || index >= count) throw new Error('needs 0 <= i < n')
   return { index, count }
-}
+})
 
 const MEMORY_UNITS: Record<string, number> = { kB: 1, MB: 1024, GB: 1024 * 1024 }
 
@@ -79,8 +82,7 @@ export const pgMemory =
  * served at https://<host>/.well-known/did.json. A did:web with a path is served elsewhere
  * (/<path>/did.json), which this process does not do.
  */
-export const didWeb: Parse<string | null> = (s) => {
-  if (s === '') return null
+export const didWeb = orNull((s) => {
   if (!s.startsWith('did:web:') || !isValidDid(s))
     throw new Error('must be a did:web, e.g. did:web:appview.example.com')
   const host = s.slice('did:web:'.length)
@@ -97,11 +99,10 @@ export const didWeb: Parse<string | null> = (s) => {
   if (/[/?#@\\]/.test(name) || !URL.canParse(`https://${name}`))
     throw new Error('must name a host, e.g. did:web:appview.example.com')
   return s
-}
+})
 
 /** An http(s) origin (scheme, host, port; no path), or null when empty. */
-export const origin: Parse<string | null> = (s) => {
-  if (s === '') return null
+export const origin = orNull((s) => {
   url('http:', 'https:')(s)
   const u = new URL(s)
   if (u.pathname !== '/' || u.search || u.hash || u.username || u.password)
@@ -109,4 +110,4 @@ export const origin: Parse<string | null> = (s) => {
       'must be an origin (scheme, host and port) without a path, e.g. https://appview.example.com',
     )
   return u.origin
-}
+})

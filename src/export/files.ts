@@ -66,9 +66,7 @@ function parquetFile<R>(path: string, columns: ExportColumn<R>[]): TableFile<R> 
       }))
       await writer.write({ columnData, rowGroupSize: rows.length })
     },
-    async finish() {
-      await writer.finish()
-    },
+    finish: async () => writer.finish(),
   }
 }
 

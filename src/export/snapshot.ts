@@ -14,7 +14,6 @@ import { keptHashes, keptTexts, repoTextDecoder } from '../model/text-delta.ts'
 import { type ExportFormat, openTableFile } from './files.ts'
 import {
   type ExportColumn,
-  type PromptFlagOut,
   promptColumns,
   promptFlagColumns,
   type RevisionOut,
@@ -60,61 +59,52 @@ export interface ExportOptions {
   onSeq?: (seq: number) => void
 }
 
-interface TableSource<R> {
+interface TableSource<K extends ExportKey, R> {
   columns: ExportColumn<R>[]
-  /** One page after `after`, and the key the next page starts after (null: the last page). */
-  page(after: ExportKey | null): Promise<{ rows: R[]; last: ExportKey | null }>
+  /** One page after `after`; a short one is the last. */
+  read(after: ExportKey | null): Promise<K[]>
+  /** The rows a page is written as; absent: the page's own rows. */
+  out?: (page: K[]) => R[] | Promise<R[]>
   units(row: R): number
-}
-
-/** Where the page after `rows` starts; null when `rows` was the last page (a short one). */
-const lastKey = (rows: Array<{ did: string; rkey: string; rev?: string }>): ExportKey | null => {
-  const r = rows.at(-1)
-  return r && rows.length >= PAGE_ROWS ? { did: r.did, rkey: r.rkey, rev: r.rev } : null
 }
 
 const textUnits = (...texts: Array<string | null>) =>
   texts.reduce((n, t) => n + (t?.length ?? 0), 0)
 
-function sourceOf(table: ExportTable, snap: SnapshotReader, nsids: Nsids): TableSource<never> {
-  const source = <R>(s: TableSource<R>) => s as unknown as TableSource<never>
+function sourceOf(
+  table: ExportTable,
+  snap: SnapshotReader,
+  nsids: Nsids,
+): TableSource<ExportKey, never> {
+  const source = <K extends ExportKey, R>(s: TableSource<K, R>) =>
+    s as unknown as TableSource<ExportKey, never>
   if (table === 'prompts')
     return source({
       columns: promptColumns(nsids),
-      page: async (after) => {
-        const rows = await snap.prompts(after, PAGE_ROWS, nsids.conversation)
-        return { rows, last: lastKey(rows) }
-      },
+      read: (after) => snap.prompts(after, PAGE_ROWS, nsids.conversation),
       units: (r) => textUnits(r.content, r.coreMemory),
     })
   if (table === 'prompt_flags')
-    return source<PromptFlagOut>({
+    return source({
       columns: promptFlagColumns(nsids),
-      page: async (after) => {
-        const rows = await snap.promptFlags(after, PAGE_ROWS)
-        const out = rows.flatMap(({ did, rkey, flags }) => {
+      read: (after) => snap.promptFlags(after, PAGE_ROWS),
+      out: (page) =>
+        page.flatMap(({ did, rkey, flags }) => {
           const names = flagsToNames(flags)
           return (names.length > 0 ? names : ['ok']).map((flag) => ({ did, rkey, flag }))
-        })
-        return { rows: out, last: lastKey(rows) }
-      },
+        }),
       units: (r) => r.did.length + r.rkey.length + r.flag.length,
     })
   if (table === 'revisions')
     return source({
       columns: revisionColumns(nsids),
-      page: async (after) => {
-        const rows = await snap.revisions(after, PAGE_ROWS)
-        return { rows: await withTexts(snap, rows), last: lastKey(rows) }
-      },
+      read: (after) => snap.revisions(after, PAGE_ROWS),
+      out: (page) => withTexts(snap, page),
       units: (r) => textUnits(r.content, r.coreMemory),
     })
   return source({
     columns: recordColumns(table === 'agents' ? nsids.agent : nsids.conversation),
-    page: async (after) => {
-      const rows = await snap.records(table, after, PAGE_ROWS)
-      return { rows, last: lastKey(rows) }
-    },
+    read: (after) => snap.records(table, after, PAGE_ROWS),
     units: (r) => textUnits(r.record),
   })
 }
@@ -134,7 +124,7 @@ async function withTexts(snap: SnapshotReader, rows: RevisionExportRow[]): Promi
 
 /** Copies one table into `path`; returns the rows written. */
 async function copyTable(
-  source: TableSource<never>,
+  source: TableSource<ExportKey, never>,
   path: string,
   o: ExportOptions & { table: ExportTable },
 ): Promise<number> {
@@ -150,14 +140,15 @@ async function copyTable(
     o.onProgress?.(o.table, written)
   }
   for (let after: ExportKey | null = null; ; ) {
-    const { rows, last } = await source.page(after)
-    for (const row of rows) {
+    const page = await source.read(after)
+    for (const row of source.out ? await source.out(page) : (page as never[])) {
       group.push(row)
       units += source.units(row)
       if (units >= GROUP_UNITS || group.length >= GROUP_ROWS) await flush()
     }
-    if (last === null) break
-    after = last
+    const last = page.at(-1)
+    if (!last || page.length < PAGE_ROWS) break
+    after = { did: last.did, rkey: last.rkey, rev: last.rev }
   }
   if (group.length > 0) await flush()
   await file.finish()

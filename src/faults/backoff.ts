@@ -26,15 +26,9 @@ const MAX_EXPONENT = 30
 export function backoffMs(attempt: number, o: BackoffOptions): number {
   const exponent = Math.min(Math.max(Math.floor(attempt), 0), MAX_EXPONENT)
   const ceiling = Math.min(o.maxMs, o.baseMs * 2 ** exponent)
-  const random = o.random ?? Math.random
-  switch (o.jitter) {
-    case 'full':
-      return Math.floor(random() * ceiling)
-    case 'equal':
-      return ceiling / 2 + (random() * ceiling) / 2
-    case 'none':
-      return ceiling
-  }
+  if (o.jitter === 'none') return ceiling
+  const r = (o.random ?? Math.random)()
+  return o.jitter === 'full' ? Math.floor(r * ceiling) : ceiling / 2 + (r * ceiling) / 2
 }
 
 export interface RetryOptions {

@@ -46,12 +46,11 @@ export class UpstreamError extends AppError {
   }
 }
 
-// The one retry classifier: retryable (the store or an upstream is down or busy, trying
-// again later can succeed) or permanent (the input or the code is wrong, trying again
-// repeats the failure). Database retries and ingestion retries both ask it.
+// The one retry classifier, asked by database and ingestion retries alike: retryable (the
+// store or an upstream is down or busy) or permanent (the input or the code is wrong).
 
-// Postgres SQLSTATE classes that mean "try again": connection trouble, serialization
-// failures and deadlocks, resource exhaustion, operator intervention.
+// SQLSTATE classes that mean "try again": connection trouble, serialization failures and
+// deadlocks, resource exhaustion, operator intervention.
 const RETRYABLE_SQLSTATE = /^(08|40|53|57)/
 // Connections refused, reset or closed: Node's sockets and postgres.js.
 const RETRYABLE_CODES = new Set([
@@ -67,20 +66,14 @@ const RETRYABLE_CODES = new Set([
 // other TypeErrors are bugs, and a bug retried is a bug repeated.
 const FETCH_FAILURES = new Set(['fetch failed', 'terminated'])
 
-interface Classifiable {
-  severity?: unknown
-  retryable?: unknown
-  code?: unknown
-  name?: unknown
-  status?: unknown
-  message?: unknown
-  cause?: unknown
-}
+type Classifiable = Partial<
+  Record<'severity' | 'retryable' | 'code' | 'name' | 'status' | 'message' | 'cause', unknown>
+>
 
 /**
- * Walks the cause chain: the first error that says `retryable` itself (an AppError)
- * decides; else a retryable SQLSTATE or connection code, a full disk, a PGlite PANIC, a
- * timeout, or an HTTP 429 or 5xx anywhere along it makes the failure retryable. Anything else is permanent.
+ * Walks the cause chain: the first error that says `retryable` itself (an AppError) decides;
+ * else a retryable SQLSTATE or connection code, a full disk, a PGlite PANIC, a timeout, or an
+ * HTTP 429 or 5xx anywhere along it makes the failure retryable. Anything else is permanent.
  */
 export function isRetryable(err: unknown): boolean {
   for (const e of causeChain(err)) {
@@ -99,16 +92,17 @@ export function* causeChain(err: unknown): Generator<Classifiable> {
   }
 }
 
+const codeOf = (e: Classifiable): string => (typeof e.code === 'string' ? e.code : '')
+const isRetryableCode = (code: string) => RETRYABLE_SQLSTATE.test(code) || RETRYABLE_CODES.has(code)
+
 /** One link of a cause chain that names a transient failure by its code, name or status. */
 function isTransientLink(e: Classifiable): boolean {
-  if (
-    typeof e.code === 'string' &&
-    (RETRYABLE_SQLSTATE.test(e.code) || RETRYABLE_CODES.has(e.code))
+  return (
+    isRetryableCode(codeOf(e)) ||
+    e.name === 'TimeoutError' ||
+    (typeof e.status === 'number' && (e.status === 429 || e.status >= 500)) ||
+    (e instanceof TypeError && FETCH_FAILURES.has(e.message))
   )
-    return true
-  if (e.name === 'TimeoutError') return true
-  if (typeof e.status === 'number' && (e.status === 429 || e.status >= 500)) return true
-  return e instanceof TypeError && FETCH_FAILURES.has(e.message)
 }
 
 // A connection lost or refused while the server stops or starts (admin shutdown, crash,
@@ -146,8 +140,7 @@ export function storeFaultOf(err: unknown): StoreFault | null {
   for (const e of causeChain(err)) {
     if (e instanceof StoreFaultError) return e.reason
     if (isDiskFullLink(e)) return 'disk_full'
-    const code = typeof e.code === 'string' ? e.code : ''
-    if (isPanicLink(e) || RETRYABLE_SQLSTATE.test(code) || RETRYABLE_CODES.has(code)) store = true
+    if (isPanicLink(e) || isRetryableCode(codeOf(e))) store = true
   }
   return store ? 'database' : null
 }
@@ -160,13 +153,8 @@ export function isPanic(err: unknown): boolean {
   return [...causeChain(err)].some(isPanicLink)
 }
 
-function isDiskFullLink(e: Classifiable): boolean {
-  return typeof e.code === 'string' && DISK_FULL_CODES.has(e.code)
-}
-
-function isPanicLink(e: Classifiable): boolean {
-  return e.severity === 'PANIC'
-}
+const isDiskFullLink = (e: Classifiable) => DISK_FULL_CODES.has(codeOf(e))
+const isPanicLink = (e: Classifiable) => e.severity === 'PANIC'
 
 /** Postgres cancelled the statement at statement_timeout: the database is slow, not gone. */
 export function isStatementTimeout(err: unknown): boolean {

@@ -6,20 +6,13 @@
 
 export type CursorKind = 'seq' | 'time_us'
 
-export interface SeqCursor {
-  readonly kind: 'seq'
+export interface SourceCursor {
+  readonly kind: CursorKind
   readonly value: number
 }
 
-export interface TimeCursor {
-  readonly kind: 'time_us'
-  readonly value: number
-}
-
-export type SourceCursor = SeqCursor | TimeCursor
-
-export const seqCursor = (value: number): SeqCursor => ({ kind: 'seq', value })
-export const timeCursor = (value: number): TimeCursor => ({ kind: 'time_us', value })
+export const seqCursor = (value: number): SourceCursor => ({ kind: 'seq', value })
+export const timeCursor = (value: number): SourceCursor => ({ kind: 'time_us', value })
 
 /** The value of `c` when it counts `kind`, else null: a position of another kind says nothing. */
 export function valueOfKind(c: SourceCursor | null, kind: CursorKind): number | null {

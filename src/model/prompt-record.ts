@@ -17,9 +17,8 @@ const PUBLISHED_ID = 'xyz.quasigod.lab.letta.compiledPrompt'
 const SCRATCH_MAX = 1 << 20
 
 /**
- * Validates compiledPrompt records against the published lexicon under the configured NSID.
- * One per process (the context owns it): it holds the compiled lexicon and a buffer reused
- * to encode contents.
+ * Validates compiledPrompt records against the published lexicon under the configured NSID;
+ * one per process (the context's), holding the compiled lexicon and a reused encoding buffer.
  */
 export class PromptValidator {
   readonly #lexicons: Lexicons
@@ -78,14 +77,19 @@ export function analyzePrompt(
   const validationError = validator.validate(rkey, record)
   const r = (record ?? {}) as Record<string, unknown>
   const content = str(r.content)
+  const coreMemory = str(r.coreMemory)
   const compiledAt = str(r.compiledAt)
   const hash = str(r.rawSystemHash)
+  let baseFlags = validationError ? FLAG_BITS.invalid : 0
   // The `conversation` field must be the at-uri of the prompt's own slot.
-  const sameSlot = str(r.conversation) === `at://${did}/${nsids.conversation}/${rkey}`
+  if (str(r.conversation) !== `at://${did}/${nsids.conversation}/${rkey}`)
+    baseFlags |= FLAG_BITS.mismatched
+  if (content !== null && coreMemory !== null && !content.includes(coreMemory))
+    baseFlags |= FLAG_BITS.coreMemoryDetached
   const bytes = content === null ? null : validator.utf8(content)
   return {
     validationError,
-    baseFlags: baseFlagsOf(sameSlot, content, str(r.coreMemory), validationError),
+    baseFlags,
     contentBytes: bytes === null ? null : bytes.length,
     contentHash: bytes === null ? null : createHash('sha256').update(bytes).digest('hex'),
     ...agentOf(str(r.agent), nsids),
@@ -96,20 +100,6 @@ export function analyzePrompt(
     searchWords: contentWords(content),
     recordParts: splitRecord(record),
   }
-}
-
-function baseFlagsOf(
-  sameSlot: boolean,
-  content: string | null,
-  coreMemory: string | null,
-  validationError: string | null,
-): number {
-  let flags = 0
-  if (!sameSlot) flags |= FLAG_BITS.mismatched
-  if (content !== null && coreMemory !== null && !content.includes(coreMemory))
-    flags |= FLAG_BITS.coreMemoryDetached
-  if (validationError) flags |= FLAG_BITS.invalid
-  return flags
 }
 
 /** The `agent` field, and the agent record it names when it is an at-uri of one. */

@@ -78,24 +78,17 @@ export function recompileAnatomy(prev: PromptVersion, cur: PromptVersion): Anato
   const memfs = prev.memfsRevision !== cur.memfsRevision
   const p = lettaParts(prev.content, prev.coreMemory)
   const c = lettaParts(cur.content, cur.coreMemory)
-  const found = p && c ? lettaKinds(p, c, template, memfs) : { template, memory: memfs }
+  const found: Partial<Record<RecompileKind, boolean>> = { template, memory: memfs }
+  if (p && c) {
+    // SPEC 14's table, for two revisions both in Letta's format.
+    found.memory ||= p.memory !== c.memory
+    // A template part that differs under the same hash is no template change Letta made.
+    found.other = !template && p.template !== c.template
+    found.metadata = !template && !found.memory && !found.other && p.metadata !== c.metadata
+  }
   const changed = RECOMPILE_KINDS.filter((k) => found[k] === true)
   const memoryFiles = p && c && found.memory ? changedFiles(p.memory, c.memory) : []
   return { changed: changed.length > 0 ? changed : ['other'], memoryFiles }
-}
-
-/** SPEC 14's table, for two revisions both in Letta's format. */
-function lettaKinds(
-  p: LettaParts,
-  c: LettaParts,
-  template: boolean,
-  memfs: boolean,
-): Partial<Record<RecompileKind, boolean>> {
-  const memory = memfs || p.memory !== c.memory
-  // A template part that differs under the same hash is no template change Letta made.
-  const other = !template && p.template !== c.template
-  const metadata = !template && !memory && !other && p.metadata !== c.metadata
-  return { template, memory, metadata, other }
 }
 
 /** Names whose blocks differ between two projections; none when either cannot be read. */

@@ -17,13 +17,9 @@ export type DeltaOp = number | string
 export function encodeDelta(base: string, next: string): string | null {
   const changes = diffLines(base, next, { maxEditLength: MAX_EDITS })
   if (!changes) return null
-  const ops: DeltaOp[] = []
-  for (const c of changes) {
-    if (c.added) ops.push(c.value)
-    else if (c.removed) ops.push(-c.value.length)
-    else ops.push(c.value.length)
-  }
-  const body = JSON.stringify(ops)
+  const body = JSON.stringify(
+    changes.map((c) => (c.added ? c.value : c.removed ? -c.value.length : c.value.length)),
+  )
   if (body.length > next.length * MAX_DELTA_RATIO) return null
   // Checked here, where both texts are at hand: a delta that does not round-trip is never
   // stored (the text is, whole).

@@ -38,7 +38,7 @@ export function createMetrics(opts: MetricsOptions) {
   collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX })
   const m = metricKit(registry, METRIC_PREFIX)
   let newestEventUs: number | null = null
-  return {
+  const metrics = {
     ...ingestMetrics(m, opts.collections, () => newestEventUs),
     registry,
     prompts: m.gaugeOf(
@@ -54,7 +54,7 @@ export function createMetrics(opts: MetricsOptions) {
       [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       ['route', 'method', 'status_code'],
     ),
-    buildInfo: buildInfoGauge(m, opts.version),
+    buildInfo: m.gauge('build_info', 'Build information; the value is always 1', ['version']),
     upstreamRequestsTotal: m.counter(
       'upstream_requests_total',
       'HTTP requests to upstream hosts (getRepo, listRepos), by XRPC method and status (or error)',
@@ -84,76 +84,70 @@ export function createMetrics(opts: MetricsOptions) {
     // Created last, so /metrics keeps listing the Sync 1.1 series after the others.
     ...createChainMetrics(m, opts.collectRepoGauge),
   }
+  metrics.buildInfo.set({ version: opts.version }, 1)
+  return metrics
 }
 
 /** What the sources and the writer report; `newestEventUs` is read at scrape time. */
 function ingestMetrics(m: MetricKit, collections: string[], newestEventUs: () => number | null) {
   // Declared in this order so the order of /metrics stays stable.
-  const eventsTotal = eventsCounter(m, collections)
-  const ingestLagSeconds = m.gauge(
-    'ingest_lag_seconds',
-    'Now minus the source time of the newest event processed',
-    undefined,
-    function collect() {
-      const us = newestEventUs()
-      if (us !== null) this.set(Math.max(0, steadyNowMs() / 1000 - us / 1e6))
-    },
-  )
-  const ingestCursor = m.gauge('ingest_cursor', 'The committed source cursor (time_us or seq)')
-  const batchDurationSeconds = m.histogram(
-    'batch_duration_seconds',
-    'Time to apply one batch in one transaction',
-    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-  )
   return {
-    eventsTotal,
-    ingestLagSeconds,
-    ingestCursor,
-    batchDurationSeconds,
+    eventsTotal: eventsCounter(m, collections),
+    ingestLagSeconds: m.gauge(
+      'ingest_lag_seconds',
+      'Now minus the source time of the newest event processed',
+      undefined,
+      function collect() {
+        const us = newestEventUs()
+        if (us !== null) this.set(Math.max(0, steadyNowMs() / 1000 - us / 1e6))
+      },
+    ),
+    ingestCursor: m.gauge('ingest_cursor', 'The committed source cursor (time_us or seq)'),
+    batchDurationSeconds: m.histogram(
+      'batch_duration_seconds',
+      'Time to apply one batch in one transaction',
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    ),
     ...sourceMetrics(m),
   }
 }
 
 /** How the upstream connections fared, each known label set starting at zero. */
 function sourceMetrics(m: MetricKit) {
-  const sourceReconnectsTotal = m.counter(
-    'source_reconnects_total',
-    'Reconnects to the upstream source',
-    ['source'],
-  )
-  const resumeGapsTotal = m.counter(
-    'source_resume_gaps_total',
-    'Resumes where the source skipped events older than its replay window (backfill needed)',
-    ['source'],
-  )
-  const sourceFaultsTotal = m.counter(
-    'source_faults_total',
-    'Upstream trouble a source survived (error frames, refused connects, undecodable frames, gaps), by reason',
-    ['source', 'reason'],
-  )
-  const jetstreamBytesTotal = m.counterOf(
-    'jetstream_bytes_total',
-    'Jetstream frame bytes: stage=wire as received (zstd or text), stage=decoded as JSON text',
-    'stage',
-    ['wire', 'decoded'],
-  )
-  const cursorRefusedTotal = m.counter(
-    'cursor_refused_total',
-    'Source positions (times, seqs) refused for the cursor and the lag; events still applied',
-    ['source', 'reason'],
-  )
+  const s = {
+    sourceReconnectsTotal: m.counter(
+      'source_reconnects_total',
+      'Reconnects to the upstream source',
+      ['source'],
+    ),
+    resumeGapsTotal: m.counter(
+      'source_resume_gaps_total',
+      'Resumes where the source skipped events older than its replay window (backfill needed)',
+      ['source'],
+    ),
+    sourceFaultsTotal: m.counter(
+      'source_faults_total',
+      'Upstream trouble a source survived (error frames, refused connects, undecodable frames, gaps), by reason',
+      ['source', 'reason'],
+    ),
+    jetstreamBytesTotal: m.counterOf(
+      'jetstream_bytes_total',
+      'Jetstream frame bytes: stage=wire as received (zstd or text), stage=decoded as JSON text',
+      'stage',
+      ['wire', 'decoded'],
+    ),
+    cursorRefusedTotal: m.counter(
+      'cursor_refused_total',
+      'Source positions (times, seqs) refused for the cursor and the lag; events still applied',
+      ['source', 'reason'],
+    ),
+  }
   for (const source of SOURCES) {
-    for (const reason of CURSOR_REFUSALS) cursorRefusedTotal.inc({ source, reason }, 0)
-    sourceReconnectsTotal.inc({ source }, 0)
-    resumeGapsTotal.inc({ source }, 0)
+    for (const reason of CURSOR_REFUSALS) s.cursorRefusedTotal.inc({ source, reason }, 0)
+    s.sourceReconnectsTotal.inc({ source }, 0)
+    s.resumeGapsTotal.inc({ source }, 0)
   }
-  return {
-    sourceReconnectsTotal,
-    resumeGapsTotal,
-    sourceFaultsTotal,
-    jetstreamBytesTotal,
-    cursorRefusedTotal,
-  }
+  return s
 }
 
 function eventsCounter(m: MetricKit, collections: string[]) {
@@ -175,10 +169,4 @@ function eventsCounter(m: MetricKit, collections: string[]) {
     zero('unknown', 'unknown', ['error'])
   }
   return eventsTotal
-}
-
-function buildInfoGauge(m: MetricKit, version: string) {
-  const buildInfo = m.gauge('build_info', 'Build information; the value is always 1', ['version'])
-  buildInfo.set({ version }, 1)
-  return buildInfo
 }

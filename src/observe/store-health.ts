@@ -1,10 +1,8 @@
 import type { StoreFault } from '../faults/errors.ts'
 import type { MetricKit } from './chain-metrics.ts'
 
-// What the store's faults look like from outside: the writer reports a pause (the disk is
-// full, the database refuses) and its end, the API reports statements cancelled at the read
-// timeout; /readyz and /metrics read both here, so an operator sees why ingestion stopped
-// or reads fail without reading the log.
+// The store's faults as /readyz and /metrics show them (a pause of the writer, reads cut at
+// the read timeout), so an operator sees why ingestion stopped or reads fail without the log.
 
 export const PAUSE_REASONS: readonly StoreFault[] = ['disk_full', 'database']
 
@@ -26,19 +24,9 @@ export interface DbSlowness {
   lastAt: string
 }
 
-export interface StoreHealth {
-  /** The writer could not commit for a reason that is the store's; repeated calls keep `since`. */
-  notePaused(reason: StoreFault, error: string): void
-  /** The writer committed again. */
-  noteResumed(): void
-  pause(): IngestPause | null
-  /** A read was cancelled at the read timeout (Postgres statement_timeout). */
-  noteStatementTimeout(): void
-  /** Null unless a statement timed out in the last minute. */
-  slowness(): DbSlowness | null
-}
+export type StoreHealth = ReturnType<typeof createStoreHealth>
 
-export function createStoreHealth(m: MetricKit): StoreHealth {
+export function createStoreHealth(m: MetricKit) {
   const paused = m.gauge(
     'ingest_paused',
     'Ingestion paused by a fault of the store (1 while paused), by reason: disk_full, database',
@@ -68,26 +56,30 @@ export function createStoreHealth(m: MetricKit): StoreHealth {
   )
   let current: IngestPause | null = null
   return {
-    notePaused(reason, error) {
+    /** The writer could not commit for a reason that is the store's; repeated calls keep `since`. */
+    notePaused(reason: StoreFault, error: string): void {
       if (current?.reason !== reason) {
         if (current) paused.set({ reason: current.reason }, 0)
         current = { reason, since: new Date().toISOString(), error }
       } else current = { ...current, error }
       paused.set({ reason }, 1)
     },
-    noteResumed() {
+    /** The writer committed again. */
+    noteResumed(): void {
       if (current) paused.set({ reason: current.reason }, 0)
       current = null
     },
-    pause: () => current,
-    noteStatementTimeout() {
+    pause: (): IngestPause | null => current,
+    /** A read was cancelled at the read timeout (Postgres statement_timeout). */
+    noteStatementTimeout(): void {
       timeouts.inc()
       recent.push(performance.now())
       lastAt = new Date().toISOString()
       // Bounded: a storm of timeouts keeps the last minute's times only.
       if (recent.length > 1000) recent = recent.slice(-1000)
     },
-    slowness() {
+    /** Null unless a statement timed out in the last minute. */
+    slowness(): DbSlowness | null {
       prune()
       return recent.length === 0 ? null : { recentTimeouts: recent.length, lastAt }
     },
