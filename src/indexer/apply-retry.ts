@@ -37,7 +37,11 @@ export async function applyWithRetry(
       const result = isolate
         ? await applyOneByOne(deps, events, cursor, opts.logger)
         : await applyBatch(deps, events, cursor)
-      if (opts.store.pause()) resumed(opts)
+      const paused = opts.store.pause()
+      if (paused) {
+        opts.store.noteResumed()
+        opts.logger.info({ reason: paused.reason, since: paused.since }, 'ingestion resumed')
+      }
       return result
     } catch (err) {
       const next = await afterFailure(err, attempt, events.length > 1 && !isolate, opts)
@@ -67,28 +71,14 @@ async function afterFailure(
   if (!fault) return canIsolate ? 'isolate' : 'throw'
   if (attempt >= 10 && opts.isStopping()) return 'throw'
   const delay = dbRetryDelayMs(attempt)
-  notePause(opts, fault, err, { attempt, delay })
-  await sleep(delay)
-  return 'retry'
-}
-
-function notePause(
-  opts: RetryOptions,
-  fault: StoreFault,
-  err: unknown,
-  at: { attempt: number; delay: number },
-): void {
   const first = opts.store.pause()?.reason !== fault
   opts.store.notePaused(fault, describe(err))
   // The first failure of a pause is an error an operator must see; the retries are warnings.
-  if (first) opts.logger.error({ err, reason: fault, ...at }, PAUSE_MESSAGES[fault])
-  else opts.logger.warn({ err, reason: fault, ...at }, 'batch failed, retrying')
-}
-
-function resumed(opts: RetryOptions): void {
-  const p = opts.store.pause()
-  opts.store.noteResumed()
-  opts.logger.info({ reason: p?.reason, since: p?.since }, 'ingestion resumed')
+  const fields = { err, reason: fault, attempt, delay }
+  if (first) opts.logger.error(fields, PAUSE_MESSAGES[fault])
+  else opts.logger.warn(fields, 'batch failed, retrying')
+  await sleep(delay)
+  return 'retry'
 }
 
 /** The innermost message of an error's cause chain: the store's own words. */

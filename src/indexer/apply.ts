@@ -38,12 +38,11 @@ export interface BatchResult {
   recompiles: RecompileKind[]
 }
 
-type PromptKey = { did: string; rkey: string }
-type Keys = PromptKey[]
+type RecordKey = { did: string; rkey: string }
 
 /** The keys a batch's events touch, per role, and the repos it touches whole. */
 function touchedKeys(events: BatchEvent[], nsids: Nsids) {
-  const keys: Record<Role, Map<string, { did: string; rkey: string }>> = {
+  const keys: Record<Role, Map<string, RecordKey>> = {
     prompt: new Map(),
     conversation: new Map(),
     agent: new Map(),
@@ -63,7 +62,7 @@ function touchedKeys(events: BatchEvent[], nsids: Nsids) {
 }
 
 /** Every prompt a revision may be written for: a commit's, or a snapshot's. */
-function revisedPrompts(events: BatchEvent[], nsids: Nsids, commits: Map<string, PromptKey>) {
+function revisedPrompts(events: BatchEvent[], nsids: Nsids, commits: Map<string, RecordKey>) {
   const prompts = new Map(commits)
   for (const ev of events) {
     if (ev.kind !== 'snapshot') continue
@@ -157,14 +156,14 @@ async function writePlan(
   await saveChains(tx, [...plan.chains.values()], now)
 }
 
-const written = (plan: BatchPlan, role: Role): Keys =>
+const written = (plan: BatchPlan, role: Role): RecordKey[] =>
   [...plan.rows[role].keys()].map((k) => {
     const [did, rkey] = splitKey(k)
     return { did, rkey }
   })
 
 /** 3b. Flags that depend on other records: returns the prompts whose flags changed. */
-function reflag(tx: Executor, plan: BatchPlan): Promise<Keys> {
+function reflag(tx: Executor, plan: BatchPlan): Promise<RecordKey[]> {
   const groups = new Map<string, { did: string; agent_uri: string }>()
   for (const [key, row] of plan.rows.prompt) {
     for (const uri of [row.agentUri, plan.previousAgentUris.get(key) ?? null]) {
@@ -184,7 +183,7 @@ async function logChanges(
   nsids: Nsids,
   tx: Executor,
   plan: BatchPlan,
-  flagged: Keys,
+  flagged: RecordKey[],
 ): Promise<number> {
   const reposChanged = [...new Set([...plan.visibility.keys(), ...plan.purged])]
   let changes = 0

@@ -31,7 +31,6 @@ import {
 // Doing this in memory is what lets the writes be a few multi-row statements: each key
 // ends up with exactly one final row, and the rev guard, tombstones, recompile counting
 // and account ordering are decided here, once, with the state read under the writer lock.
-// One function per event kind; each reads and extends the same PlanContext.
 
 export function planBatch(
   events: BatchEvent[],

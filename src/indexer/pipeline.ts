@@ -85,11 +85,7 @@ export class IngestPipeline implements Sink {
     const ev = item.event
     // Sources that cannot vouch for a record (Jetstream, replay files) say nothing about it.
     if (ev?.kind === 'commit' && !ev.provenance) {
-      const provenance: Provenance = {
-        source: this.#opts.provenance,
-        verified: false,
-        commit: null,
-      }
+      const provenance = { source: this.#opts.provenance, verified: false, commit: null }
       item = { ...item, event: { ...ev, provenance } }
     }
     // Analyzed now, while the batch before this one is in its transaction.
@@ -219,8 +215,7 @@ export class IngestPipeline implements Sink {
   }
 
   async #flushCursor(force: boolean): Promise<void> {
-    const c = this.#pendingCursor
-    if (!c) return
+    if (!this.#pendingCursor) return
     if (!force && performance.now() - this.#lastCursorWrite < this.#opts.cursorIntervalMs) return
     await this.#commit([])
   }

@@ -69,28 +69,25 @@ export function accountOf(ctx: PlanContext, did: string): AccountRow | undefined
 
 /** The account row this batch writes for `did`, created (active, unknown) on first touch. */
 export function touchAccount(ctx: PlanContext, did: string): AccountRow {
-  const existing = accountOf(ctx, did)
-  const row: AccountRow = existing ? { ...existing } : newAccount(did)
+  const row: AccountRow = { ...(accountOf(ctx, did) ?? newAccount(did)) }
   ctx.plan.accounts.set(did, row)
   return row
 }
 
-function newAccount(did: string): AccountRow {
-  return {
-    did,
-    active: true,
-    status: null,
-    handle: null,
-    operatorHidden: false,
-    accountSeq: null,
-    accountUs: null,
-    identitySeq: null,
-    identityUs: null,
-    lastRev: null,
-    purgedRev: null,
-    purgedUs: null,
-  }
-}
+const newAccount = (did: string): AccountRow => ({
+  did,
+  active: true,
+  status: null,
+  handle: null,
+  operatorHidden: false,
+  accountSeq: null,
+  accountUs: null,
+  identitySeq: null,
+  identityUs: null,
+  lastRev: null,
+  purgedRev: null,
+  purgedUs: null,
+})
 
 export function countOutcome(
   ctx: PlanContext,

@@ -2,7 +2,7 @@ import type { SQL } from 'drizzle-orm'
 import { type Database, rows } from '../client.ts'
 import { asc, gt, max, sql } from '../orm.ts'
 import { changes } from '../schema.ts'
-import { columnsOf, type RawRow } from './columns.ts'
+import { columnsOf, keyArrays, type RawRow } from './columns.ts'
 
 // The change log as readers see it. Feed reads are raw `sql`: a LATERAL probe with LIMIT,
 // which the builder cannot say; the tail's repo poll uses the builder.
@@ -102,7 +102,7 @@ export async function readCurrentRecords(
   if (keys.length === 0) return new Map()
   const rows = await db.read<{ did: string; rkey: string; cid: string | null; json: string }>(
     CURRENT_RECORDS[table],
-    { dids: keys.map((k) => k.did), rkeys: keys.map((k) => k.rkey) },
+    keyArrays(keys),
   )
   return new Map(rows.map((r) => [`${r.did} ${r.rkey}`, { cid: r.cid, json: r.json }]))
 }

@@ -14,6 +14,12 @@ type RawValue<V> = V extends Date ? string | Date : V extends number ? number | 
 /** A row of `columnsOf(table, alias, keys)`, as the driver returns it. */
 export type RawRow<T> = { [K in keyof T]: RawValue<T[K]> }
 
+/** Keys as the two text arrays of a statement built once (`unnest(:dids, :rkeys)`). */
+export const keyArrays = (keys: ReadonlyArray<{ did: string; rkey: string }>) => ({
+  dids: keys.map((k) => k.did),
+  rkeys: keys.map((k) => k.rkey),
+})
+
 /** `alias.column AS "key"` for each key: fixed text, so fit for prepared statements. */
 export function columnsOf<T extends Table>(
   table: T,

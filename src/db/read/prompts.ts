@@ -6,7 +6,7 @@ import { evidenceColumns, evidenceJoins, type FlagEvidenceRow } from '../flag-ev
 import { sql } from '../orm.ts'
 import { prompts } from '../schema.ts'
 import { type BatchOptions, batchedReader } from './batch.ts'
-import { columnsOf, type RawRow } from './columns.ts'
+import { columnsOf, keyArrays, type RawRow } from './columns.ts'
 import { afterPosition, type ListPosition, listOrder, sortKeyText } from './list-order.ts'
 
 // Prompts in raw `sql`: flag predicates are spelled exactly as the partial indexes' (literal
@@ -127,10 +127,7 @@ export async function readPromptAnswers(
   db: Database,
   keys: readonly PromptKey[],
 ): Promise<Array<KeyedAnswerRow | null>> {
-  const rows = await db.read<KeyedAnswerRow>(PROMPT_ANSWERS, {
-    dids: keys.map((k) => k.did),
-    rkeys: keys.map((k) => k.rkey),
-  })
+  const rows = await db.read<KeyedAnswerRow>(PROMPT_ANSWERS, keyArrays(keys))
   const byKey: Array<KeyedAnswerRow | null> = keys.map(() => null)
   for (const row of rows) byKey[row.key - 1] = row
   return byKey

@@ -2,9 +2,8 @@ import type { SQL } from 'drizzle-orm'
 import { FLAG_BITS } from '../../model/flags.ts'
 import type { Database } from '../client.ts'
 import { sql } from '../orm.ts'
-import type { agents } from '../schema.ts'
-import { conversations } from '../schema.ts'
-import { columnsOf, type RawRow } from './columns.ts'
+import { type agents, conversations } from '../schema.ts'
+import { columnsOf, keyArrays, type RawRow } from './columns.ts'
 import { type FlagCounts, flagCountColumns, flagCountsOf, VISIBLE } from './prompts.ts'
 
 // Conversations and agents: the records prompts are checked against. Raw `sql`: prepared
@@ -110,10 +109,7 @@ function labelRead(table: 'agents' | 'conversations', field: 'name' | 'title') {
     keys: ReadonlyArray<{ did: string; rkey: string }>,
   ): Promise<Map<string, string>> => {
     if (keys.length === 0) return new Map()
-    const rows = await db.read<{ did: string; rkey: string; label: string }>(query, {
-      dids: keys.map((k) => k.did),
-      rkeys: keys.map((k) => k.rkey),
-    })
+    const rows = await db.read<{ did: string; rkey: string; label: string }>(query, keyArrays(keys))
     return new Map(rows.map((r) => [`${r.did} ${r.rkey}`, r.label]))
   }
 }
