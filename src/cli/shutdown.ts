@@ -64,6 +64,9 @@ export function createShutdown(logger: Logger, deadlineMs = 15_000) {
   }
 }
 
+/** How long a closed process may wait for its event loop to empty before it exits. */
+const EXIT_GRACE_MS = 2000
+
 /**
  * SIGTERM/SIGINT close everything once; a second signal, or a close stuck past the
  * deadline, exits hard. An uncaught error closes too (installLastResort).
@@ -83,7 +86,15 @@ export function onShutdownSignal(logger: Logger, shutdown: Shutdown, deadlineMs 
     }, deadlineMs)
     timer.unref()
     shutdown.close().then(
-      () => clearTimeout(timer),
+      () => {
+        clearTimeout(timer)
+        // A handle nothing registered (a PGlite instance dead of a PANIC, seen in the chaos
+        // suite) must not keep a closed process alive until its supervisor kills it.
+        setTimeout(() => {
+          logger.warn({ graceMs: EXIT_GRACE_MS }, 'still running after closing everything: exiting')
+          process.exit()
+        }, EXIT_GRACE_MS).unref()
+      },
       (err) => {
         logger.error({ err }, 'shutdown failed')
         process.exitCode = 1
