@@ -119,7 +119,7 @@ const OF_THE_RUN = new Set(['seq', 'cursor'])
  * Where `actual` differs from `expected` in shape, or, with `values`, in a value that depends
  * neither on the clock nor on the run's batching; null matches any type.
  */
-export function shapeDiff(expected: unknown, actual: unknown, path = '$', values = true): string[] {
+export function jsonDiff(expected: unknown, actual: unknown, path = '$', values = true): string[] {
   const [te, ta] = [typeOf(expected), typeOf(actual)]
   if (te === 'null' || ta === 'null') return []
   if (te !== ta) return [`${path}: shown as ${te}, got ${ta}`]
@@ -128,9 +128,9 @@ export function shapeDiff(expected: unknown, actual: unknown, path = '$', values
   if (te === 'array') {
     const [e, a] = [expected as unknown[], actual as unknown[]]
     if (!values)
-      return e.length > 0 && a.length > 0 ? shapeDiff(e[0], a[0], `${path}[0]`, false) : []
+      return e.length > 0 && a.length > 0 ? jsonDiff(e[0], a[0], `${path}[0]`, false) : []
     if (e.length !== a.length) return [`${path}: shown with ${e.length} item(s), got ${a.length}`]
-    return e.flatMap((x, i) => shapeDiff(x, a[i], `${path}[${i}]`))
+    return e.flatMap((x, i) => jsonDiff(x, a[i], `${path}[${i}]`))
   }
   if (te !== 'object' || FREE_FORM.has(path.split('.').at(-1) ?? '')) return []
   const [e, a] = [expected as Record<string, unknown>, actual as Record<string, unknown>]
@@ -139,7 +139,7 @@ export function shapeDiff(expected: unknown, actual: unknown, path = '$', values
   const out: string[] = []
   for (const k of Object.keys(e))
     if (!(k in a)) out.push(`${path}.${k}: shown, missing from the output`)
-    else out.push(...shapeDiff(e[k], a[k], `${path}.${k}`, inner && !OF_THE_RUN.has(k)))
+    else out.push(...jsonDiff(e[k], a[k], `${path}.${k}`, inner && !OF_THE_RUN.has(k)))
   for (const k of Object.keys(a)) if (!(k in e)) out.push(`${path}.${k}: in the output, not shown`)
   return out
 }
@@ -167,7 +167,7 @@ export function outputDiff(expected: string[], actual: string[]): string[] {
     const [pe, pa] = [parse(e), parse(actual[i])]
     if (pe.ok) {
       if (!pa.ok) return [`output line ${i + 1} is not JSON: ${actual[i]}`]
-      return shapeDiff(pe.value, pa.value).map((d) => `output line ${i + 1}: ${d}`)
+      return jsonDiff(pe.value, pa.value).map((d) => `output line ${i + 1}: ${d}`)
     }
     return numbersAlike(e) === numbersAlike(actual[i])
       ? []
